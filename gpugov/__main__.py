@@ -1,0 +1,3 @@
+from gpugov.cli import main
+
+raise SystemExit(main())

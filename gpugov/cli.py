@@ -1,0 +1,184 @@
+"""The `gpugov` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from gpugov import __version__
+from gpugov.compile import BACKENDS, CompileError, compile
+from gpugov.declarations.schema import schema_files
+from gpugov.findings import RULES
+from gpugov.policy import load_families
+from gpugov.policy.conformance import check_objects
+from gpugov.render import RenderError, dump_objects, manifest_files, write_tree
+from gpugov.report import FORMATS, REPORTERS
+from gpugov.validate import InputError, Validation, validate_repo
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> int:
+    print(f"gpugov: {message}", file=sys.stderr)
+    return code
+
+
+def _default_format() -> str:
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    try:
+        result = validate_repo(Path(args.repo))
+    except InputError as exc:
+        return _fail(str(exc))
+    sys.stdout.write(REPORTERS[args.format or _default_format()](result.findings, len(result.files)))
+    return result.exit_code(args.strict)
+
+
+def _validated(repo: str) -> tuple[Validation | None, int]:
+    """Validate before acting; print findings to stderr when the repo is not clean."""
+    try:
+        result = validate_repo(Path(repo))
+    except InputError as exc:
+        return None, _fail(str(exc))
+    if result.errors or result.unreadable:
+        sys.stderr.write(REPORTERS["text"](result.findings, len(result.files)))
+        print("gpugov: refusing to continue: the declarations have errors", file=sys.stderr)
+        return None, result.exit_code()
+    return result, EXIT_OK
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    if not args.stdout and not args.out:
+        return _fail("render needs --out DIR or --stdout")
+    result, code = _validated(args.repo)
+    if result is None or result.model is None:
+        return code
+    try:
+        objects = compile(result.model, args.backend, args.cluster)
+    except CompileError as exc:
+        return _fail(str(exc))
+    problems = check_objects(objects)
+    if problems:
+        sys.stderr.write(REPORTERS["text"](problems, len(result.files)))
+        return EXIT_FINDINGS
+    if args.stdout:
+        sys.stdout.write(dump_objects(objects))
+        return EXIT_OK
+    try:
+        write_tree(Path(args.out), manifest_files(objects))
+    except (RenderError, OSError) as exc:
+        return _fail(f"cannot write {args.out}: {exc}")
+    kinds = len({o["kind"] for o in objects})
+    print(f"rendered {len(objects)} objects of {kinds} kinds to {args.out}")
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    files = schema_files()
+    if args.out:
+        out = Path(args.out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            for name, text in files.items():
+                (out / name).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            return _fail(f"cannot write {out}: {exc}")
+        print(f"wrote {len(files)} schemas to {out}")
+        return EXIT_OK
+    if args.kind:
+        name = f"{args.kind.lower()}.json"
+        if name not in files:
+            return _fail(f"unknown kind '{args.kind}' (known: {', '.join(n[:-5] for n in sorted(files))})")
+        sys.stdout.write(files[name])
+        return EXIT_OK
+    sys.stdout.write(json.dumps({n: json.loads(t) for n, t in files.items()}, indent=2) + "\n")
+    return EXIT_OK
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    load_families()
+    for rule in sorted(RULES.values(), key=lambda r: r.id):
+        if args.format == "markdown":
+            print(f"| {rule.id} | {rule.name} | {rule.level.value} | {rule.summary} |")
+        else:
+            print(f"{rule.id}  {rule.level.value:<7}  {rule.name}: {rule.summary}")
+    return EXIT_OK
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from gpugov.catalog import MODELS
+
+    for model in MODELS.values():
+        mig = ", ".join(p for p in model.mig_profiles) if model.mig_profiles else "no MIG"
+        print(f"{model.name:<14} {model.vendor:<10} {model.resource:<22} {mig}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpugov",
+        description="GitOps governance for shared GPU clusters: validate declarations, render scheduler objects.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpugov {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("validate", help="check declarations (schema and policy); exit 1 on errors")
+    p.add_argument("repo", nargs="?", default=".", help="repository root holding tenants/, policies/, hardware/")
+    p.add_argument("--format", choices=FORMATS, help="output format (github inside GitHub Actions, else text)")
+    p.add_argument("--strict", action="store_true", help="fail on warnings too")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("render", help="write Kueue or Volcano manifests for Argo CD, Flux or kubectl")
+    p.add_argument("repo", nargs="?", default=".", help="repository root")
+    p.add_argument("--backend", choices=BACKENDS, help="scheduler (default: the cluster's declared backend)")
+    p.add_argument("--cluster", help="cluster to render (needed when several are declared)")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--out", metavar="DIR", help="folder to (re)write, with a kustomization.yaml")
+    target.add_argument("--stdout", action="store_true", help="print all objects as one YAML stream")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("schema", help="print or write the JSON Schemas of the declaration kinds")
+    p.add_argument("--kind", help="print only this kind's schema")
+    p.add_argument("--out", metavar="DIR", help="write one <kind>.json per kind into DIR")
+    p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("rules", help="list the policy rules and their ids")
+    p.add_argument("--format", choices=("text", "markdown"), default="text")
+    p.set_defaults(func=cmd_rules)
+
+    p = sub.add_parser("catalog", help="list the accelerator models gpugov knows, with their MIG profiles")
+    p.set_defaults(func=cmd_catalog)
+
+    for register in _extensions():
+        register(sub)
+    return parser
+
+
+def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:
+    """Subcommands that live at the edge (cluster access, sandbox), registered if present."""
+    registers = []
+    try:
+        from gpugov.sandbox.cli import register as sandbox
+    except ImportError:
+        pass
+    else:
+        registers.append(sandbox)
+    return registers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except BrokenPipeError:
+        return EXIT_OK

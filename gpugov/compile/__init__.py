@@ -1,0 +1,57 @@
+"""compile: the one source of desired state.
+
+`compile(model, backend, cluster)` turns the organisation model into the Kubernetes objects
+a cluster should hold. It is pure (no I/O, no pulumi or kubernetes imports) and
+deterministic: objects come out in apply order (namespaces and classes first, flavors and
+cohorts before the queues that use them, parents before children), each with stable
+names. Pulumi, render, plan and drift all call it.
+"""
+
+from __future__ import annotations
+
+from gpugov.compile.common import CompileError, Object, Scope, select
+from gpugov.compile.core import compile_core
+from gpugov.compile.kueue import compile_kueue
+from gpugov.compile.mig import mig_configmap
+from gpugov.compile.nodes import compile_nodes
+from gpugov.compile.volcano import compile_volcano
+from gpugov.declarations.model import Model
+
+BACKENDS = ("kueue", "volcano")
+APPLY_ORDER = (
+    "Namespace",
+    "ConfigMap",
+    "ResourceQuota",
+    "RoleBinding",
+    "PriorityClass",
+    "WorkloadPriorityClass",
+    "Topology",
+    "ResourceFlavor",
+    "Cohort",
+    "ClusterQueue",
+    "LocalQueue",
+    "Queue",
+    "Node",
+)
+
+
+def compile(model: Model, backend: str | None = None, cluster: str | None = None) -> list[Object]:
+    """Desired objects for one cluster, in apply order."""
+    if backend is not None and backend not in BACKENDS:
+        raise CompileError(f"unknown backend '{backend}' (choose {' or '.join(BACKENDS)})")
+    scope = select(model, cluster, backend)
+    objects = compile_core(scope) + mig_configmap(scope)
+    objects += compile_kueue(scope) if scope.backend == "kueue" else compile_volcano(scope)
+    objects += compile_nodes(scope)
+    rank = {kind: index for index, kind in enumerate(APPLY_ORDER)}
+    # Stable sort: within a kind keep the backend's order (parents before children).
+    return sorted(objects, key=lambda obj: rank[obj["kind"]])
+
+
+def object_key(obj: Object) -> tuple[str, str, str, str]:
+    """(apiVersion, kind, namespace, name): identity of an object on a cluster."""
+    meta = obj["metadata"]
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+__all__ = ["APPLY_ORDER", "BACKENDS", "CompileError", "Object", "Scope", "compile", "object_key", "select"]

@@ -1,0 +1,120 @@
+"""What every compiled object shares: labels, the source annotation and the cluster scope."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from gpugov.declarations.model import Cluster, Decl, Department, GPUPool, Model, PoolQuota, Tenant
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "gpugov"
+LABEL_TENANT = "gpugov.io/tenant"
+LABEL_DEPARTMENT = "gpugov.io/department"
+LABEL_POOL = "gpugov.io/pool"
+LABEL_COST_CENTER = "gpugov.io/cost-center"
+LABEL_PRIORITY_CLASS = "gpugov.io/priority-class"
+ANNOTATION_SOURCE = "gpugov.io/source"
+NON_ACCELERATOR = ("cpu", "memory", "pods")
+
+Object = dict[str, Any]
+
+
+def metadata(
+    name: str,
+    decl: Decl,
+    labels: dict[str, str],
+    namespace: str | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = {MANAGED_BY: MANAGER, **labels}
+    meta["annotations"] = {ANNOTATION_SOURCE: decl.origin, **(annotations or {})}
+    return meta
+
+
+def tenant_labels(tenant: Tenant) -> dict[str, str]:
+    labels = {LABEL_TENANT: tenant.name}
+    if tenant.department:
+        labels[LABEL_DEPARTMENT] = tenant.department
+    if tenant.cost_center:
+        labels[LABEL_COST_CENTER] = _label_value(tenant.cost_center)
+    return labels
+
+
+def _label_value(text: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "-_." else "-" for c in text)[:63]
+    return cleaned.strip("-_.")
+
+
+def resource_order(resource: str) -> tuple[int, str]:
+    """Accelerators first (sorted), then cpu, memory, pods: one order for every queue."""
+    if resource in NON_ACCELERATOR:
+        return (1 + NON_ACCELERATOR.index(resource), resource)
+    return (0, resource)
+
+
+@dataclass
+class Scope:
+    """The part of the model one cluster gets: its pools, and tenants' quotas on them."""
+
+    model: Model
+    cluster: Cluster
+    backend: str
+    pools: dict[str, GPUPool] = field(default_factory=dict)
+    tenants: dict[str, Tenant] = field(default_factory=dict)
+    departments: dict[str, Department] = field(default_factory=dict)
+    # quotas per tenant/department, restricted to this cluster's pools, in declared order
+    quotas: dict[str, tuple[PoolQuota, ...]] = field(default_factory=dict)
+    department_quotas: dict[str, tuple[PoolQuota, ...]] = field(default_factory=dict)
+
+    def nominal(self, quotas: tuple[PoolQuota, ...], pool: str, resource: str) -> Decimal | None:
+        for quota in quotas:
+            if quota.pool == pool:
+                for rq in quota.resources:
+                    if rq.resource == resource:
+                        return rq.nominal
+        return None
+
+
+class CompileError(ValueError):
+    """The model cannot be compiled for the asked cluster (e.g. unknown cluster name)."""
+
+
+def select(model: Model, cluster: str | None, backend: str | None) -> Scope:
+    names = model.cluster_names()
+    if cluster is None:
+        if len(names) > 1:
+            raise CompileError(
+                f"this repository drives several clusters ({', '.join(names)}): choose one with --cluster"
+            )
+        cluster = names[0]
+    if cluster not in names:
+        raise CompileError(f"unknown cluster '{cluster}' (declared: {', '.join(names)})")
+    target = model.cluster(cluster)
+    scope = Scope(model, target, backend or target.backend)
+    scope.pools = {name: pool for name, pool in sorted(model.pools.items()) if model.pool_cluster(pool) == cluster}
+    for name, tenant in sorted(model.tenants.items()):
+        quotas = tuple(q for q in tenant.quotas if q.pool in scope.pools)
+        wanted = cluster in tenant.clusters if tenant.clusters else bool(quotas) or not tenant.quotas
+        if wanted:
+            scope.tenants[name] = tenant
+            scope.quotas[name] = quotas
+    needed: set[str] = set()
+    for tenant in scope.tenants.values():
+        if tenant.department:
+            needed.add(tenant.department)
+            needed.update(model.ancestors(tenant.department))
+    for name, department in model.departments.items():
+        quotas = tuple(q for q in department.quotas if q.pool in scope.pools)
+        if quotas:
+            needed.add(name)
+            needed.update(model.ancestors(name))
+    for name in sorted(needed):
+        if name in model.departments:
+            scope.departments[name] = model.departments[name]
+            scope.department_quotas[name] = tuple(q for q in model.departments[name].quotas if q.pool in scope.pools)
+    return scope

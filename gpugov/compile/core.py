@@ -1,0 +1,95 @@
+"""Core Kubernetes objects per tenant namespace: Namespace, owners' RoleBinding, ResourceQuota.
+
+The ResourceQuota is a backstop: a pod that bypasses the queue still cannot request more
+accelerators in one namespace than its tenant may hold at most (nominal plus what it may
+borrow, never more than the pools physically have).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from gpugov.compile.common import NON_ACCELERATOR, Object, Scope, metadata, resource_order, tenant_labels
+from gpugov.compile.kueue import queue_flavors
+from gpugov.declarations.model import Tenant
+from gpugov.quantity import format_quantity
+
+OWNER_ROLE = "edit"
+ROLEBINDING_NAME = "gpugov-owners"
+RESOURCEQUOTA_NAME = "gpugov-accelerators"
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+
+def namespace(scope: Scope, tenant: Tenant, name: str) -> Object:
+    annotations = {VOLCANO_QUEUE_ANNOTATION: tenant.name} if scope.backend == "volcano" else None
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": metadata(name, tenant, tenant_labels(tenant), annotations=annotations),
+    }
+
+
+def role_binding(tenant: Tenant, name: str) -> Object | None:
+    subjects = [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in sorted(tenant.owners.groups)
+    ]
+    subjects += [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u} for u in sorted(tenant.owners.users)
+    ]
+    if not subjects:
+        return None
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": metadata(ROLEBINDING_NAME, tenant, tenant_labels(tenant), name),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": OWNER_ROLE},
+        "subjects": subjects,
+    }
+
+
+def accelerator_ceiling(scope: Scope, tenant: Tenant) -> dict[str, Decimal]:
+    """Most of each accelerator resource the tenant can hold: nominal + borrowable, capped by capacity."""
+    flavors, covered = queue_flavors(scope, tenant)
+    declared = {(q.pool, rq.resource): rq for q in scope.quotas[tenant.name] for rq in q.resources}
+    ceiling: dict[str, Decimal] = {}
+    for resource in covered:
+        if resource in NON_ACCELERATOR:
+            continue
+        total = physical = Decimal(0)
+        for pool in flavors:
+            capacity = scope.pools[pool].capacity.get(resource, Decimal(0))
+            physical += capacity
+            rq = declared.get((pool, resource))
+            if not tenant.department:
+                total += rq.nominal if rq else Decimal(0)
+            elif rq is not None and rq.borrowing_limit is not None:
+                total += rq.nominal + rq.borrowing_limit
+            else:
+                total += capacity  # may borrow without limit: up to what the pool has
+        ceiling[resource] = min(total, physical) if tenant.department else total
+    return dict(ceiling)
+
+
+def resource_quota(scope: Scope, tenant: Tenant, name: str) -> Object | None:
+    ceiling = accelerator_ceiling(scope, tenant)
+    if not ceiling:
+        return None
+    hard: dict[str, Any] = {f"requests.{r}": format_quantity(ceiling[r]) for r in sorted(ceiling, key=resource_order)}
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": metadata(RESOURCEQUOTA_NAME, tenant, tenant_labels(tenant), name),
+        "spec": {"hard": hard},
+    }
+
+
+def compile_core(scope: Scope) -> list[Object]:
+    objects: list[Object] = []
+    for tenant in scope.tenants.values():
+        for name in sorted(tenant.namespaces):
+            objects.append(namespace(scope, tenant, name))
+            for extra in (role_binding(tenant, name), resource_quota(scope, tenant, name)):
+                if extra is not None:
+                    objects.append(extra)
+    return objects

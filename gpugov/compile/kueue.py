@@ -1,0 +1,257 @@
+"""Kueue backend (kueue.x-k8s.io/v1beta2).
+
+How declarations map to Kueue:
+- GPUPool -> ResourceFlavor (nodeLabels = the pool label, or the pool's nodeSelector for
+  selector-only pools; nodeTaints = pool taints, tolerations = the matching tolerations so
+  admitted pods tolerate the pool) and, with topology levels, a Topology of the same name.
+- Department -> Cohort (parentName = parent department; the department's own quotas are the
+  cohort's resourceGroups, i.e. extra shared quota; fairSharing.weight).
+- Tenant -> ClusterQueue named after the tenant: cohortName = its department,
+  namespaceSelector = exactly its namespaces (always explicit: null would admit none),
+  preemption and queueingStrategy from SchedulingPolicy, fairSharing.weight.
+  Resource groups: ONE group per queue covering every accelerator resource plus cpu and
+  memory, so Kueue assigns a single flavor (pool) to a pod's whole request; a pod's GPU and
+  CPU can never land on two pools' node labels. Flavors: the tenant's own pools in declared
+  order (its preference), then every other pool its cohort tree has quota in, listed with
+  nominalQuota 0 so the tenant can borrow there. cpu/memory that a quota leaves undeclared
+  get the pool's full CPU/memory: accelerators gate admission, not CPU.
+- Tenant queue -> LocalQueue in its namespace pointing at the tenant's ClusterQueue; the
+  allowed priority classes are recorded in an annotation.
+- PriorityClass -> WorkloadPriorityClass (value, description).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from gpugov.compile.common import (
+    LABEL_DEPARTMENT,
+    LABEL_POOL,
+    LABEL_PRIORITY_CLASS,
+    Object,
+    Scope,
+    metadata,
+    resource_order,
+    tenant_labels,
+)
+from gpugov.declarations.model import GPUPool, PoolQuota, Tenant
+from gpugov.quantity import format_quantity
+
+API = "kueue.x-k8s.io/v1beta2"
+ALLOWED_PRIORITY_CLASSES = "gpugov.io/allowed-priority-classes"
+
+
+def flavor_node_labels(pool: GPUPool) -> dict[str, str]:
+    if pool.nodes or not pool.node_selector:
+        return {LABEL_POOL: pool.name}
+    return dict(pool.node_selector)
+
+
+def resource_flavor(pool: GPUPool) -> Object:
+    spec: dict[str, Any] = {"nodeLabels": flavor_node_labels(pool)}
+    if pool.taints:
+        spec["nodeTaints"] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints]
+        spec["tolerations"] = [
+            {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in pool.taints
+        ]
+    if pool.topology_levels:
+        spec["topologyName"] = pool.name
+    return {
+        "apiVersion": API,
+        "kind": "ResourceFlavor",
+        "metadata": metadata(pool.name, pool, {LABEL_POOL: pool.name}),
+        "spec": spec,
+    }
+
+
+def topology(pool: GPUPool) -> Object:
+    return {
+        "apiVersion": API,
+        "kind": "Topology",
+        "metadata": metadata(pool.name, pool, {LABEL_POOL: pool.name}),
+        "spec": {"levels": [{"nodeLabel": level} for level in pool.topology_levels]},
+    }
+
+
+def _quota_entry(name: str, amount: Decimal, borrowing: Decimal | None, lending: Decimal | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "nominalQuota": format_quantity(amount)}
+    if borrowing is not None:
+        entry["borrowingLimit"] = format_quantity(borrowing)
+    if lending is not None:
+        entry["lendingLimit"] = format_quantity(lending)
+    return entry
+
+
+def _resource_group(
+    flavors: list[str], covered: list[str], quotas: tuple[PoolQuota, ...], default_for: dict[str, dict[str, Decimal]]
+) -> dict[str, Any]:
+    """One resourceGroup; each flavor lists every covered resource in coveredResources order."""
+    declared = {(q.pool, rq.resource): rq for q in quotas for rq in q.resources}
+    group_flavors = []
+    for flavor in flavors:
+        resources = []
+        for resource in covered:
+            rq = declared.get((flavor, resource))
+            if rq is not None:
+                resources.append(_quota_entry(resource, rq.nominal, rq.borrowing_limit, rq.lending_limit))
+            else:
+                fallback = default_for.get(flavor, {}).get(resource, Decimal(0))
+                resources.append(_quota_entry(resource, fallback, None, None))
+        group_flavors.append({"name": flavor, "resources": resources})
+    return {"coveredResources": covered, "flavors": group_flavors}
+
+
+def cohort_pools(scope: Scope, tenant: Tenant) -> list[str]:
+    """Pools that anyone in the tenant's cohort tree has quota in: where it may borrow."""
+    if not tenant.department:
+        return []
+    root = scope.model.root_department(tenant.department)
+    tree = {name for name in scope.departments if scope.model.root_department(name) == root}
+    pools: set[str] = set()
+    for other in scope.tenants.values():
+        if other.department in tree:
+            pools.update(q.pool for q in scope.quotas[other.name])
+    for name in tree:
+        pools.update(q.pool for q in scope.department_quotas.get(name, ()))
+    return sorted(pools)
+
+
+def cohort_resources(scope: Scope, pools: list[str], tenant: Tenant) -> set[str]:
+    resources: set[str] = set()
+    if not tenant.department:
+        return resources
+    root = scope.model.root_department(tenant.department)
+    for other in scope.tenants.values():
+        if other.department and scope.model.root_department(other.department) == root:
+            resources.update(rq.resource for q in scope.quotas[other.name] for rq in q.resources)
+    for name, quotas in scope.department_quotas.items():
+        if scope.model.root_department(name) == root:
+            resources.update(rq.resource for q in quotas for rq in q.resources)
+    return resources
+
+
+def queue_flavors(scope: Scope, tenant: Tenant) -> tuple[list[str], list[str]]:
+    """(flavors in preference order, covered resources in canonical order) of a tenant's queue."""
+    own = [q.pool for q in scope.quotas[tenant.name]]
+    flavors = own + [pool for pool in cohort_pools(scope, tenant) if pool not in own]
+    resources = {rq.resource for q in scope.quotas[tenant.name] for rq in q.resources}
+    resources |= cohort_resources(scope, flavors, tenant)
+    if flavors:
+        resources |= {"cpu", "memory"}
+    return flavors, sorted(resources, key=resource_order)
+
+
+def cluster_queue(scope: Scope, tenant: Tenant) -> Object:
+    policy = scope.model.policy
+    quotas = scope.quotas[tenant.name]
+    flavors, covered = queue_flavors(scope, tenant)
+    own_pools = {q.pool for q in quotas}
+    # Undeclared cpu/memory on an own pool: the pool's whole CPU/memory (see module doc).
+    defaults = {
+        pool: {r: scope.pools[pool].capacity[r] for r in ("cpu", "memory") if r in scope.pools[pool].capacity}
+        for pool in own_pools
+    }
+    preemption: dict[str, Any] = {
+        "reclaimWithinCohort": policy.reclaim_within_cohort,
+        "withinClusterQueue": policy.within_cluster_queue,
+    }
+    borrow: dict[str, Any] = {"policy": policy.borrow_within_cohort}
+    threshold = borrow_threshold(scope)
+    if policy.borrow_within_cohort != "Never" and threshold is not None:
+        borrow["maxPriorityThreshold"] = threshold
+    preemption["borrowWithinCohort"] = borrow
+    spec: dict[str, Any] = {}
+    if tenant.department:
+        spec["cohortName"] = tenant.department
+    spec["namespaceSelector"] = {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(tenant.namespaces)}
+        ]
+    }
+    spec["queueingStrategy"] = policy.queueing_strategy
+    spec["preemption"] = preemption
+    if flavors:
+        spec["resourceGroups"] = [_resource_group(flavors, covered, quotas, defaults)]
+    spec["fairSharing"] = {"weight": str(tenant.weight or 1)}
+    return {
+        "apiVersion": API,
+        "kind": "ClusterQueue",
+        "metadata": metadata(tenant.name, tenant, tenant_labels(tenant)),
+        "spec": spec,
+    }
+
+
+def borrow_threshold(scope: Scope) -> int | None:
+    """Borrowing may only preempt preemptible work: cap victims at the highest preemptible value."""
+    classes = scope.model.priority_classes.values()
+    if not any(not pc.preemptible for pc in classes):
+        return None
+    preemptible = [pc.value for pc in classes if pc.preemptible]
+    return max(preemptible) if preemptible else None
+
+
+def cohort(scope: Scope, name: str) -> Object:
+    department = scope.departments[name]
+    spec: dict[str, Any] = {}
+    if department.parent:
+        spec["parentName"] = department.parent
+    quotas = scope.department_quotas.get(name, ())
+    if quotas:
+        flavors = [q.pool for q in quotas]
+        covered = sorted({rq.resource for q in quotas for rq in q.resources}, key=resource_order)
+        spec["resourceGroups"] = [_resource_group(flavors, covered, quotas, {})]
+    if department.weight is not None:
+        spec["fairSharing"] = {"weight": str(department.weight)}
+    return {
+        "apiVersion": API,
+        "kind": "Cohort",
+        "metadata": metadata(name, department, {LABEL_DEPARTMENT: name}),
+        "spec": spec,
+    }
+
+
+def local_queues(tenant: Tenant) -> list[Object]:
+    objects = []
+    for queue in tenant.queues:
+        annotations = {}
+        if queue.priority_classes:
+            annotations[ALLOWED_PRIORITY_CLASSES] = ",".join(queue.priority_classes)
+        objects.append(
+            {
+                "apiVersion": API,
+                "kind": "LocalQueue",
+                "metadata": metadata(queue.name, tenant, tenant_labels(tenant), queue.namespace, annotations),
+                "spec": {"clusterQueue": tenant.name},
+            }
+        )
+    return objects
+
+
+def workload_priority_classes(scope: Scope) -> list[Object]:
+    objects = []
+    for name, pc in sorted(scope.model.priority_classes.items()):
+        obj: Object = {
+            "apiVersion": API,
+            "kind": "WorkloadPriorityClass",
+            "metadata": metadata(name, pc, {LABEL_PRIORITY_CLASS: name}),
+            "value": pc.value,
+        }
+        if pc.description:
+            obj["description"] = pc.description
+        objects.append(obj)
+    return objects
+
+
+def compile_kueue(scope: Scope) -> list[Object]:
+    objects: list[Object] = []
+    for pool in scope.pools.values():
+        objects.append(resource_flavor(pool))
+        if pool.topology_levels:
+            objects.append(topology(pool))
+    objects.extend(cohort(scope, name) for name in scope.departments)
+    for tenant in scope.tenants.values():
+        objects.append(cluster_queue(scope, tenant))
+        objects.extend(local_queues(tenant))
+    objects.extend(workload_priority_classes(scope))
+    return objects

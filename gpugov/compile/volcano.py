@@ -1,0 +1,173 @@
+"""Volcano backend (scheduling.volcano.sh/v1beta1 Queue, scheduling.k8s.io/v1 PriorityClass).
+
+How declarations map to Volcano (queues are cluster-wide per resource name; Volcano has no
+flavors, so a pool is expressed as a node group):
+- Tenant -> leaf Queue named after the tenant.
+  deserved   = sum of its nominal quotas per resource name (capacity plugin: its fair share);
+  guarantee  = sum of (nominal - lendingLimit) where a lendingLimit is set: the part never lent;
+  capability = nominal + borrowingLimit per resource when every pool quota of that resource
+               sets a borrowingLimit; otherwise the resource is left out (no ceiling). A tenant
+               without a department cannot borrow: capability = deserved.
+  So guarantee <= deserved <= capability per resource, as Volcano's webhook demands.
+  weight = fairSharing.weight (proportion plugin); reclaimable = false when every queue of the
+  tenant only admits non-preemptible priority classes (its work must not be reclaimed), else
+  whether SchedulingPolicy lets cohorts reclaim; affinity.nodeGroupAffinity = its pools,
+  matched through the node label volcano.sh/nodegroup-name=<pool>.
+- Department -> parent Queue (capacity plugin only, which supports hierarchy): parent = parent
+  department; deserved and guarantee = the children's sums plus the department's own quota,
+  so the children's sums always fit within the parent. The proportion plugin has no
+  hierarchy: departments then emit no queue and tenants sit under root.
+- PriorityClass -> PriorityClass (value, description; preemptionPolicy PreemptLowerPriority).
+  Non-preemptible classes carry the label gpugov.io/preemptible=false; jobs of those classes
+  should also set the pod annotation volcano.sh/preemptable: "false".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+from typing import Any
+
+from gpugov.compile.common import (
+    LABEL_DEPARTMENT,
+    LABEL_PRIORITY_CLASS,
+    Object,
+    Scope,
+    metadata,
+    resource_order,
+    tenant_labels,
+)
+from gpugov.declarations.model import PoolQuota, Tenant
+from gpugov.quantity import format_quantity
+
+API = "scheduling.volcano.sh/v1beta1"
+NODEGROUP_LABEL = "volcano.sh/nodegroup-name"
+Amounts = dict[str, Decimal]
+
+
+def _resources(amounts: Amounts) -> dict[str, str]:
+    return {r: format_quantity(amounts[r]) for r in sorted(amounts, key=resource_order)}
+
+
+def _sums(quotas: tuple[PoolQuota, ...]) -> tuple[Amounts, Amounts, Amounts | None]:
+    deserved: Amounts = defaultdict(Decimal)
+    guarantee: Amounts = defaultdict(Decimal)
+    capability: Amounts = defaultdict(Decimal)
+    unlimited: set[str] = set()
+    for quota in quotas:
+        for rq in quota.resources:
+            deserved[rq.resource] += rq.nominal
+            if rq.lending_limit is not None:
+                guarantee[rq.resource] += rq.nominal - rq.lending_limit
+            if rq.borrowing_limit is None:
+                unlimited.add(rq.resource)
+            else:
+                capability[rq.resource] += rq.nominal + rq.borrowing_limit
+    for resource in unlimited:
+        capability.pop(resource, None)
+    return dict(deserved), {r: v for r, v in guarantee.items() if v}, dict(capability)
+
+
+def _reclaimable(scope: Scope, tenant: Tenant) -> bool:
+    classes = [scope.model.priority_classes.get(n) for q in tenant.queues for n in q.priority_classes]
+    if classes and all(pc is not None and not pc.preemptible for pc in classes):
+        return False
+    return scope.model.policy.reclaim_within_cohort != "Never"
+
+
+def _queue(name: str, decl: Any, labels: dict[str, str], spec: dict[str, Any]) -> Object:
+    return {"apiVersion": API, "kind": "Queue", "metadata": metadata(name, decl, labels), "spec": spec}
+
+
+def tenant_queue(scope: Scope, tenant: Tenant, hierarchical: bool) -> tuple[Object, Amounts, Amounts]:
+    quotas = scope.quotas[tenant.name]
+    deserved, guarantee, capability = _sums(quotas)
+    if not tenant.department:
+        capability = dict(deserved)
+    spec: dict[str, Any] = {"weight": tenant.weight or 1, "reclaimable": _reclaimable(scope, tenant)}
+    if hierarchical and tenant.department:
+        spec["parent"] = tenant.department
+    if capability:
+        spec["capability"] = _resources(capability)
+    if deserved:
+        spec["deserved"] = _resources(deserved)
+    if guarantee:
+        spec["guarantee"] = {"resource": _resources(guarantee)}
+    pools = sorted({q.pool for q in quotas})
+    if pools:
+        spec["affinity"] = {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pools}}
+    return _queue(tenant.name, tenant, tenant_labels(tenant), spec), deserved, guarantee
+
+
+def _depth(scope: Scope, name: str) -> int:
+    return len(scope.model.ancestors(name))
+
+
+def department_queues(scope: Scope, child_sums: dict[str, tuple[Amounts, Amounts]]) -> list[Object]:
+    """Parent queues, deepest first while summing, so each parent adds up its children."""
+    totals: dict[str, tuple[Amounts, Amounts]] = {}
+    for name in sorted(scope.departments, key=lambda n: (-_depth(scope, n), n)):
+        own_deserved, own_guarantee, _ = _sums(scope.department_quotas.get(name, ()))
+        children_deserved, children_guarantee = child_sums.get(name, ({}, {}))
+        deserved, guarantee = _add(own_deserved, children_deserved), _add(own_guarantee, children_guarantee)
+        totals[name] = (deserved, guarantee)
+        parent = scope.departments[name].parent
+        if parent:
+            acc_deserved, acc_guarantee = child_sums.get(parent, ({}, {}))
+            child_sums[parent] = (_add(acc_deserved, deserved), _add(acc_guarantee, guarantee))
+    objects = []
+    for name in sorted(scope.departments, key=lambda n: (_depth(scope, n), n)):
+        department = scope.departments[name]
+        deserved, guarantee = totals[name]
+        spec: dict[str, Any] = {"weight": department.weight or 1, "reclaimable": True}
+        if department.parent:
+            spec["parent"] = department.parent
+        if deserved:
+            spec["deserved"] = _resources(deserved)
+        if guarantee:
+            spec["guarantee"] = {"resource": _resources(guarantee)}
+        objects.append(_queue(name, department, {LABEL_DEPARTMENT: name}, spec))
+    return objects
+
+
+def _add(a: Amounts, b: Amounts) -> Amounts:
+    total = defaultdict(Decimal, a)
+    for r, v in b.items():
+        total[r] += v
+    return dict(total)
+
+
+def priority_classes(scope: Scope) -> list[Object]:
+    objects = []
+    for name, pc in sorted(scope.model.priority_classes.items()):
+        labels = {LABEL_PRIORITY_CLASS: name}
+        if not pc.preemptible:
+            labels["gpugov.io/preemptible"] = "false"
+        obj: Object = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": metadata(name, pc, labels),
+            "value": pc.value,
+            "globalDefault": False,
+            "preemptionPolicy": "PreemptLowerPriority",
+        }
+        if pc.description:
+            obj["description"] = pc.description
+        objects.append(obj)
+    return objects
+
+
+def compile_volcano(scope: Scope) -> list[Object]:
+    hierarchical = scope.model.policy.volcano_plugin == "capacity"
+    objects: list[Object] = []
+    child_sums: dict[str, tuple[Amounts, Amounts]] = {}
+    for tenant in scope.tenants.values():
+        queue, deserved, guarantee = tenant_queue(scope, tenant, hierarchical)
+        objects.append(queue)
+        if tenant.department:
+            acc_deserved, acc_guarantee = child_sums.get(tenant.department, ({}, {}))
+            child_sums[tenant.department] = (_add(acc_deserved, deserved), _add(acc_guarantee, guarantee))
+    if hierarchical:
+        objects = department_queues(scope, child_sums) + objects
+    objects.extend(priority_classes(scope))
+    return objects

@@ -1,0 +1,1 @@
+"""Declarations: reading YAML with locations, schema checks and the typed model."""

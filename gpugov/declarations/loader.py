@@ -1,0 +1,256 @@
+"""Read declaration files into plain data while keeping every node's file:line:col.
+
+PyYAML's C parser composes a node tree whose marks carry positions; we keep that tree as
+the location map (walked only when a finding needs a location) and convert it to plain
+Python data ourselves, which is where duplicate keys, alias bombs and over-deep nesting
+are caught. The conversion replaces PyYAML's Python constructor, so locations cost no
+extra parse.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpugov.findings import Finding, Level, Location, make, rule
+
+DECLARATION_DIRS = ("hardware", "policies", "tenants")
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_DEPTH = 64
+
+SYNTAX = rule("GG001", "yaml-syntax", Level.ERROR, "The file is not valid YAML.", "Fix the YAML at the position shown.")
+DUPLICATE_KEY = rule(
+    "GG002", "duplicate-key", Level.ERROR, "A mapping has the same key twice.", "Remove or rename one of the keys."
+)
+UNREADABLE = rule(
+    "GG004",
+    "unreadable-file",
+    Level.ERROR,
+    "The file cannot be read as declarations: binary, not UTF-8, too large, too deeply nested or an alias bomb.",
+    "Declarations are UTF-8 YAML text files under 16 MiB.",
+)
+EMPTY = rule(
+    "GG005", "empty-file", Level.WARNING, "The file holds no documents.", "Delete the file or add declarations."
+)
+
+_CORE = "tag:yaml.org,2002:"
+_constructor = yaml.constructor.SafeConstructor()
+
+try:
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - pyyaml built without libyaml
+    _Loader = yaml.SafeLoader
+
+
+class LoadError(Exception):
+    """A problem that stops one file from loading; carries its finding."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+@dataclass(eq=False)
+class SourceDoc:
+    """One YAML document: its file, composed node tree (the location map) and plain data."""
+
+    file: str
+    index: int
+    node: yaml.Node
+    data: Any
+
+    @property
+    def line(self) -> int:
+        return self.node.start_mark.line + 1
+
+    @property
+    def origin(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    def locate(self, path: tuple[Any, ...] = (), key: bool = False) -> Location:
+        """The location of the value at `path` (or of its key when `key` is set).
+
+        Walks as deep as the path exists, so a path into missing data points at its
+        nearest existing parent.
+        """
+        node = self.node
+        key_node: yaml.Node | None = None
+        for step in path:
+            found = _child(node, step)
+            if found is None:
+                break
+            key_node, node = found
+        target = key_node if key and key_node is not None else node
+        mark = target.start_mark
+        return Location(self.file, mark.line + 1, mark.column + 1)
+
+
+def _child(node: yaml.Node, step: Any) -> tuple[yaml.Node | None, yaml.Node] | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(step):
+                return key_node, value_node
+    elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
+        return None, node.value[step]
+    return None
+
+
+@dataclass
+class LoadResult:
+    documents: list[SourceDoc] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+
+def discover(root: Path) -> list[Path]:
+    """Every .yaml/.yml file under the declaration folders, in a stable order."""
+    files: list[Path] = []
+    for folder in DECLARATION_DIRS:
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            files.extend(Path(dirpath) / f for f in sorted(filenames) if f.endswith((".yaml", ".yml")))
+    return files
+
+
+def load_tree(root: Path) -> LoadResult:
+    result = LoadResult()
+    for path in discover(root):
+        rel = path.relative_to(root).as_posix()
+        result.files.append(rel)
+        try:
+            text = read_text(path, rel)
+            docs = list(parse_documents(text, rel))
+        except LoadError as exc:
+            result.findings.append(exc.finding)
+            continue
+        if not docs:
+            result.findings.append(make(EMPTY, "the file holds no YAML documents", Location(rel, 1, 1)))
+        result.documents.extend(docs)
+    return result
+
+
+def read_text(path: Path, rel: str) -> str:
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise LoadError(make(UNREADABLE, f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit", Location(rel)))
+    raw = path.read_bytes()
+    if b"\0" in raw:
+        raise LoadError(make(UNREADABLE, "file is binary (it contains NUL bytes)", Location(rel)))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise LoadError(
+            make(UNREADABLE, f"file is not UTF-8 (invalid byte 0x{raw[exc.start]:02x})", Location(rel, line, 1))
+        ) from exc
+
+
+def parse_documents(text: str, rel: str) -> Iterator[SourceDoc]:
+    """Compose each document with the C parser and convert it to plain data."""
+    # Expansion budget: real declarations expand aliases a little; a bomb expands
+    # exponentially and is refused long before it costs memory or time.
+    budget = _Budget(max(200_000, 20 * len(text)))
+    loader = _Loader(text)
+    try:
+        index = 0
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:  # pragma: no cover - check_node said there is one
+                break
+            data = _convert(node, rel, budget, 0)
+            if data is not None:
+                yield SourceDoc(rel, index, node, data)
+            index += 1
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = Location(rel, mark.line + 1, mark.column + 1) if mark else Location(rel)
+        problem = exc.problem or str(exc)
+        context = f" ({exc.context})" if exc.context else ""
+        raise LoadError(make(SYNTAX, f"{problem}{context}", where)) from exc
+    except yaml.YAMLError as exc:
+        raise LoadError(make(SYNTAX, str(exc), Location(rel))) from exc
+    except RecursionError as exc:
+        raise LoadError(make(UNREADABLE, "YAML nesting is too deep", Location(rel))) from exc
+    finally:
+        loader.dispose()
+
+
+class _Budget:
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+
+def _where(node: yaml.Node, rel: str) -> Location:
+    return Location(rel, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _convert(node: yaml.Node, rel: str, budget: _Budget, depth: int) -> Any:
+    budget.left -= 1
+    if budget.left < 0:
+        raise LoadError(make(UNREADABLE, "YAML aliases expand too far (an alias bomb?)", _where(node, rel)))
+    if depth > MAX_DEPTH:
+        raise LoadError(make(UNREADABLE, f"YAML nesting is deeper than {MAX_DEPTH} levels", _where(node, rel)))
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(node, rel)
+    if isinstance(node, yaml.SequenceNode):
+        return [_convert(item, rel, budget, depth + 1) for item in node.value]
+    if isinstance(node, yaml.MappingNode):
+        return _mapping(node, rel, budget, depth)
+    raise LoadError(make(SYNTAX, f"unsupported YAML node {type(node).__name__}", _where(node, rel)))  # pragma: no cover
+
+
+def _mapping(node: yaml.MappingNode, rel: str, budget: _Budget, depth: int) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    seen: dict[str, yaml.Node] = {}
+    merged: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        if key_node.tag == _CORE + "merge":
+            value = _convert(value_node, rel, budget, depth + 1)
+            sources = value if isinstance(value, list) else [value]
+            for source in reversed(sources):
+                if not isinstance(source, dict):
+                    raise LoadError(make(SYNTAX, "a merge key (<<) needs a mapping", _where(value_node, rel)))
+                merged.update(source)
+            continue
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise LoadError(make(SYNTAX, "mapping keys must be plain scalars", _where(key_node, rel)))
+        key = key_node.value
+        if key in seen:
+            raise LoadError(
+                make(DUPLICATE_KEY, f"duplicate key '{key}'", _where(key_node, rel), _where(seen[key], rel))
+            )
+        seen[key] = key_node
+        result[key] = _convert(value_node, rel, budget, depth + 1)
+    if merged:
+        return {**merged, **result}
+    return result
+
+
+def _scalar(node: yaml.ScalarNode, rel: str) -> Any:
+    tag = node.tag
+    value = node.value
+    if tag == _CORE + "str":
+        return value
+    if tag == _CORE + "int":
+        return int(value) if value.isdigit() else _constructor.construct_yaml_int(node)
+    if tag == _CORE + "null":
+        return None
+    if tag == _CORE + "bool":
+        return _constructor.construct_yaml_bool(node)
+    if tag == _CORE + "float":
+        return _constructor.construct_yaml_float(node)
+    if tag == _CORE + "timestamp":
+        return value  # dates stay text: no declaration field is a date object
+    if tag.startswith(_CORE):
+        return value
+    raise LoadError(make(SYNTAX, f"unsupported YAML tag {tag}", _where(node, rel)))

@@ -1,0 +1,458 @@
+"""The typed, immutable organisation model built from schema-valid documents.
+
+Quantities are Decimals. Every object keeps its SourceDoc so policy findings and compiled
+objects can point back at `file:line`. Derived facts that several consumers need
+(a pool's capacity, a department's ancestors) are computed here once, so nothing
+downstream re-derives them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import cached_property
+from typing import Any
+
+from gpugov.catalog import MODELS, AcceleratorModel, mig_resource_name
+from gpugov.declarations.loader import SourceDoc
+from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.quantity import parse_quantity
+
+DUPLICATE_NAME = rule(
+    "GG010",
+    "duplicate-name",
+    Level.ERROR,
+    "Two declarations of the same kind share a name (or a singleton kind is declared twice).",
+    "Names are unique per kind; rename or merge the two declarations.",
+)
+
+DEFAULT_CLUSTER = "default"
+ACCELERATORS = "accelerators"
+
+
+@dataclass(frozen=True, eq=False)
+class Decl:
+    name: str
+    doc: SourceDoc
+
+    @property
+    def origin(self) -> str:
+        return self.doc.origin
+
+    def at(self, *path: Any, key: bool = False) -> Location:
+        return self.doc.locate(("spec", *path), key=key)
+
+
+@dataclass(frozen=True)
+class ResourceQuota:
+    key: str  # as declared: accelerators, cpu, memory, pods or a MIG profile
+    resource: str  # resolved resource name, e.g. nvidia.com/gpu
+    nominal: Decimal
+    borrowing_limit: Decimal | None = None
+    lending_limit: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class PoolQuota:
+    pool: str
+    index: int  # position in spec.quotas, for locations
+    resources: tuple[ResourceQuota, ...]
+
+
+@dataclass(frozen=True)
+class Owners:
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.users and not self.groups
+
+
+@dataclass(frozen=True)
+class Queue:
+    name: str
+    namespace: str
+    priority_classes: tuple[str, ...]
+    index: int
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True)
+class PoolNode:
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    mig_layout: str | None
+    index: int
+
+
+@dataclass(frozen=True, eq=False)
+class Cluster(Decl):
+    backend: str = "kueue"
+    mig_config_name: str = "gpugov-mig-parted-config"
+    mig_config_namespace: str = "gpu-operator"
+    declared: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class GPUPool(Decl):
+    cluster: str | None = None
+    model_name: str = ""
+    product_label: str | None = None
+    per_node: int = 1
+    nodes: tuple[PoolNode, ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
+    node_count: int | None = None
+    node_cpu: Decimal | None = None
+    node_memory: Decimal | None = None
+    taints: tuple[Taint, ...] = ()
+    topology_levels: tuple[str, ...] = ()
+    price_per_hour: Decimal | None = None
+    mig_layouts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def model(self) -> AcceleratorModel:
+        return MODELS[self.model_name]
+
+    @property
+    def uses_mig(self) -> bool:
+        return bool(self.mig_layouts)
+
+    @cached_property
+    def capacity(self) -> dict[str, Decimal]:
+        """Physical capacity per resource name: the ceiling of what quotas may guarantee."""
+        capacity: dict[str, Decimal] = defaultdict(Decimal)
+        whole_nodes = self.node_count if not self.nodes and self.node_count is not None else 0
+        for node in self.nodes:
+            layout = self.mig_layouts.get(node.mig_layout or "")
+            if layout is None:
+                whole_nodes += 1
+                continue
+            for profile, count in layout.items():
+                capacity[mig_resource_name(profile)] += count * self.per_node
+        if whole_nodes:
+            capacity[self.model.resource] += whole_nodes * self.per_node
+        total_nodes = len(self.nodes) if self.nodes else (self.node_count or 0)
+        if self.node_cpu is not None:
+            capacity["cpu"] = self.node_cpu * total_nodes
+        if self.node_memory is not None:
+            capacity["memory"] = self.node_memory * total_nodes
+        return dict(sorted(capacity.items()))
+
+    def resource_for(self, key: str) -> str:
+        if key == ACCELERATORS:
+            return self.model.resource
+        if key in ("cpu", "memory", "pods"):
+            return key
+        return mig_resource_name(key)
+
+
+@dataclass(frozen=True, eq=False)
+class Department(Decl):
+    parent: str | None = None
+    owners: Owners = Owners()
+    cost_center: str | None = None
+    quotas: tuple[PoolQuota, ...] = ()
+    weight: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Tenant(Decl):
+    department: str | None = None
+    owners: Owners = Owners()
+    cost_center: str | None = None
+    clusters: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    queues: tuple[Queue, ...] = ()
+    quotas: tuple[PoolQuota, ...] = ()
+    weight: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class PriorityClass(Decl):
+    value: int = 0
+    preemptible: bool = True
+    description: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class SchedulingPolicy(Decl):
+    queueing_strategy: str = "BestEffortFIFO"
+    reclaim_within_cohort: str = "Any"
+    within_cluster_queue: str = "LowerPriority"
+    borrow_within_cohort: str = "LowerPriority"
+    borrow_max_priority_threshold: int | None = None
+    volcano_plugin: str = "capacity"
+    declared: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class Guardrails(Decl):
+    capacity_ratio: Decimal = Decimal(1)
+    pool_capacity_ratios: dict[str, Decimal] = field(default_factory=dict)
+    max_quota_change: int | None = None
+    require_owner: bool = True
+    require_cost_center: bool = True
+    platform_team: tuple[str, ...] = ()
+    idle_below_percent: Decimal = Decimal(5)
+    idle_window: str = "24h"
+    declared: bool = True
+
+    def ratio_for(self, pool: str) -> Decimal:
+        return self.pool_capacity_ratios.get(pool, self.capacity_ratio)
+
+
+@dataclass
+class Model:
+    clusters: dict[str, Cluster] = field(default_factory=dict)
+    pools: dict[str, GPUPool] = field(default_factory=dict)
+    departments: dict[str, Department] = field(default_factory=dict)
+    tenants: dict[str, Tenant] = field(default_factory=dict)
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    scheduling: SchedulingPolicy | None = None
+    guardrails: Guardrails | None = None
+
+    @property
+    def policy(self) -> SchedulingPolicy:
+        return self.scheduling or _DEFAULT_SCHEDULING
+
+    @property
+    def limits(self) -> Guardrails:
+        return self.guardrails or _DEFAULT_GUARDRAILS
+
+    def cluster_names(self) -> list[str]:
+        return sorted(self.clusters) or [DEFAULT_CLUSTER]
+
+    def cluster(self, name: str) -> Cluster:
+        if name in self.clusters:
+            return self.clusters[name]
+        return Cluster(name, _NO_DOC, declared=False)
+
+    def pool_cluster(self, pool: GPUPool) -> str | None:
+        """The cluster a pool belongs to; None when that is ambiguous (a policy error)."""
+        if pool.cluster:
+            return pool.cluster
+        names = self.cluster_names()
+        return names[0] if len(names) == 1 else None
+
+    def ancestors(self, department: str) -> list[str]:
+        """Parents of a department, nearest first; stops at a cycle or a dangling parent."""
+        chain: list[str] = []
+        current = self.departments.get(department)
+        while current and current.parent and current.parent not in chain and current.parent != department:
+            chain.append(current.parent)
+            current = self.departments.get(current.parent)
+        return chain
+
+    def root_department(self, department: str) -> str:
+        chain = self.ancestors(department)
+        return chain[-1] if chain else department
+
+    def tenant_of_namespace(self) -> dict[str, str]:
+        owners: dict[str, str] = {}
+        for tenant in self.tenants.values():
+            for namespace in tenant.namespaces:
+                owners.setdefault(namespace, tenant.name)
+        return owners
+
+
+def _empty_doc() -> SourceDoc:
+    import yaml
+
+    return SourceDoc("<defaults>", 0, yaml.MappingNode("tag:yaml.org,2002:map", []), {})
+
+
+_NO_DOC = _empty_doc()
+_DEFAULT_SCHEDULING = SchedulingPolicy("default", _NO_DOC, declared=False)
+_DEFAULT_GUARDRAILS = Guardrails("default", _NO_DOC, declared=False)
+
+
+def _decimal(value: Any) -> Decimal:
+    return parse_quantity(value)
+
+
+def _optional_decimal(value: Any) -> Decimal | None:
+    return None if value is None else parse_quantity(value)
+
+
+def _owners(spec: dict[str, Any]) -> Owners:
+    owners = spec.get("owners") or {}
+    return Owners(tuple(owners.get("users", ())), tuple(owners.get("groups", ())))
+
+
+def _weight(spec: dict[str, Any]) -> int | None:
+    return (spec.get("fairSharing") or {}).get("weight")
+
+
+def _pool_quotas(spec: dict[str, Any], pools: dict[str, GPUPool]) -> tuple[PoolQuota, ...]:
+    result = []
+    for index, entry in enumerate(spec.get("quotas", ())):
+        pool = pools.get(entry["pool"])
+        resources = []
+        for key, value in entry["resources"].items():
+            if not isinstance(value, dict):
+                value = {"nominal": value}
+            resource = pool.resource_for(key) if pool else key
+            resources.append(
+                ResourceQuota(
+                    key,
+                    resource,
+                    _decimal(value["nominal"]),
+                    _optional_decimal(value.get("borrowingLimit")),
+                    _optional_decimal(value.get("lendingLimit")),
+                )
+            )
+        result.append(PoolQuota(entry["pool"], index, tuple(resources)))
+    return tuple(result)
+
+
+def _build_pool(name: str, doc: SourceDoc, spec: dict[str, Any]) -> GPUPool:
+    resources = spec.get("nodeResources") or {}
+    return GPUPool(
+        name,
+        doc,
+        cluster=spec.get("cluster"),
+        model_name=spec["accelerator"]["model"],
+        product_label=spec["accelerator"].get("productLabel"),
+        per_node=spec["acceleratorsPerNode"],
+        nodes=tuple(
+            PoolNode(n["name"], tuple(sorted((n.get("labels") or {}).items())), n.get("migLayout"), i)
+            for i, n in enumerate(spec.get("nodes", ()))
+        ),
+        node_selector=tuple(sorted(((spec.get("nodeSelector") or {}).get("matchLabels") or {}).items())),
+        node_count=spec.get("nodeCount"),
+        node_cpu=_optional_decimal(resources.get("cpu")),
+        node_memory=_optional_decimal(resources.get("memory")),
+        taints=tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in spec.get("taints", ())),
+        topology_levels=tuple((spec.get("topology") or {}).get("levels", ())),
+        price_per_hour=_optional_decimal(spec.get("pricePerAcceleratorHour")),
+        mig_layouts={k: dict(v) for k, v in (spec.get("migLayouts") or {}).items()},
+    )
+
+
+def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
+    """Build the model from schema-valid documents; duplicate names become findings."""
+    model = Model()
+    findings: list[Finding] = []
+    by_kind: dict[str, list[SourceDoc]] = defaultdict(list)
+    for doc in documents:
+        by_kind[doc.data["kind"]].append(doc)
+
+    def unique(kind: str) -> list[tuple[str, SourceDoc]]:
+        seen: dict[str, SourceDoc] = {}
+        result = []
+        for doc in by_kind.get(kind, ()):
+            name = doc.data["metadata"]["name"]
+            if name in seen:
+                first = seen[name]
+                findings.append(
+                    make(
+                        DUPLICATE_NAME,
+                        f"{kind} '{name}' is declared twice (first at {first.locate(('metadata', 'name'))})",
+                        doc.locate(("metadata", "name")),
+                        first.locate(("metadata", "name")),
+                    )
+                )
+                continue
+            seen[name] = doc
+            result.append((name, doc))
+        return result
+
+    def singleton(kind: str) -> tuple[str, SourceDoc] | None:
+        items = unique(kind)
+        for name, doc in items[1:]:
+            first = items[0][1]
+            findings.append(
+                make(
+                    DUPLICATE_NAME,
+                    f"only one {kind} may be declared; '{name}' repeats '{items[0][0]}' at {first.locate()}",
+                    doc.locate(("metadata", "name")),
+                    first.locate(),
+                )
+            )
+        return items[0] if items else None
+
+    for name, doc in unique("Cluster"):
+        spec = doc.data["spec"]
+        mig = spec.get("migConfig") or {}
+        model.clusters[name] = Cluster(
+            name,
+            doc,
+            backend=spec["backend"],
+            mig_config_name=mig.get("name", "gpugov-mig-parted-config"),
+            mig_config_namespace=mig.get("namespace", "gpu-operator"),
+        )
+    for name, doc in unique("GPUPool"):
+        model.pools[name] = _build_pool(name, doc, doc.data["spec"])
+    for name, doc in unique("Department"):
+        spec = doc.data["spec"]
+        model.departments[name] = Department(
+            name,
+            doc,
+            spec.get("parent"),
+            _owners(spec),
+            spec.get("costCenter"),
+            _pool_quotas(spec, model.pools),
+            _weight(spec),
+        )
+    for name, doc in unique("Tenant"):
+        spec = doc.data["spec"]
+        model.tenants[name] = Tenant(
+            name,
+            doc,
+            department=spec.get("department"),
+            owners=_owners(spec),
+            cost_center=spec.get("costCenter"),
+            clusters=tuple(spec.get("clusters", ())),
+            namespaces=tuple(spec["namespaces"]),
+            queues=tuple(
+                Queue(q["name"], q["namespace"], tuple(q.get("priorityClasses", ())), i)
+                for i, q in enumerate(spec.get("queues", ()))
+            ),
+            quotas=_pool_quotas(spec, model.pools),
+            weight=_weight(spec),
+        )
+    for name, doc in unique("PriorityClass"):
+        spec = doc.data["spec"]
+        model.priority_classes[name] = PriorityClass(
+            name, doc, spec["value"], spec.get("preemptible", True), spec.get("description", "")
+        )
+    if found := singleton("SchedulingPolicy"):
+        name, doc = found
+        spec = doc.data["spec"]
+        preemption = spec.get("preemption") or {}
+        borrow = preemption.get("borrowWithinCohort") or {}
+        model.scheduling = SchedulingPolicy(
+            name,
+            doc,
+            queueing_strategy=spec.get("queueingStrategy", "BestEffortFIFO"),
+            reclaim_within_cohort=preemption.get("reclaimWithinCohort", "Any"),
+            within_cluster_queue=preemption.get("withinClusterQueue", "LowerPriority"),
+            borrow_within_cohort=borrow.get("policy", "LowerPriority"),
+            borrow_max_priority_threshold=borrow.get("maxPriorityThreshold"),
+            volcano_plugin=(spec.get("volcano") or {}).get("plugin", "capacity"),
+        )
+    if found := singleton("Guardrails"):
+        name, doc = found
+        spec = doc.data["spec"]
+        idle = spec.get("idle") or {}
+        model.guardrails = Guardrails(
+            name,
+            doc,
+            capacity_ratio=Decimal(str(spec.get("capacityRatio", 1))),
+            pool_capacity_ratios={k: Decimal(str(v)) for k, v in (spec.get("poolCapacityRatios") or {}).items()},
+            max_quota_change=spec.get("maxQuotaChangePerPullRequest"),
+            require_owner=spec.get("requireOwner", True),
+            require_cost_center=spec.get("requireCostCenter", True),
+            platform_team=tuple(spec.get("platformTeam", ())),
+            idle_below_percent=Decimal(str(idle.get("utilizationBelowPercent", 5))),
+            idle_window=idle.get("window", "24h"),
+        )
+    return model, findings

@@ -1,0 +1,375 @@
+"""JSON Schemas of every declaration kind (draft-07), and validation against them.
+
+The schemas are defined here once and written out by `gpugov schema` for editors
+(yaml-language-server). Validation runs a compiled fastjsonschema validator first, which is
+fast on the common all-valid path, and falls back to jsonschema only for documents that
+fail, to list every error with its path.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import fastjsonschema
+import jsonschema
+
+from gpugov.catalog import MODELS
+from gpugov.declarations.loader import SourceDoc
+from gpugov.findings import Finding, Level, make, rule
+
+API_VERSION = "gpugov.io/v1alpha1"
+SCHEMA_BASE = "https://gpugov.io/schemas/v1alpha1/"
+
+SCHEMA = rule(
+    "GG003",
+    "schema",
+    Level.ERROR,
+    "A declaration does not match its kind's JSON Schema: unknown field, wrong type, missing field or unknown kind.",
+    "Run `gpugov schema` for the schemas; editors check them through the yaml-language-server line.",
+)
+
+_NAME = {"type": "string", "minLength": 1}
+_STRINGS = {"type": "array", "items": _NAME}
+_LABELS = {"type": "object", "additionalProperties": {"type": "string"}}
+_QUANTITY = {
+    "description": 'A Kubernetes quantity: 8, "500m", "64Gi", "2Ti".',
+    "anyOf": [
+        {"type": "number", "minimum": 0},
+        {
+            "type": "string",
+            "pattern": r"^\+?([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$",
+        },
+    ],
+}
+_RESOURCE_QUOTA = {
+    "description": "A quota; a bare quantity is the nominal (guaranteed) amount.",
+    "anyOf": [
+        _QUANTITY,
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["nominal"],
+            "properties": {
+                "nominal": {**_QUANTITY, "description": "Guaranteed amount (Kueue nominalQuota, Volcano deserved)."},
+                "borrowingLimit": {**_QUANTITY, "description": "Extra amount that may be borrowed. Unset: unlimited."},
+                "lendingLimit": {**_QUANTITY, "description": "Part of nominal that may be lent. Unset: all of it."},
+            },
+        },
+    ],
+}
+RESOURCE_KEY_PATTERN = r"^(accelerators|cpu|memory|pods|[0-9]+g\.[0-9]+gb([+-][a-z.]+)?)$"
+_POOL_QUOTAS = {
+    "type": "array",
+    "description": "Quotas per GPU pool.",
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["pool", "resources"],
+        "properties": {
+            "pool": {**_NAME, "description": "Name of a GPUPool."},
+            "resources": {
+                "type": "object",
+                "minProperties": 1,
+                "description": "accelerators (whole devices of the pool's model), a MIG profile such as 1g.10gb, "
+                "cpu, memory or pods.",
+                "propertyNames": {"pattern": RESOURCE_KEY_PATTERN},
+                "additionalProperties": _RESOURCE_QUOTA,
+            },
+        },
+    },
+}
+_OWNERS = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"users": _STRINGS, "groups": _STRINGS},
+}
+_FAIR_SHARING = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "weight": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 65535,
+            "description": "Share of idle capacity relative to siblings (default 1).",
+        }
+    },
+}
+_TAINT = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["key", "effect"],
+    "properties": {
+        "key": _NAME,
+        "value": {"type": "string"},
+        "effect": {"enum": ["NoSchedule", "PreferNoSchedule", "NoExecute"]},
+    },
+}
+_ENUM_PREEMPTION = {
+    "reclaimWithinCohort": {"enum": ["Never", "LowerPriority", "Any"]},
+    "withinClusterQueue": {"enum": ["Never", "LowerPriority", "LowerOrNewerEqualPriority"]},
+    "borrowWithinCohort": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "policy": {"enum": ["Never", "LowerPriority"]},
+            "maxPriorityThreshold": {"type": "integer"},
+        },
+    },
+}
+
+
+def _spec(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "required": required or [], "properties": properties}
+
+
+SPECS: dict[str, tuple[str, dict[str, Any]]] = {
+    "GPUPool": (
+        "A pool of identical accelerators on a set of nodes (hardware/).",
+        _spec(
+            {
+                "description": {"type": "string"},
+                "cluster": {**_NAME, "description": "The Cluster these nodes belong to."},
+                "accelerator": _spec(
+                    {
+                        "model": {
+                            "enum": sorted(MODELS),
+                            "description": "Accelerator model from the built-in catalog.",
+                        },
+                        "productLabel": {
+                            "type": "string",
+                            "description": "Expected nvidia.com/gpu.product value, where it differs from the catalog.",
+                        },
+                    },
+                    ["model"],
+                ),
+                "acceleratorsPerNode": {"type": "integer", "minimum": 1, "maximum": 64},
+                "nodeResources": _spec({"cpu": _QUANTITY, "memory": _QUANTITY}),
+                "nodes": {
+                    "type": "array",
+                    "items": _spec(
+                        {
+                            "name": _NAME,
+                            "labels": {**_LABELS, "description": "Labels the node must carry, e.g. topology values."},
+                            "migLayout": {**_NAME, "description": "Name of a migLayout of this pool."},
+                        },
+                        ["name"],
+                    ),
+                },
+                "nodeSelector": _spec({"matchLabels": _LABELS}),
+                "nodeCount": {"type": "integer", "minimum": 0, "description": "Node count of a selector-only pool."},
+                "taints": {"type": "array", "items": _TAINT},
+                "topology": _spec(
+                    {"levels": {"type": "array", "minItems": 1, "maxItems": 16, "items": _NAME}},
+                    ["levels"],
+                ),
+                "pricePerAcceleratorHour": _QUANTITY,
+                "migLayouts": {
+                    "type": "object",
+                    "description": "Named per-GPU MIG profile mixes, e.g. {1g.10gb: 7}.",
+                    "additionalProperties": {
+                        "type": "object",
+                        "minProperties": 1,
+                        "propertyNames": {"pattern": r"^[0-9]+g\.[0-9]+gb([+-][a-z.]+)?$"},
+                        "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 7},
+                    },
+                },
+            },
+            ["accelerator", "acceleratorsPerNode"],
+        ),
+    ),
+    "Department": (
+        "An org unit; departments nest and may hold a shared quota (tenants/).",
+        _spec(
+            {
+                "description": {"type": "string"},
+                "parent": {**_NAME, "description": "Parent Department."},
+                "owners": _OWNERS,
+                "costCenter": {"type": "string"},
+                "quotas": _POOL_QUOTAS,
+                "fairSharing": _FAIR_SHARING,
+            }
+        ),
+    ),
+    "Tenant": (
+        "A team that runs GPU workloads (tenants/).",
+        _spec(
+            {
+                "description": {"type": "string"},
+                "department": {**_NAME, "description": "Parent Department (its cohort)."},
+                "owners": _OWNERS,
+                "costCenter": {"type": "string"},
+                "clusters": {**_STRINGS, "description": "Clusters to deploy to; default: those of the quota pools."},
+                "namespaces": {"type": "array", "minItems": 1, "items": _NAME},
+                "queues": {
+                    "type": "array",
+                    "items": _spec(
+                        {
+                            "name": _NAME,
+                            "namespace": _NAME,
+                            "priorityClasses": {**_STRINGS, "description": "Priority classes jobs here may use."},
+                        },
+                        ["name", "namespace"],
+                    ),
+                },
+                "quotas": _POOL_QUOTAS,
+                "fairSharing": _FAIR_SHARING,
+            },
+            ["namespaces"],
+        ),
+    ),
+    "PriorityClass": (
+        "A workload priority tier (policies/).",
+        _spec(
+            {
+                "value": {"type": "integer", "minimum": -2147483648, "maximum": 1000000000},
+                "preemptible": {"type": "boolean", "description": "May workloads of this class be preempted?"},
+                "description": {"type": "string"},
+            },
+            ["value"],
+        ),
+    ),
+    "SchedulingPolicy": (
+        "Preemption and queueing policy (policies/); at most one.",
+        _spec(
+            {
+                "queueingStrategy": {"enum": ["StrictFIFO", "BestEffortFIFO"]},
+                "preemption": _spec(_ENUM_PREEMPTION),
+                "volcano": _spec({"plugin": {"enum": ["capacity", "proportion"]}}),
+            }
+        ),
+    ),
+    "Guardrails": (
+        "Limits that every change must respect (policies/); at most one.",
+        _spec(
+            {
+                "capacityRatio": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "description": "Guaranteed/physical, default 1.0.",
+                },
+                "poolCapacityRatios": {
+                    "type": "object",
+                    "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+                },
+                "maxQuotaChangePerPullRequest": {"type": "integer", "minimum": 0},
+                "requireOwner": {"type": "boolean"},
+                "requireCostCenter": {"type": "boolean"},
+                "platformTeam": {**_STRINGS, "description": "Code owners of policies/ and hardware/."},
+                "idle": _spec(
+                    {
+                        "utilizationBelowPercent": {"type": "number", "minimum": 0, "maximum": 100},
+                        "window": {"type": "string", "pattern": r"^[0-9]+[smhd]$"},
+                    }
+                ),
+            }
+        ),
+    ),
+    "Cluster": (
+        "A Kubernetes cluster this repository drives (policies/).",
+        _spec(
+            {
+                "description": {"type": "string"},
+                "backend": {"enum": ["kueue", "volcano"]},
+                "migConfig": _spec({"name": _NAME, "namespace": _NAME}),
+            },
+            ["backend"],
+        ),
+    ),
+}
+
+
+def kind_schema(kind: str) -> dict[str, Any]:
+    description, spec = SPECS[kind]
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "$id": f"{SCHEMA_BASE}{kind.lower()}.json",
+        "title": f"gpugov {kind}",
+        "description": description,
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "properties": {
+            "apiVersion": {"const": API_VERSION},
+            "kind": {"const": kind},
+            "metadata": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name"],
+                "properties": {"name": _NAME, "labels": _LABELS, "annotations": _LABELS},
+            },
+            "spec": spec,
+        },
+    }
+
+
+def schema_files() -> dict[str, str]:
+    """File name -> JSON text of every kind's schema (what `gpugov schema --out` writes)."""
+    return {f"{kind.lower()}.json": json.dumps(kind_schema(kind), indent=2, sort_keys=True) + "\n" for kind in SPECS}
+
+
+@cache
+def _fast(kind: str) -> Any:
+    return fastjsonschema.compile(kind_schema(kind))
+
+
+@cache
+def _full(kind: str) -> jsonschema.Draft7Validator:
+    return jsonschema.Draft7Validator(kind_schema(kind))
+
+
+def check_document(doc: SourceDoc) -> list[Finding]:
+    data = doc.data
+    if not isinstance(data, dict):
+        return [make(SCHEMA, "a declaration must be a mapping with apiVersion, kind, metadata and spec", doc.locate())]
+    kind = data.get("kind")
+    if kind not in SPECS:
+        known = ", ".join(sorted(SPECS))
+        where = doc.locate(("kind",)) if "kind" in data else doc.locate()
+        return [make(SCHEMA, f"unknown kind {kind!r} (known kinds: {known})", where)]
+    try:
+        _fast(kind)(data)
+        return []
+    except fastjsonschema.JsonSchemaValueException:
+        pass
+    findings = []
+    for error in sorted(_full(kind).iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+        findings.extend(_describe(doc, kind, error))
+    return findings
+
+
+def _describe(doc: SourceDoc, kind: str, error: jsonschema.ValidationError) -> list[Finding]:
+    path = tuple(error.absolute_path)
+    dotted = _dotted(path) or "the document"
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        return [
+            make(
+                SCHEMA,
+                f"unknown field '{key}' in {dotted} of {kind} (allowed: {', '.join(sorted(allowed))})",
+                doc.locate((*path, key), key=True),
+            )
+            for key in sorted(set(error.instance) - allowed)
+        ]
+    if error.validator == "required":
+        return [make(SCHEMA, f"{dotted}: {error.message}", doc.locate(path))]
+    if error.validator == "anyOf":
+        message = f"{dotted}: {error.instance!r} is not a valid {_anyof_name(error)}"
+        return [make(SCHEMA, message, doc.locate(path))]
+    if error.validator == "propertyNames":
+        return [make(SCHEMA, f"{dotted}: invalid key {error.instance!r}", doc.locate(path))]
+    return [make(SCHEMA, f"{dotted}: {error.message}", doc.locate(path))]
+
+
+def _anyof_name(error: jsonschema.ValidationError) -> str:
+    description = str(error.schema.get("description", "value"))
+    return description.split(":")[0].split(";")[0].rstrip(".").lower()
+
+
+def _dotted(path: tuple[Any, ...]) -> str:
+    text = ""
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
+    return text

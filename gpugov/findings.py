@@ -1,0 +1,71 @@
+"""Findings: what validation, policy checks and drift report, with a stable rule id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Level(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    file: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        if not self.line:
+            return self.file
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    level: Level
+    summary: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    level: Level
+    message: str
+    location: Location | None = None
+    hint: str = ""
+    related: tuple[Location, ...] = field(default_factory=tuple)
+
+    def sort_key(self) -> tuple:
+        loc = self.location or Location("")
+        return (loc.file, loc.line, loc.col, self.rule, self.message)
+
+    def to_dict(self) -> dict:
+        data: dict = {"rule": self.rule, "level": self.level.value, "message": self.message}
+        if self.location:
+            data.update(file=self.location.file, line=self.location.line, col=self.location.col)
+        if self.hint:
+            data["hint"] = self.hint
+        if self.related:
+            data["related"] = [str(loc) for loc in self.related]
+        return data
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(id: str, name: str, level: Level, summary: str, hint: str = "") -> Rule:
+    """Register a rule so the rule list (README, `gpugov rules`) and the tests see it."""
+    if id in RULES:
+        raise ValueError(f"rule {id} registered twice")
+    RULES[id] = Rule(id, name, level, summary, hint)
+    return RULES[id]
+
+
+def make(r: Rule, message: str, location: Location | None, *related: Location, level: Level | None = None) -> Finding:
+    return Finding(r.id, level or r.level, message, location, r.hint, tuple(related))

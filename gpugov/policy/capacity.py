@@ -1,0 +1,139 @@
+"""Quotas fit the hardware: guaranteed sums within capacity, sane limits, offered resources."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from decimal import Decimal
+
+from gpugov.declarations.model import Decl, Model, PoolQuota
+from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.policy import check
+from gpugov.quantity import format_quantity
+
+OVER_CAPACITY = rule(
+    "GG030",
+    "quota-exceeds-capacity",
+    Level.ERROR,
+    "The nominal quotas of a pool's tenants and departments add up to more than its capacity times the guardrail ratio.",
+    "Lower a quota, add nodes to the pool, or raise the pool's ratio in Guardrails.",
+)
+LENDING_OVER_NOMINAL = rule(
+    "GG031",
+    "lending-exceeds-nominal",
+    Level.ERROR,
+    "A lendingLimit is larger than the nominal quota (Kueue's webhook rejects it).",
+    "lendingLimit may be at most nominal.",
+)
+BORROW_WITHOUT_COHORT = rule(
+    "GG032",
+    "limit-without-department",
+    Level.ERROR,
+    "A borrowingLimit or lendingLimit is set on a tenant without a department (no cohort to borrow from).",
+    "Put the tenant in a department, or drop the limit.",
+)
+NOT_OFFERED = rule(
+    "GG033",
+    "resource-not-in-pool",
+    Level.ERROR,
+    "A quota names a resource the pool does not offer (e.g. a MIG profile none of its layouts creates).",
+    "Quota only what the pool's nodes provide: accelerators on whole-GPU nodes, profiles of its MIG layouts.",
+)
+DUPLICATE_POOL_QUOTA = rule(
+    "GG034",
+    "duplicate-pool-quota",
+    Level.ERROR,
+    "The same pool appears twice in one quotas list.",
+    "Merge the two entries.",
+)
+DEPARTMENT_LIMIT_ON_ROOT = rule(
+    "GG035",
+    "limit-on-root-department",
+    Level.ERROR,
+    "A top-level department sets borrowingLimit or lendingLimit (Kueue: must be nil when parent is empty).",
+    "Only sub-departments can limit borrowing from or lending to their parent.",
+)
+
+
+def _owners_of_quota(model: Model) -> Iterator[tuple[Decl, PoolQuota, bool]]:
+    for department in model.departments.values():
+        for quota in department.quotas:
+            yield department, quota, True
+    for tenant in model.tenants.values():
+        for quota in tenant.quotas:
+            yield tenant, quota, False
+
+
+@check
+def check_capacity(model: Model) -> Iterator[Finding]:
+    totals: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    contributors: dict[tuple[str, str], list[tuple[Decimal, Decl, Location]]] = defaultdict(list)
+    for owner, quota, _ in _owners_of_quota(model):
+        pool = model.pools.get(quota.pool)
+        if pool is None:
+            continue
+        for rq in quota.resources:
+            if rq.resource not in pool.capacity:
+                if rq.resource not in ("cpu", "memory", "pods"):
+                    offered = ", ".join(pool.capacity) or "nothing"
+                    yield make(
+                        NOT_OFFERED,
+                        f"{owner.name}: pool '{pool.name}' offers no {rq.resource} (it offers {offered})",
+                        owner.at("quotas", quota.index, "resources", rq.key, key=True),
+                    )
+                continue
+            totals[(pool.name, rq.resource)] += rq.nominal
+            location = owner.at("quotas", quota.index, "resources", rq.key)
+            contributors[(pool.name, rq.resource)].append((rq.nominal, owner, location))
+    for (pool_name, resource), total in sorted(totals.items()):
+        pool = model.pools[pool_name]
+        ratio = model.limits.ratio_for(pool_name)
+        allowed = pool.capacity[resource] * ratio
+        if total > allowed:
+            top = sorted(contributors[(pool_name, resource)], key=lambda c: (-c[0], c[1].name))
+            names = ", ".join(f"{c[1].name} {format_quantity(c[0])}" for c in top[:5])
+            yield make(
+                OVER_CAPACITY,
+                f"pool '{pool_name}' {resource}: nominal quotas add up to {format_quantity(total)}, capacity is "
+                f"{format_quantity(pool.capacity[resource])} x ratio {ratio} = {format_quantity(allowed)} ({names})",
+                pool.doc.locate(("metadata", "name")),
+                *[c[2] for c in top],
+            )
+
+
+@check
+def check_limits(model: Model) -> Iterator[Finding]:
+    for owner, quota, is_department in _owners_of_quota(model):
+        for rq in quota.resources:
+            where = ("quotas", quota.index, "resources", rq.key)
+            if rq.lending_limit is not None and rq.lending_limit > rq.nominal and not is_department:
+                yield make(
+                    LENDING_OVER_NOMINAL,
+                    f"{owner.name}: {rq.key} in pool '{quota.pool}' lends "
+                    f"{format_quantity(rq.lending_limit)} of a nominal {format_quantity(rq.nominal)}",
+                    owner.at(*where, "lendingLimit"),
+                )
+            has_limit = rq.borrowing_limit is not None or rq.lending_limit is not None
+            if has_limit and not is_department and not getattr(owner, "department", None):
+                yield make(
+                    BORROW_WITHOUT_COHORT,
+                    f"tenant '{owner.name}' has no department, so {rq.key} in pool "
+                    f"'{quota.pool}' cannot borrow or lend",
+                    owner.at(*where),
+                )
+            if has_limit and is_department and not getattr(owner, "parent", None):
+                yield make(
+                    DEPARTMENT_LIMIT_ON_ROOT,
+                    f"department '{owner.name}' has no parent, so {rq.key} in pool "
+                    f"'{quota.pool}' cannot set borrowing or lending limits",
+                    owner.at(*where),
+                )
+    for owner, quota, _ in _owners_of_quota(model):
+        earlier = [q for q in owner.quotas if q.pool == quota.pool and q.index < quota.index]  # type: ignore[attr-defined]
+        if earlier:
+            yield make(
+                DUPLICATE_POOL_QUOTA,
+                f"{owner.name}: pool '{quota.pool}' is listed twice in quotas",
+                owner.at("quotas", quota.index, "pool"),
+                owner.at("quotas", earlier[0].index, "pool"),
+            )

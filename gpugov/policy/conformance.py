@@ -1,0 +1,148 @@
+"""Compiled objects obey the Kueue rules that no CRD schema expresses.
+
+These run on compile's output, not on declarations: compile builds one resource group per
+queue with a fixed resource order, so these rules hold by construction today, and this
+family is the guard that keeps them holding (Kueue's webhook would reject the object at
+apply time, far from the pull request). Limits are Kueue v0.19's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from gpugov.compile.common import ANNOTATION_SOURCE
+from gpugov.findings import Finding, Level, Location, make, rule
+
+KUEUE_LIMITS = rule(
+    "GG080",
+    "kueue-limits",
+    Level.ERROR,
+    "A compiled Kueue object exceeds Kueue's limits: 16 resource groups, 64 flavors or covered resources per "
+    "group, 256 flavors in all, 512 flavor x resource pairs per group, 8 node labels, taints or tolerations per "
+    "flavor.",
+    "Split the tenant's quotas, or reduce the pools its cohort spans.",
+)
+FLAVOR_RESOURCE_ORDER = rule(
+    "GG081",
+    "flavor-resource-order",
+    Level.ERROR,
+    "A flavor does not list its resources in exactly the order of coveredResources (Kueue's webhook rejects it).",
+    "This is a gpugov bug if it comes from compile; report it.",
+)
+RESOURCE_IN_TWO_GROUPS = rule(
+    "GG082",
+    "resource-in-two-groups",
+    Level.ERROR,
+    "A resource is covered by more than one resource group of a queue (Kueue's webhook rejects it).",
+    "Each resource may be covered by one resource group only.",
+)
+FLAVOR_IN_TWO_GROUPS = rule(
+    "GG083",
+    "flavor-in-two-groups",
+    Level.ERROR,
+    "A flavor appears in more than one resource group of a queue (Kueue's webhook rejects it).",
+    "Each flavor may appear in one resource group only.",
+)
+DUPLICATE_OBJECT = rule(
+    "GG084",
+    "duplicate-object",
+    Level.ERROR,
+    "Two declarations compile to the same Kubernetes object (same kind, namespace and name), e.g. a Volcano "
+    "department queue and a tenant queue with one name.",
+    "Rename one of the declarations.",
+)
+
+
+def source_location(obj: dict[str, Any]) -> Location:
+    source = obj.get("metadata", {}).get("annotations", {}).get(ANNOTATION_SOURCE, "")
+    first = source.split(",")[0]
+    file, _, line = first.rpartition(":")
+    return Location(file, int(line), 1) if line.isdigit() else Location(source or "<compiled>")
+
+
+def check_objects(objects: list[dict[str, Any]]) -> list[Finding]:
+    findings: list[Finding] = []
+    for obj in objects:
+        if obj["kind"] in ("ClusterQueue", "Cohort"):
+            findings.extend(_check_groups(obj))
+        elif obj["kind"] == "ResourceFlavor":
+            findings.extend(_check_flavor(obj))
+    counts = Counter(
+        (o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects
+    )
+    for obj in objects:
+        key = (obj["apiVersion"], obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        if counts[key] > 1:
+            findings.append(
+                make(
+                    DUPLICATE_OBJECT,
+                    f"{obj['kind']} '{obj['metadata']['name']}' is produced by more than one declaration",
+                    source_location(obj),
+                )
+            )
+    return findings
+
+
+def _check_groups(obj: dict[str, Any]) -> Iterator[Finding]:
+    where = source_location(obj)
+    label = f"{obj['kind']} '{obj['metadata']['name']}'"
+    groups = obj.get("spec", {}).get("resourceGroups", [])
+    if len(groups) > 16:
+        yield make(KUEUE_LIMITS, f"{label} has {len(groups)} resource groups (max 16)", where)
+    resource_groups: dict[str, int] = {}
+    flavor_groups: dict[str, int] = {}
+    total_flavors = 0
+    for index, group in enumerate(groups):
+        covered = group.get("coveredResources", [])
+        flavors = group.get("flavors", [])
+        total_flavors += len(flavors)
+        if len(covered) > 64 or len(flavors) > 64:
+            yield make(
+                KUEUE_LIMITS,
+                f"{label} group {index}: {len(flavors)} flavors and {len(covered)} covered resources (max 64 each)",
+                where,
+            )
+        if len(covered) * len(flavors) > 512:
+            yield make(
+                KUEUE_LIMITS,
+                f"{label} group {index}: {len(covered) * len(flavors)} flavor x resource pairs (max 512)",
+                where,
+            )
+        for resource in covered:
+            if resource in resource_groups:
+                yield make(
+                    RESOURCE_IN_TWO_GROUPS,
+                    f"{label}: resource {resource} is in groups {resource_groups[resource]} and {index}",
+                    where,
+                )
+            resource_groups.setdefault(resource, index)
+        for flavor in flavors:
+            if flavor["name"] in flavor_groups:
+                yield make(
+                    FLAVOR_IN_TWO_GROUPS,
+                    f"{label}: flavor {flavor['name']} is in groups {flavor_groups[flavor['name']]} and {index}",
+                    where,
+                )
+            flavor_groups.setdefault(flavor["name"], index)
+            names = [r["name"] for r in flavor.get("resources", [])]
+            if names != list(covered):
+                yield make(
+                    FLAVOR_RESOURCE_ORDER,
+                    f"{label}: flavor {flavor['name']} lists {names}, coveredResources is {list(covered)}",
+                    where,
+                )
+    if total_flavors > 256:
+        yield make(KUEUE_LIMITS, f"{label} has {total_flavors} flavors in all (max 256)", where)
+
+
+def _check_flavor(obj: dict[str, Any]) -> Iterator[Finding]:
+    spec = obj.get("spec", {})
+    for field in ("nodeLabels", "nodeTaints", "tolerations"):
+        if len(spec.get(field, ())) > 8:
+            yield make(
+                KUEUE_LIMITS,
+                f"ResourceFlavor '{obj['metadata']['name']}' has {len(spec[field])} {field} (max 8)",
+                source_location(obj),
+            )

@@ -1,0 +1,79 @@
+"""MIG layouts are legal for the pool's GPU model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpugov.catalog import layout_fits
+from gpugov.declarations.model import Model
+from gpugov.findings import Finding, Level, make, rule
+from gpugov.policy import check
+
+UNKNOWN_PROFILE = rule(
+    "GG040",
+    "mig-profile-unknown",
+    Level.ERROR,
+    "A MIG layout uses a profile that the pool's GPU model does not have.",
+    "Profile names depend on the model (1g.10gb on A100-80GB/H100-80GB, 1g.18gb on H200); see `gpugov catalog`.",
+)
+LAYOUT_DOES_NOT_FIT = rule(
+    "GG041",
+    "mig-layout-does-not-fit",
+    Level.ERROR,
+    "A MIG layout's instances cannot be placed on one GPU (7 compute and 8 memory slices on A100/H100-class GPUs).",
+    "Use fewer or smaller instances; e.g. 3g+2g+2x1g, 2x3g or 7x1g on an A100/H100.",
+)
+NOT_MIG_CAPABLE = rule(
+    "GG042",
+    "mig-not-supported",
+    Level.ERROR,
+    "A pool declares MIG layouts but its accelerator model has no MIG.",
+    "Remove migLayouts, or use a MIG-capable NVIDIA model.",
+)
+UNUSED_LAYOUT = rule(
+    "GG043",
+    "mig-layout-unused",
+    Level.WARNING,
+    "A MIG layout is declared but no node uses it.",
+    "Assign it to nodes with migLayout, or delete it.",
+)
+
+
+@check
+def check_mig_layouts(model: Model) -> Iterator[Finding]:
+    for pool in model.pools.values():
+        if not pool.mig_layouts:
+            continue
+        accelerator = pool.model
+        if not accelerator.mig_capable:
+            yield make(
+                NOT_MIG_CAPABLE,
+                f"pool '{pool.name}': {accelerator.name} has no MIG, but migLayouts are declared",
+                pool.at("migLayouts", key=True),
+            )
+            continue
+        used = {node.mig_layout for node in pool.nodes}
+        for name, mix in pool.mig_layouts.items():
+            unknown = [profile for profile in mix if profile not in accelerator.mig_profiles]
+            for profile in unknown:
+                known = ", ".join(accelerator.mig_profiles)
+                yield make(
+                    UNKNOWN_PROFILE,
+                    f"layout '{name}': {accelerator.name} has no MIG profile '{profile}' (it has {known})",
+                    pool.at("migLayouts", name, profile, key=True),
+                )
+            if unknown:
+                continue
+            reason = layout_fits(accelerator.mig_geometry or "", accelerator.mig_profiles, mix)
+            if reason:
+                yield make(
+                    LAYOUT_DOES_NOT_FIT,
+                    f"layout '{name}' does not fit one {accelerator.name}: {reason}",
+                    pool.at("migLayouts", name),
+                )
+            if name not in used:
+                yield make(
+                    UNUSED_LAYOUT,
+                    f"layout '{name}' of pool '{pool.name}' is used by no node",
+                    pool.at("migLayouts", name, key=True),
+                )

@@ -1,0 +1,115 @@
+"""Names are valid Kubernetes names and each namespace and queue belongs to one tenant."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from gpugov.declarations.model import Model
+from gpugov.findings import Finding, Level, make, rule
+from gpugov.policy import check
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+INVALID_NAME = rule(
+    "GG011",
+    "invalid-name",
+    Level.ERROR,
+    "A name is not a DNS-1123 label (lower case letters, digits and '-', at most 63 characters).",
+    "Kubernetes object names must be DNS-1123 labels: use lower case and '-'.",
+)
+SHARED_NAMESPACE = rule(
+    "GG012",
+    "namespace-in-two-tenants",
+    Level.ERROR,
+    "A namespace is claimed by more than one tenant.",
+    "A namespace belongs to exactly one tenant.",
+)
+QUEUE_NAMESPACE = rule(
+    "GG013",
+    "queue-namespace-not-owned",
+    Level.ERROR,
+    "A queue lives in a namespace that is not one of its tenant's namespaces.",
+    "Add the namespace to spec.namespaces or move the queue.",
+)
+DUPLICATE_QUEUE = rule(
+    "GG014",
+    "duplicate-queue",
+    Level.ERROR,
+    "Two queues share a name in the same namespace.",
+    "Queue names are unique per namespace.",
+)
+
+
+def _is_label(name: str) -> bool:
+    return len(name) <= 63 and DNS_LABEL.match(name) is not None
+
+
+@check
+def check_names(model: Model) -> Iterator[Finding]:
+    groups = [model.clusters, model.pools, model.departments, model.tenants, model.priority_classes]
+    for group in groups:
+        for decl in group.values():
+            if not _is_label(decl.name):
+                kind = decl.doc.data["kind"]
+                yield make(
+                    INVALID_NAME,
+                    f"{kind} name '{decl.name}' is not a DNS-1123 label",
+                    decl.doc.locate(("metadata", "name")),
+                )
+    for tenant in model.tenants.values():
+        for index, namespace in enumerate(tenant.namespaces):
+            if not _is_label(namespace):
+                yield make(
+                    INVALID_NAME, f"namespace '{namespace}' is not a DNS-1123 label", tenant.at("namespaces", index)
+                )
+        for queue in tenant.queues:
+            if not _is_label(queue.name):
+                yield make(
+                    INVALID_NAME,
+                    f"queue name '{queue.name}' is not a DNS-1123 label",
+                    tenant.at("queues", queue.index, "name"),
+                )
+    for pool in model.pools.values():
+        for layout in pool.mig_layouts:
+            if not _is_label(layout):
+                yield make(
+                    INVALID_NAME,
+                    f"MIG layout name '{layout}' is not a DNS-1123 label",
+                    pool.at("migLayouts", layout, key=True),
+                )
+
+
+@check
+def check_namespace_ownership(model: Model) -> Iterator[Finding]:
+    claimed: dict[str, tuple[str, object]] = {}
+    for name in sorted(model.tenants):
+        tenant = model.tenants[name]
+        for index, namespace in enumerate(tenant.namespaces):
+            if namespace in claimed:
+                other, location = claimed[namespace]
+                if other != tenant.name:
+                    yield make(
+                        SHARED_NAMESPACE,
+                        f"namespace '{namespace}' is claimed by tenants '{other}' and '{tenant.name}'",
+                        tenant.at("namespaces", index),
+                        location,
+                    )  # type: ignore[arg-type]
+                continue
+            claimed[namespace] = (tenant.name, tenant.at("namespaces", index))
+        seen: set[tuple[str, str]] = set()
+        for queue in tenant.queues:
+            if queue.namespace not in tenant.namespaces:
+                yield make(
+                    QUEUE_NAMESPACE,
+                    f"queue '{queue.name}' is in namespace '{queue.namespace}', which tenant "
+                    f"'{tenant.name}' does not own",
+                    tenant.at("queues", queue.index, "namespace"),
+                )
+            if (queue.namespace, queue.name) in seen:
+                yield make(
+                    DUPLICATE_QUEUE,
+                    f"queue '{queue.name}' appears twice in namespace '{queue.namespace}'",
+                    tenant.at("queues", queue.index, "name"),
+                )
+            seen.add((queue.namespace, queue.name))

@@ -1,0 +1,68 @@
+"""Priority classes and the scheduling policy are coherent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpugov.declarations.model import Model
+from gpugov.findings import Finding, Level, make, rule
+from gpugov.policy import check
+
+DUPLICATE_VALUE = rule(
+    "GG060",
+    "priority-value-duplicate",
+    Level.ERROR,
+    "Two priority classes have the same value, so their order is undefined.",
+    "Give every priority class its own value.",
+)
+PROTECTED_BELOW_PREEMPTIBLE = rule(
+    "GG061",
+    "non-preemptible-below-preemptible",
+    Level.ERROR,
+    "A non-preemptible priority class has a lower value than a preemptible one, so priority-based preemption "
+    "could still evict it.",
+    "Give non-preemptible classes the highest values.",
+)
+PREEMPTION_CONFLICT = rule(
+    "GG062",
+    "preemption-policy-conflict",
+    Level.ERROR,
+    "reclaimWithinCohort is Never while borrowWithinCohort.policy is not Never (Kueue rejects this).",
+    "Set borrowWithinCohort.policy to Never, or allow reclaiming within the cohort.",
+)
+
+
+@check
+def check_priorities(model: Model) -> Iterator[Finding]:
+    by_value: dict[int, str] = {}
+    for name in sorted(model.priority_classes, key=lambda n: (model.priority_classes[n].origin, n)):
+        pc = model.priority_classes[name]
+        if pc.value in by_value:
+            other = model.priority_classes[by_value[pc.value]]
+            yield make(
+                DUPLICATE_VALUE,
+                f"priority classes '{other.name}' and '{pc.name}' both have value {pc.value}",
+                pc.at("value"),
+                other.at("value"),
+            )
+        else:
+            by_value[pc.value] = name
+    preemptible = [pc for pc in model.priority_classes.values() if pc.preemptible]
+    if preemptible:
+        highest = max(preemptible, key=lambda pc: pc.value)
+        for pc in model.priority_classes.values():
+            if not pc.preemptible and pc.value <= highest.value:
+                yield make(
+                    PROTECTED_BELOW_PREEMPTIBLE,
+                    f"non-preemptible '{pc.name}' ({pc.value}) is not above "
+                    f"preemptible '{highest.name}' ({highest.value})",
+                    pc.at("value"),
+                    highest.at("value"),
+                )
+    policy = model.policy
+    if policy.declared and policy.reclaim_within_cohort == "Never" and policy.borrow_within_cohort != "Never":
+        yield make(
+            PREEMPTION_CONFLICT,
+            "reclaimWithinCohort=Never needs borrowWithinCohort.policy=Never",
+            policy.at("preemption", "reclaimWithinCohort"),
+        )

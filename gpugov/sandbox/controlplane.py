@@ -1,0 +1,446 @@
+"""A real, throw-away Kubernetes control plane (kube-apiserver + etcd) on loopback.
+
+``ControlPlane`` runs the ``gpugov-controlplane`` binary (built by
+``tools/build k8s``) the way envtest runs kube-apiserver: loopback only, own
+PKI, RBAC with an admin client certificate, no controllers, no kubelets. It is
+real enough to enforce CRD schemas and CEL rules, server-side apply and RBAC,
+which is what gpugov's end-to-end tests and ``gpugov sandbox`` need.
+
+Usage::
+
+    with ControlPlane() as cp:
+        core = kubernetes.client.CoreV1Api(cp.api_client())
+
+Everything lives in one work directory (PKI, etcd data, log, kubeconfig).
+``stop()`` ends the whole process group and, for a temporary work directory,
+removes it, so nothing is left behind even when a test fails.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import yaml
+from kubernetes import client
+from kubernetes.dynamic import DynamicClient
+
+from gpugov.sandbox import crds as crd_mod
+from gpugov.sandbox.pki import ADMIN_USER, PKIFiles, generate_pki
+from gpugov.sandbox.tools import controlplane_binary, repo_root
+
+LOG_NAME = "controlplane.log"
+KUBECONFIG_NAME = "kubeconfig"
+CONTEXT_NAME = "gpugov-sandbox"
+_PORT_IN_USE = "address already in use"
+_START_ATTEMPTS = 3  # retries only for the (rare) race on a just-picked free port
+_LOG_TAIL_LINES = 40
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane failed to start, become ready or stop."""
+
+
+class _PortRaceError(ControlPlaneError):
+    """Another process grabbed one of our picked ports before the server bound it."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Loopback ports of one control plane instance."""
+
+    apiserver: int
+    etcd_client: int
+    etcd_peer: int
+
+
+def pick_free_ports() -> Ports:
+    """Three distinct free loopback ports (kept bound together so they differ)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(3)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        api, etcd_client, etcd_peer = (s.getsockname()[1] for s in socks)
+    return Ports(api, etcd_client, etcd_peer)
+
+
+def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    """Last lines of a log file, for error messages."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _set_parent_death_signal() -> None:
+    """Runs in the child before exec: get SIGTERM if the parent dies (Linux only).
+
+    A safety net for a test runner that is killed hard (SIGKILL, CI timeout)
+    and so never runs its finalizers: the server then stops instead of
+    lingering as an orphan that holds ports.
+    """
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    with contextlib.suppress(OSError):
+        # Field 3 is the state; "Z" = exited but not yet reaped by its parent.
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+def terminate_group(pid: int, timeout: float = 30.0, wait: Any = None) -> None:
+    """SIGTERM the process group led by ``pid``; SIGKILL it after ``timeout``.
+
+    ``wait`` (Popen.wait) reaps our own child; for a detached server started
+    by an earlier command, liveness is polled instead.
+    """
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    if _wait_gone(pid, timeout, wait):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    if not _wait_gone(pid, 10.0, wait):
+        raise ControlPlaneError(f"process {pid} survived SIGKILL")
+
+
+def _wait_gone(pid: int, timeout: float, wait: Any) -> bool:
+    if wait is not None:
+        try:
+            wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not process_alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+class ControlPlane:
+    """kube-apiserver + embedded etcd on 127.0.0.1, as a context manager.
+
+    Args:
+        binary: the gpugov-controlplane executable; default: found/built via tools/build.
+        workdir: where PKI, etcd data, log and kubeconfig go. Default: a new
+            temporary directory that ``stop()`` removes. A given directory is
+            left in place (its owner, e.g. ``gpugov sandbox``, removes it).
+        crd_dirs: directories of CRD YAMLs to install; default: Kueue + Volcano
+            from the shared reference dir (see ``crds.crd_dirs``); ``[]``: none.
+        detach: for ``gpugov sandbox up``: the server outlives this Python
+            process (no parent-death signal, no stop at interpreter exit).
+        startup_timeout: seconds to wait for /readyz.
+        extra_args: additional kube-apiserver flags.
+    """
+
+    def __init__(
+        self,
+        binary: Path | None = None,
+        workdir: Path | None = None,
+        *,
+        crd_dirs: Sequence[Path] | None = None,
+        detach: bool = False,
+        startup_timeout: float = 120.0,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        self._binary = binary
+        self._given_workdir = workdir
+        self._crd_dirs = crd_dirs
+        self._detach = detach
+        self._startup_timeout = startup_timeout
+        self._extra_args = list(extra_args)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._workdir: Path | None = None
+        self._pki: PKIFiles | None = None
+        self._ports: Ports | None = None
+        self._clients: list[client.ApiClient] = []
+        self.installed_crds: list[str] = []
+
+    # -- public API -------------------------------------------------------
+
+    @property
+    def binary(self) -> Path:
+        """The gpugov-controlplane executable in use."""
+        return self._require(self._binary, "binary")
+
+    @property
+    def workdir(self) -> Path:
+        return self._require(self._workdir, "workdir")
+
+    @property
+    def server(self) -> str:
+        """The apiserver URL, e.g. https://127.0.0.1:40123."""
+        return f"https://127.0.0.1:{self._require(self._ports, 'ports').apiserver}"
+
+    @property
+    def pid(self) -> int:
+        """Pid of the server (also its process group id)."""
+        return self._require(self._process, "process").pid
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / KUBECONFIG_NAME
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / LOG_NAME
+
+    def start(self) -> ControlPlane:
+        """Start the server, wait for readiness, install CRDs. Cleans up on failure."""
+        if self._process is not None:
+            raise ControlPlaneError("control plane already started")
+        try:
+            self._binary = self._binary or controlplane_binary()
+            self._workdir = self._make_workdir()
+            self._pki = generate_pki(self.workdir / "pki")
+            self._start_server(self._binary)
+            self._write_kubeconfig()
+            self._install_crds()
+        except BaseException:
+            # Includes KeyboardInterrupt: never leave a half-started server.
+            self.stop()
+            raise
+        if not self._detach:
+            atexit.register(self.stop)
+        return self
+
+    def stop(self) -> None:
+        """Stop the process group and remove a temporary work directory. Idempotent."""
+        atexit.unregister(self.stop)
+        for api_client in self._clients:
+            with contextlib.suppress(Exception):
+                api_client.close()
+        self._clients.clear()
+        if self._process is not None:
+            terminate_group(self._process.pid, wait=self._process.wait)
+            self._process = None
+        if self._workdir is not None and self._given_workdir is None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def api_client(self) -> client.ApiClient:
+        """A kubernetes ApiClient authenticated as the admin (system:masters)."""
+        pki = self._require(self._pki, "pki")
+        config = client.Configuration()
+        config.host = self.server
+        config.ssl_ca_cert = str(pki.ca_cert)
+        config.cert_file = str(pki.admin_cert)
+        config.key_file = str(pki.admin_key)
+        api_client = client.ApiClient(config)
+        self._clients.append(api_client)
+        return api_client
+
+    def dynamic_client(self) -> DynamicClient:
+        """A DynamicClient whose discovery cache lives in the work directory.
+
+        (Its default cache file is in /tmp, keyed by URL only: it would outlive
+        the server and could be served stale to a later one on the same port.)
+        """
+        return DynamicClient(self.api_client(), cache_file=str(self.workdir / "discovery-cache.json"))
+
+    def get(self, path: str) -> bytes:
+        """GET a raw API path (e.g. /readyz?verbose) as the admin; raises on HTTP errors."""
+        with self._open(path) as response:
+            return bytes(response.read())
+
+    def version(self) -> dict[str, Any]:
+        """The server's /version document (gitVersion etc.)."""
+        return dict(json.loads(self.get("/version")))
+
+    # -- startup steps ----------------------------------------------------
+
+    def _make_workdir(self) -> Path:
+        if self._given_workdir is None:
+            return Path(tempfile.mkdtemp(prefix="gpugov-controlplane-"))
+        self._given_workdir.mkdir(parents=True, exist_ok=True)
+        return self._given_workdir
+
+    def _start_server(self, binary: Path) -> None:
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            self._ports = pick_free_ports()
+            self._process = self._spawn(binary, self._ports)
+            try:
+                self._wait_ready()
+                return
+            except _PortRaceError:
+                terminate_group(self._process.pid, wait=self._process.wait)
+                self._process = None
+                if attempt == _START_ATTEMPTS:
+                    raise
+
+    def _args(self, ports: Ports) -> list[str]:
+        pki = self._require(self._pki, "pki")
+        # envtest's defaults (controller-runtime pkg/internal/testing/controlplane),
+        # plus our own serving cert so clients can verify the server.
+        return [
+            f"--embedded-etcd-data-dir={self.workdir / 'etcd'}",
+            f"--embedded-etcd-client-port={ports.etcd_client}",
+            f"--embedded-etcd-peer-port={ports.etcd_peer}",
+            "--embedded-etcd-unsafe-no-fsync",  # throw-away data; fsync only slows CI
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={ports.apiserver}",
+            f"--cert-dir={self.workdir / 'certs'}",
+            f"--tls-cert-file={pki.serving_cert}",
+            f"--tls-private-key-file={pki.serving_key}",
+            f"--client-ca-file={pki.ca_cert}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--allow-privileged=true",
+            # No controller-manager creates ServiceAccounts, so that plugin would reject pods.
+            "--disable-admission-plugins=ServiceAccount",
+            "--authorization-mode=RBAC",
+            f"--service-account-issuer=https://127.0.0.1:{ports.apiserver}",
+            f"--service-account-key-file={pki.sa_public_key}",
+            f"--service-account-signing-key-file={pki.sa_private_key}",
+            *self._extra_args,
+        ]
+
+    def _spawn(self, binary: Path, ports: Ports) -> subprocess.Popen[bytes]:
+        log: IO[bytes]
+        with open(self.log_path, "ab") as log:
+            # Own session => own process group: stop() can signal the whole
+            # group, and a Ctrl-C in the terminal does not hit the server directly.
+            return subprocess.Popen(
+                [str(binary), *self._args(ports)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+                start_new_session=True,
+                preexec_fn=None if self._detach or sys.platform != "linux" else _set_parent_death_signal,
+            )
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        pki = self._require(self._pki, "pki")
+        context = ssl.create_default_context(cafile=str(pki.ca_cert))
+        context.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
+        return context
+
+    def _open(self, path: str, timeout: float = 5.0) -> Any:
+        return urllib.request.urlopen(self.server + path, context=self._ssl_context(), timeout=timeout)
+
+    def _wait_ready(self) -> None:
+        """Poll /readyz until 200; fail fast if the process exits."""
+        process = self._require(self._process, "process")
+        deadline = time.monotonic() + self._startup_timeout
+        last = "no response yet"
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                self._raise_exited(process.returncode)
+            try:
+                with self._open("/readyz", timeout=2.0) as response:
+                    if response.status == 200:
+                        return
+            except urllib.error.HTTPError as exc:  # 500 while post-start hooks run
+                last = exc.read().decode(errors="replace")[-2000:]
+            except (urllib.error.URLError, OSError) as exc:
+                last = str(exc)
+            time.sleep(0.2)
+        raise ControlPlaneError(
+            f"kube-apiserver not ready after {self._startup_timeout:.0f}s; last /readyz: {last}\n"
+            f"--- last lines of {self.log_path} ---\n{log_tail(self.log_path)}"
+        )
+
+    def _raise_exited(self, code: int) -> None:
+        tail = log_tail(self.log_path)
+        if _PORT_IN_USE in tail:
+            raise _PortRaceError(tail)
+        raise ControlPlaneError(
+            f"gpugov-controlplane exited with code {code} before becoming ready\n"
+            f"--- last lines of {self.log_path} ---\n{tail}"
+        )
+
+    def _write_kubeconfig(self) -> None:
+        """Self-contained admin kubeconfig (certs inlined, so it can be copied)."""
+        pki = self._require(self._pki, "pki")
+
+        def b64(path: Path) -> str:
+            return base64.b64encode(path.read_bytes()).decode()
+
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": CONTEXT_NAME,
+                    "cluster": {"server": self.server, "certificate-authority-data": b64(pki.ca_cert)},
+                }
+            ],
+            "users": [
+                {
+                    "name": ADMIN_USER,
+                    "user": {
+                        "client-certificate-data": b64(pki.admin_cert),
+                        "client-key-data": b64(pki.admin_key),
+                    },
+                }
+            ],
+            "contexts": [{"name": CONTEXT_NAME, "context": {"cluster": CONTEXT_NAME, "user": ADMIN_USER}}],
+            "current-context": CONTEXT_NAME,
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
+        self.kubeconfig.chmod(0o600)
+
+    def _install_crds(self) -> None:
+        dirs = self._crd_dirs
+        if dirs is None:
+            dirs = crd_mod.crd_dirs(_repo_root_or_none())
+        if dirs:
+            self.installed_crds = crd_mod.install_crds(self.api_client(), self.dynamic_client(), dirs)
+
+    @staticmethod
+    def _require(value: Any, what: str) -> Any:
+        if value is None:
+            raise ControlPlaneError(f"control plane not started ({what} unknown)")
+        return value
+
+
+def _repo_root_or_none() -> Path | None:
+    try:
+        return repo_root()
+    except RuntimeError:
+        return None

@@ -1,0 +1,181 @@
+"""Throw-away PKI for the sandbox control plane.
+
+kube-apiserver needs a serving certificate, a CA for client certificates and a
+service-account key pair. We mint our own (instead of letting the apiserver
+self-sign) so that clients can verify the server against a known CA and log
+in with an admin client certificate in the ``system:masters`` group, which
+RBAC always allows: the same setup envtest uses.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import NameOID
+
+# Long enough for a `gpugov sandbox up` left running for a while; the files
+# never leave the sandbox's own directory.
+_VALIDITY = datetime.timedelta(days=365)
+# Tolerate small clock differences between cert creation and first use.
+_BACKDATE = datetime.timedelta(hours=1)
+
+ADMIN_USER = "gpugov-admin"
+ADMIN_GROUP = "system:masters"
+
+# First address of --service-cluster-ip-range (10.0.0.0/24): the ClusterIP of
+# the `kubernetes` Service, which the serving cert should cover.
+SERVICE_IP = "10.0.0.1"
+
+
+@dataclass(frozen=True)
+class PKIFiles:
+    """Paths of all PEM files the control plane and its clients use."""
+
+    ca_cert: Path
+    serving_cert: Path
+    serving_key: Path
+    admin_cert: Path
+    admin_key: Path
+    sa_public_key: Path
+    sa_private_key: Path
+
+
+def _new_key() -> ec.EllipticCurvePrivateKey:
+    # EC P-256: as safe as RSA-2048 for this purpose and much faster to generate.
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _name(common_name: str, organization: str | None = None) -> x509.Name:
+    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    if organization:
+        attributes.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    return x509.Name(attributes)
+
+
+def _builder(subject: x509.Name, issuer: x509.Name, public_key: object) -> x509.CertificateBuilder:
+    now = datetime.datetime.now(datetime.UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)  # type: ignore[arg-type]
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + _VALIDITY)
+    )
+
+
+def _leaf_key_usage() -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=True,
+        key_encipherment=False,
+        content_commitment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=False,
+        crl_sign=False,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+def _make_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _new_key()
+    name = _name("gpugov-sandbox-ca")
+    cert = (
+        _builder(name, name, key.public_key())
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_encipherment=False,
+                content_commitment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def _make_leaf(
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    subject: x509.Name,
+    usage: x509.ObjectIdentifier,
+    san: list[x509.GeneralName] | None = None,
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _new_key()
+    builder = (
+        _builder(subject, ca_cert.subject, key.public_key())
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_leaf_key_usage(), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    )
+    if san:
+        builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
+    return builder.sign(ca_key, hashes.SHA256()), key
+
+
+def _serving_san() -> list[x509.GeneralName]:
+    dns = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"]
+    ips = ["127.0.0.1", SERVICE_IP]
+    return [x509.DNSName(d) for d in dns] + [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+
+
+def _cert_pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _write(path: Path, data: bytes, private: bool = False) -> Path:
+    path.write_bytes(data)
+    if private:
+        path.chmod(0o600)
+    return path
+
+
+def generate_pki(directory: Path) -> PKIFiles:
+    """Create CA, serving cert, admin client cert and SA keys under ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_cert, ca_key = _make_ca()
+    serving_cert, serving_key = _make_leaf(
+        ca_cert, ca_key, _name("kube-apiserver"), x509.ExtendedKeyUsageOID.SERVER_AUTH, _serving_san()
+    )
+    admin_cert, admin_key = _make_leaf(
+        ca_cert, ca_key, _name(ADMIN_USER, ADMIN_GROUP), x509.ExtendedKeyUsageOID.CLIENT_AUTH
+    )
+    # Service-account tokens are signed with RSA: every Kubernetes release and
+    # every token consumer supports RS256.
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    sa_public = sa_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return PKIFiles(
+        ca_cert=_write(directory / "ca.crt", _cert_pem(ca_cert)),
+        serving_cert=_write(directory / "apiserver.crt", _cert_pem(serving_cert)),
+        serving_key=_write(directory / "apiserver.key", _key_pem(serving_key), private=True),
+        admin_cert=_write(directory / "admin.crt", _cert_pem(admin_cert)),
+        admin_key=_write(directory / "admin.key", _key_pem(admin_key), private=True),
+        sa_public_key=_write(directory / "sa.pub", sa_public),
+        sa_private_key=_write(directory / "sa.key", _key_pem(sa_key), private=True),
+    )

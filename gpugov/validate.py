@@ -1,0 +1,71 @@
+"""validate: load -> schema -> model -> policy -> compile conformance, as one pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpugov.compile import compile
+from gpugov.declarations.loader import DECLARATION_DIRS, UNREADABLE, load_tree
+from gpugov.declarations.model import Model, build_model
+from gpugov.declarations.schema import check_document
+from gpugov.findings import Finding, Level
+from gpugov.policy import run_policy
+from gpugov.policy.conformance import check_objects
+
+
+class InputError(Exception):
+    """The repository cannot be read at all (missing folder, not a gpugov repo)."""
+
+
+@dataclass
+class Validation:
+    root: Path
+    files: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    model: Model | None = None
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.level is Level.ERROR]
+
+    @property
+    def unreadable(self) -> bool:
+        return any(f.rule == UNREADABLE.id for f in self.findings)
+
+    def exit_code(self, strict: bool = False) -> int:
+        if self.unreadable:
+            return 2
+        if self.errors or (strict and self.findings):
+            return 1
+        return 0
+
+
+def check_root(root: Path) -> None:
+    if not root.exists():
+        raise InputError(f"{root}: no such directory")
+    if not root.is_dir():
+        raise InputError(f"{root}: not a directory")
+    if not any((root / d).is_dir() for d in DECLARATION_DIRS):
+        raise InputError(f"{root}: not a gpugov repository (none of {', '.join(f'{d}/' for d in DECLARATION_DIRS)})")
+
+
+def validate_repo(root: Path, conformance: bool = True) -> Validation:
+    """Every finding for the repository at `root`; the model when it loaded cleanly."""
+    check_root(root)
+    loaded = load_tree(root)
+    result = Validation(root, loaded.files, list(loaded.findings))
+    for doc in loaded.documents:
+        result.findings.extend(check_document(doc))
+    if result.errors:
+        result.findings.sort(key=Finding.sort_key)
+        return result
+    model, duplicates = build_model(loaded.documents)
+    result.findings.extend(duplicates)
+    result.findings.extend(run_policy(model))
+    result.model = model
+    if conformance and not result.errors:
+        for cluster in model.cluster_names():
+            result.findings.extend(check_objects(compile(model, None, cluster)))
+    result.findings.sort(key=Finding.sort_key)
+    return result

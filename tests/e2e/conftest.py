@@ -1,0 +1,94 @@
+"""End-to-end fixtures: one real kube-apiserver (+ etcd) per test session.
+
+The server binary comes from ``tools/build k8s`` (cached; the first cold build
+takes minutes). Without Go and without a prebuilt binary the e2e tests are
+skipped — unless ``GPUGOV_REQUIRE_E2E=1`` (CI), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+
+from gpugov.sandbox import ControlPlane, ToolUnavailableError
+from gpugov.sandbox.tools import controlplane_binary
+
+REQUIRE_ENV = "GPUGOV_REQUIRE_E2E"
+E2E_DIR = Path(__file__).resolve().parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "e2e: needs the real control plane (tools/build k8s)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Lets `pytest -m "not e2e"` run just the fast unit tests.
+    for item in items:
+        if E2E_DIR in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def _binary_or_skip() -> Path:
+    try:
+        return controlplane_binary()
+    except ToolUnavailableError as exc:
+        reason = f"e2e: no control plane binary: {exc}"
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def controlplane_binary_path() -> Path:
+    """The gpugov-controlplane executable (built or reused once per session)."""
+    return _binary_or_skip()
+
+
+@pytest.fixture(scope="session")
+def controlplane(controlplane_binary_path: Path) -> Iterator[ControlPlane]:
+    """One kube-apiserver with the Kueue and Volcano CRDs for the whole session."""
+    with ControlPlane(binary=controlplane_binary_path) as cp:
+        yield cp
+
+
+@pytest.fixture(scope="session")
+def api_client(controlplane: ControlPlane) -> client.ApiClient:
+    return controlplane.api_client()
+
+
+@pytest.fixture(scope="session")
+def dynamic(controlplane: ControlPlane) -> DynamicClient:
+    return controlplane.dynamic_client()
+
+
+@pytest.fixture
+def namespace(api_client: client.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for one test, deleted afterwards.
+
+    (No namespace controller runs, so a deleted namespace stays Terminating;
+    names are unique, so that never collides.)
+    """
+    slug = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    name = f"e2e-{slug}-{uuid.uuid4().hex[:6]}"
+    core = client.CoreV1Api(api_client)
+    core.create_namespace({"metadata": {"name": name, "labels": {"gpugov.io/e2e": "true"}}})
+    yield name
+    try:
+        core.delete_namespace(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short random suffix for cluster-scoped object names."""
+    return uuid.uuid4().hex[:8]

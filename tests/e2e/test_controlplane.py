@@ -1,0 +1,221 @@
+"""The sandbox control plane is a real apiserver that enforces Kueue's CRD rules."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+
+from gpugov.sandbox import ControlPlane, create_nodes
+from gpugov.sandbox.crds import crd_dirs
+from gpugov.sandbox.tools import repo_root
+
+FIELD_MANAGER = "gpugov"
+KUEUE = "kueue.x-k8s.io"
+KUEUE_V1BETA2 = f"{KUEUE}/v1beta2"
+
+
+def _k8s_version_from_go_mod() -> str:
+    """The Kubernetes release tools/k8s pins (what the binary must report)."""
+    go_mod = (repo_root() / "tools" / "k8s" / "go.mod").read_text()
+    match = re.search(r"^\s*(?:require\s+)?k8s\.io/kubernetes (v\S+)", go_mod, re.MULTILINE)
+    assert match, "tools/k8s/go.mod does not require k8s.io/kubernetes"
+    return match.group(1)
+
+
+def _kueue_crd(plural: str) -> dict[str, Any]:
+    kueue_dir = next(d for d in crd_dirs(repo_root()) if "kueue" in str(d))
+    return dict(yaml.safe_load((kueue_dir / f"{KUEUE}_{plural}.yaml").read_text()))
+
+
+def _borrowing_limit_cel_message() -> str:
+    """The CRD's own message for 'borrowingLimit without cohort' (v1beta2 spec rule)."""
+    crd = _kueue_crd("clusterqueues")
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta2")
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    rules = [r for r in spec.get("x-kubernetes-validations", []) if "borrowingLimit" in r["rule"]]
+    assert len(rules) == 1, rules
+    return str(rules[0]["message"])
+
+
+def _resource_flavor(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": KUEUE_V1BETA2,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": {"nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+    }
+
+
+def _cluster_queue(name: str, flavor: str, cohort: str | None, borrowing_limit: str | None) -> dict[str, Any]:
+    gpu: dict[str, Any] = {"name": "nvidia.com/gpu", "nominalQuota": "8"}
+    if borrowing_limit is not None:
+        gpu["borrowingLimit"] = borrowing_limit
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "nvidia.com/gpu"],
+                "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": "64"}, gpu]}],
+            }
+        ],
+    }
+    if cohort is not None:
+        spec["cohortName"] = cohort
+    return {"apiVersion": KUEUE_V1BETA2, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.fixture
+def cleanup(dynamic: DynamicClient) -> Iterator[list[dict[str, Any]]]:
+    """Objects appended here are deleted after the test (cluster-scoped leftovers)."""
+    objects: list[dict[str, Any]] = []
+    yield objects
+    for obj in reversed(objects):
+        api = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        try:
+            api.delete(name=obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+def _apply(dynamic: DynamicClient, obj: dict[str, Any]) -> Any:
+    api = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+    return api.server_side_apply(body=obj, field_manager=FIELD_MANAGER)
+
+
+def test_server_ready_and_reports_stamped_version(controlplane: ControlPlane) -> None:
+    assert controlplane.get("/readyz") == b"ok"
+    version = controlplane.version()
+    expected = _k8s_version_from_go_mod()
+    assert version["gitVersion"] == expected
+    assert (version["major"], version["minor"]) == tuple(expected.lstrip("v").split(".")[:2])
+
+
+@pytest.mark.parametrize(
+    ("group", "kind"),
+    [
+        (KUEUE, "ClusterQueue"),
+        (KUEUE, "ResourceFlavor"),
+        (KUEUE, "LocalQueue"),
+        (KUEUE, "Cohort"),
+        (KUEUE, "WorkloadPriorityClass"),
+        (KUEUE, "Topology"),
+        ("scheduling.volcano.sh", "Queue"),
+    ],
+)
+def test_crd_established(api_client: client.ApiClient, group: str, kind: str) -> None:
+    crds = client.ApiextensionsV1Api(api_client).list_custom_resource_definition().items
+    crd = next((c for c in crds if c.spec.group == group and c.spec.names.kind == kind), None)
+    assert crd is not None, f"no CRD for {kind}.{group}"
+    conditions = {c.type: c.status for c in crd.status.conditions}
+    assert conditions.get("Established") == "True", conditions
+    assert conditions.get("NamesAccepted") == "True", conditions
+    if group == KUEUE:
+        served = {v.name for v in crd.spec.versions if v.served}
+        assert "v1beta2" in served
+
+
+def test_server_side_apply_cluster_queue_and_flavor(
+    dynamic: DynamicClient, cleanup: list[dict[str, Any]], unique: str
+) -> None:
+    flavor = _resource_flavor(f"h100-{unique}")
+    queue = _cluster_queue(f"team-a-{unique}", flavor["metadata"]["name"], cohort="org", borrowing_limit="4")
+    cleanup += [flavor, queue]
+
+    _apply(dynamic, flavor)
+    stored = _apply(dynamic, queue).to_dict()
+    # Re-applying the same intent is a no-op (idempotent GitOps sync).
+    again = _apply(dynamic, queue).to_dict()
+
+    assert stored["spec"]["cohortName"] == "org"
+    gpu = stored["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1]
+    assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "4"}
+    assert again["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    managers = {m["manager"] for m in stored["metadata"]["managedFields"]}
+    assert managers == {FIELD_MANAGER}
+
+
+def test_rejects_borrowing_limit_without_cohort_with_crd_cel_message(
+    dynamic: DynamicClient, cleanup: list[dict[str, Any]], unique: str
+) -> None:
+    message = _borrowing_limit_cel_message()
+    queue = _cluster_queue(f"no-cohort-{unique}", f"h100-{unique}", cohort=None, borrowing_limit="4")
+    cleanup.append(queue)  # in case the server wrongly accepts it
+
+    with pytest.raises(ApiException) as info:
+        _apply(dynamic, queue)
+
+    assert info.value.status == 422, info.value.body
+    status = json.loads(info.value.body)
+    assert status["reason"] == "Invalid"
+    assert message in status["message"]
+    assert any(message in cause.get("message", "") for cause in status["details"]["causes"])
+
+
+def test_local_queue_in_namespace(dynamic: DynamicClient, namespace: str) -> None:
+    local_queue = {
+        "apiVersion": KUEUE_V1BETA2,
+        "kind": "LocalQueue",
+        "metadata": {"name": "default", "namespace": namespace},
+        "spec": {"clusterQueue": "team-a"},
+    }
+    stored = _apply(dynamic, local_queue)
+    assert stored.metadata.namespace == namespace
+    assert stored.spec.clusterQueue == "team-a"
+
+
+def test_create_gpu_nodes(api_client: client.ApiClient, unique: str) -> None:
+    h100 = {
+        "metadata": {
+            "name": f"gpu-h100-{unique}",
+            "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8"},
+        },
+        "status": {
+            "capacity": {"cpu": "112", "memory": "2Ti", "pods": "110", "nvidia.com/gpu": "8"},
+            "allocatable": {"cpu": "110", "memory": "1900Gi", "pods": "110", "nvidia.com/gpu": "8"},
+        },
+    }
+    a100_mig = {
+        "metadata": {
+            "name": f"gpu-a100-mig-{unique}",
+            "labels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": "8"},
+        },
+        "status": {
+            "capacity": {"cpu": "64", "memory": "1Ti", "nvidia.com/gpu": "4", "nvidia.com/mig-1g.10gb": "28"},
+            "allocatable": {"cpu": "64", "memory": "1Ti", "nvidia.com/gpu": "4", "nvidia.com/mig-1g.10gb": "28"},
+        },
+    }
+    core = client.CoreV1Api(api_client)
+    try:
+        create_nodes(api_client, [h100, a100_mig])
+        # Second call updates in place (sandbox up twice, changed inventory).
+        create_nodes(api_client, [h100])
+
+        stored = core.read_node(a100_mig["metadata"]["name"])
+        assert stored.metadata.labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB"
+        assert stored.status.allocatable["nvidia.com/mig-1g.10gb"] == "28"
+        assert stored.status.capacity["nvidia.com/gpu"] == "4"
+        ready = {c.type: c.status for c in stored.status.conditions}
+        assert ready == {"Ready": "True"}
+
+        gpu_nodes = core.list_node(label_selector="nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3").items
+        assert f"gpu-h100-{unique}" in {n.metadata.name for n in gpu_nodes}
+    finally:
+        for node in (h100, a100_mig):
+            core.delete_node(node["metadata"]["name"])
+
+
+def test_reference_crds_read_from_outside_the_repo() -> None:
+    # The CRDs are data from ../shared/reference (or GPUGOV_REFERENCE_DIR), never copies in the repo.
+    root = repo_root()
+    for directory in crd_dirs(root):
+        assert root not in Path(directory).resolve().parents
