@@ -202,6 +202,8 @@ def _convert(node: yaml.Node, rel: str, budget: _Budget, depth: int) -> Any:
         raise LoadError(make(UNREADABLE, f"YAML nesting is deeper than {MAX_DEPTH} levels", _where(node, rel)))
     if isinstance(node, yaml.ScalarNode):
         return _scalar(node, rel)
+    if node.tag not in (_CORE + "seq", _CORE + "map"):
+        raise LoadError(make(SYNTAX, f"unsupported YAML tag {node.tag}", _where(node, rel)))
     if isinstance(node, yaml.SequenceNode):
         return [_convert(item, rel, budget, depth + 1) for item in node.value]
     if isinstance(node, yaml.MappingNode):
@@ -251,6 +253,4 @@ def _scalar(node: yaml.ScalarNode, rel: str) -> Any:
         return _constructor.construct_yaml_float(node)
     if tag == _CORE + "timestamp":
         return value  # dates stay text: no declaration field is a date object
-    if tag.startswith(_CORE):
-        return value
     raise LoadError(make(SYNTAX, f"unsupported YAML tag {tag}", _where(node, rel)))

@@ -26,7 +26,7 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gpugov.sandbox.tools import CONTROLPLANE_BINARY
 
@@ -80,7 +80,7 @@ def register(subparsers: Any, nodes_from_repo: NodesFromRepo | None = None) -> a
 
     down = commands.add_parser("down", help="stop the sandbox and delete its state")
     down.set_defaults(func=functools.partial(_run, cmd_down))
-    return parser
+    return cast(argparse.ArgumentParser, parser)
 
 
 def _run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import yaml
 from kubernetes import client
@@ -53,6 +53,8 @@ CONTEXT_NAME = "gpugov-sandbox"
 _PORT_IN_USE = "address already in use"
 _START_ATTEMPTS = 3  # retries only for the (rare) race on a just-picked free port
 _LOG_TAIL_LINES = 40
+
+_T = TypeVar("_T")
 
 
 class ControlPlaneError(RuntimeError):
@@ -433,7 +435,7 @@ class ControlPlane:
             self.installed_crds = crd_mod.install_crds(self.api_client(), self.dynamic_client(), dirs)
 
     @staticmethod
-    def _require(value: Any, what: str) -> Any:
+    def _require(value: _T | None, what: str) -> _T:
         if value is None:
             raise ControlPlaneError(f"control plane not started ({what} unknown)")
         return value

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import datetime
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -44,7 +44,7 @@ def _split(node: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _create_or_update(core: client.CoreV1Api, body: dict[str, Any]) -> None:
     try:
-        core.create_node(body)
+        core.create_node(cast(client.V1Node, body))  # the client sends dicts as they are
     except ApiException as exc:
         if exc.status != _CONFLICT:
             raise

@@ -17,7 +17,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 # Long enough for a `gpugov sandbox up` left running for a while; the files
 # never leave the sandbox's own directory.
@@ -159,11 +159,9 @@ def generate_pki(directory: Path) -> PKIFiles:
     directory.mkdir(parents=True, exist_ok=True)
     ca_cert, ca_key = _make_ca()
     serving_cert, serving_key = _make_leaf(
-        ca_cert, ca_key, _name("kube-apiserver"), x509.ExtendedKeyUsageOID.SERVER_AUTH, _serving_san()
+        ca_cert, ca_key, _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, _serving_san()
     )
-    admin_cert, admin_key = _make_leaf(
-        ca_cert, ca_key, _name(ADMIN_USER, ADMIN_GROUP), x509.ExtendedKeyUsageOID.CLIENT_AUTH
-    )
+    admin_cert, admin_key = _make_leaf(ca_cert, ca_key, _name(ADMIN_USER, ADMIN_GROUP), ExtendedKeyUsageOID.CLIENT_AUTH)
     # Service-account tokens are signed with RSA: every Kubernetes release and
     # every token consumer supports RS256.
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
