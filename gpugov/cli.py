@@ -79,6 +79,48 @@ def cmd_render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_apply(args: argparse.Namespace) -> int:
+    try:
+        from kubernetes import config as kube_config
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        from gpugov.apply import ApplyError, apply_objects
+    except ImportError as exc:
+        return _fail(f"apply needs the cluster extras: pip install 'gpugov[cluster]' ({exc})")
+    result, code = _validated(args.repo)
+    if result is None or result.model is None:
+        return code
+    try:
+        objects = compile(result.model, args.backend, args.cluster)
+        api = kube_config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
+        applied = apply_objects(api, objects)
+    except CompileError as exc:
+        return _fail(str(exc))
+    except ApplyError as exc:
+        return _fail(f"apply failed: {exc}", 3)
+    except (ApiException, HTTPError, OSError, kube_config.ConfigException) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        return _fail(f"apply failed: {reason}", 3)
+    for kind, namespace, name in applied.applied:
+        print(f"applied {kind:<22} {namespace + '/' if namespace else ''}{name}")
+    for name in applied.skipped_nodes:
+        print(f"skipped Node {name}: not in the cluster (gpugov patches nodes, it never creates them)")
+    print(f"{len(applied.applied)} objects applied with field manager gpugov; "
+          f"{len(applied.applied) - len(applied.missing)} found on the server when read back")
+    return EXIT_OK if not applied.missing else EXIT_FINDINGS
+
+
+def _repo_nodes(repo: Path) -> list[dict]:
+    """The example (or given) repository's GPU servers, simulated for the sandbox."""
+    from gpugov.simulate import simulated_nodes
+
+    result = validate_repo(repo)
+    if result.model is None:
+        raise InputError(f"{repo}: declarations have errors; run gpugov validate {repo}")
+    return simulated_nodes(result.model)
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     files = schema_files()
     if args.out:
@@ -144,6 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--stdout", action="store_true", help="print all objects as one YAML stream")
     p.set_defaults(func=cmd_render)
 
+    p = sub.add_parser("apply", help="server-side apply the compiled objects to a cluster (field manager gpugov)")
+    p.add_argument("repo", nargs="?", default=".", help="repository root")
+    p.add_argument("--backend", choices=BACKENDS, help="scheduler (default: the cluster's declared backend)")
+    p.add_argument("--cluster", help="cluster to apply (needed when several are declared)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.set_defaults(func=cmd_apply)
+
     p = sub.add_parser("schema", help="print or write the JSON Schemas of the declaration kinds")
     p.add_argument("--kind", help="print only this kind's schema")
     p.add_argument("--out", metavar="DIR", help="write one <kind>.json per kind into DIR")
@@ -162,15 +212,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:
-    """Subcommands that live at the edge (cluster access, sandbox), registered if present."""
-    registers = []
+    """Subcommands that need the cluster extras (kubernetes, cryptography), when installed."""
     try:
         from gpugov.sandbox.cli import register as sandbox
-    except ImportError:
-        pass
-    else:
-        registers.append(sandbox)
-    return registers
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("kubernetes", "cryptography", "urllib3"):
+            return []
+        raise
+    return [lambda sub: sandbox(sub, nodes_from_repo=_repo_nodes)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

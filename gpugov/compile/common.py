@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from gpugov.declarations.model import Cluster, Decl, Department, GPUPool, Model, PoolQuota, Tenant
@@ -17,6 +18,7 @@ LABEL_COST_CENTER = "gpugov.io/cost-center"
 LABEL_PRIORITY_CLASS = "gpugov.io/priority-class"
 ANNOTATION_SOURCE = "gpugov.io/source"
 NON_ACCELERATOR = ("cpu", "memory", "pods")
+_NOT_LABEL = re.compile(r"[^A-Za-z0-9._-]")
 
 Object = dict[str, Any]
 
@@ -46,8 +48,7 @@ def tenant_labels(tenant: Tenant) -> dict[str, str]:
 
 
 def _label_value(text: str) -> str:
-    cleaned = "".join(c if c.isalnum() or c in "-_." else "-" for c in text)[:63]
-    return cleaned.strip("-_.")
+    return _NOT_LABEL.sub("-", text)[:63].strip("-_.")
 
 
 def resource_order(resource: str) -> tuple[int, str]:
@@ -71,13 +72,28 @@ class Scope:
     quotas: dict[str, tuple[PoolQuota, ...]] = field(default_factory=dict)
     department_quotas: dict[str, tuple[PoolQuota, ...]] = field(default_factory=dict)
 
-    def nominal(self, quotas: tuple[PoolQuota, ...], pool: str, resource: str) -> Decimal | None:
-        for quota in quotas:
-            if quota.pool == pool:
-                for rq in quota.resources:
-                    if rq.resource == resource:
-                        return rq.nominal
-        return None
+    def root_of(self, department: str) -> str:
+        return self._roots.get(department, department)
+
+    @cached_property
+    def _roots(self) -> dict[str, str]:
+        return {name: self.model.root_department(name) for name in self.model.departments}
+
+    @cached_property
+    def cohort_offers(self) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+        """Per root cohort: the pools and resources anyone in its tree holds quota in.
+
+        Computed once per scope: every tenant's queue lists these flavors and resources so it
+        can borrow there (see kueue.py)."""
+        pools: dict[str, set[str]] = {}
+        resources: dict[str, set[str]] = {}
+        owners = [(t.department, self.quotas[t.name]) for t in self.tenants.values() if t.department]
+        owners += list(self.department_quotas.items())
+        for department, quotas in owners:
+            root = self.root_of(department)
+            pools.setdefault(root, set()).update(q.pool for q in quotas)
+            resources.setdefault(root, set()).update(rq.resource for q in quotas for rq in q.resources)
+        return {root: (frozenset(pools[root]), frozenset(resources[root])) for root in pools}
 
 
 class CompileError(ValueError):

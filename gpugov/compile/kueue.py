@@ -102,41 +102,19 @@ def _resource_group(
     return {"coveredResources": covered, "flavors": group_flavors}
 
 
-def cohort_pools(scope: Scope, tenant: Tenant) -> list[str]:
-    """Pools that anyone in the tenant's cohort tree has quota in: where it may borrow."""
-    if not tenant.department:
-        return []
-    root = scope.model.root_department(tenant.department)
-    tree = {name for name in scope.departments if scope.model.root_department(name) == root}
-    pools: set[str] = set()
-    for other in scope.tenants.values():
-        if other.department in tree:
-            pools.update(q.pool for q in scope.quotas[other.name])
-    for name in tree:
-        pools.update(q.pool for q in scope.department_quotas.get(name, ()))
-    return sorted(pools)
-
-
-def cohort_resources(scope: Scope, pools: list[str], tenant: Tenant) -> set[str]:
-    resources: set[str] = set()
-    if not tenant.department:
-        return resources
-    root = scope.model.root_department(tenant.department)
-    for other in scope.tenants.values():
-        if other.department and scope.model.root_department(other.department) == root:
-            resources.update(rq.resource for q in scope.quotas[other.name] for rq in q.resources)
-    for name, quotas in scope.department_quotas.items():
-        if scope.model.root_department(name) == root:
-            resources.update(rq.resource for q in quotas for rq in q.resources)
-    return resources
-
-
 def queue_flavors(scope: Scope, tenant: Tenant) -> tuple[list[str], list[str]]:
-    """(flavors in preference order, covered resources in canonical order) of a tenant's queue."""
+    """(flavors in preference order, covered resources in canonical order) of a tenant's queue.
+
+    Own pools first in declared order; then every other pool the tenant's cohort tree holds
+    quota in, so it can borrow there."""
     own = [q.pool for q in scope.quotas[tenant.name]]
-    flavors = own + [pool for pool in cohort_pools(scope, tenant) if pool not in own]
     resources = {rq.resource for q in scope.quotas[tenant.name] for rq in q.resources}
-    resources |= cohort_resources(scope, flavors, tenant)
+    borrowable: frozenset[str] = frozenset()
+    if tenant.department:
+        offer_pools, offer_resources = scope.cohort_offers.get(scope.root_of(tenant.department), (frozenset(), frozenset()))
+        borrowable = offer_pools
+        resources |= offer_resources
+    flavors = own + sorted(pool for pool in borrowable if pool not in own)
     if flavors:
         resources |= {"cpu", "memory"}
     return flavors, sorted(resources, key=resource_order)

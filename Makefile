@@ -1,0 +1,34 @@
+# The README's two commands: `make demo` and `make test`. Both set up .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: demo test lint tools bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	scripts/demo
+
+lint: $(VENV)/.installed
+	ruff check gpugov tests bench
+	ruff format --check gpugov
+
+tools:
+	tools/build
+
+test: $(VENV)/.installed lint
+	@if command -v go >/dev/null 2>&1; then tools/build k8s; \
+	else echo "Go not found: end-to-end tests against the local control plane will be skipped"; fi
+	pytest -q
+
+bench: $(VENV)/.installed
+	python bench/bench.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis
