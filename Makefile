@@ -17,7 +17,6 @@ demo: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	ruff check gpugov tests bench
-	ruff format --check gpugov
 
 tools:
 	tools/build

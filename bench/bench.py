@@ -21,11 +21,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import generate  # noqa: E402
-from gpugov.compile import compile  # noqa: E402
-from gpugov.declarations.loader import discover  # noqa: E402
-from gpugov.render import manifest_files  # noqa: E402
-from gpugov.validate import validate_repo  # noqa: E402
+from bench.synthetic import generate
+from gpugov.compile import compile
+from gpugov.declarations.loader import discover
+from gpugov.render import manifest_files
+from gpugov.validate import validate_repo
 
 
 def parse_only(root: Path) -> None:

@@ -46,11 +46,19 @@ def apply_objects(api: client.ApiClient, objects: list[dict[str, Any]], force: b
                 result.skipped_nodes.append(meta["name"])
                 continue
         try:
-            dynamic.server_side_apply(resource, body=obj, name=meta["name"], namespace=meta.get("namespace"),
-                                      field_manager=FIELD_MANAGER, force_conflicts=force)
+            dynamic.server_side_apply(
+                resource,
+                body=obj,
+                name=meta["name"],
+                namespace=meta.get("namespace"),
+                field_manager=FIELD_MANAGER,
+                force_conflicts=force,
+            )
         except ApiException as exc:
             where = f"{meta['namespace']}/" if meta.get("namespace") else ""
-            raise ApplyError(f"{obj['kind']} {where}{meta['name']}: {exc.status} {exc.reason}: {_message(exc)}") from exc
+            raise ApplyError(
+                f"{obj['kind']} {where}{meta['name']}: {exc.status} {exc.reason}: {_message(exc)}"
+            ) from exc
         result.applied.append((obj["kind"], meta.get("namespace", ""), meta["name"]))
     for obj in objects_applied(objects, result):
         resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])

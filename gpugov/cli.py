@@ -106,8 +106,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
         print(f"applied {kind:<22} {namespace + '/' if namespace else ''}{name}")
     for name in applied.skipped_nodes:
         print(f"skipped Node {name}: not in the cluster (gpugov patches nodes, it never creates them)")
-    print(f"{len(applied.applied)} objects applied with field manager gpugov; "
-          f"{len(applied.applied) - len(applied.missing)} found on the server when read back")
+    print(
+        f"{len(applied.applied)} objects applied with field manager gpugov; "
+        f"{len(applied.applied) - len(applied.missing)} found on the server when read back"
+    )
     return EXIT_OK if not applied.missing else EXIT_FINDINGS
 
 

@@ -32,13 +32,15 @@ def simulated_node(pool: GPUPool, node: PoolNode) -> dict[str, Any]:
         resources["memory"] = format_quantity(pool.node_memory)
     layout = pool.mig_layouts.get(node.mig_layout or "")
     if accelerator.vendor == "nvidia":
-        labels.update({
-            "nvidia.com/gpu.present": "true",
-            "nvidia.com/gpu.product": _product_label(pool),
-            "nvidia.com/gpu.count": str(pool.per_node),
-            "nvidia.com/gpu.memory": str(accelerator.memory_gb * 1024),
-            "nvidia.com/mig.capable": str(accelerator.mig_capable).lower(),
-        })
+        labels.update(
+            {
+                "nvidia.com/gpu.present": "true",
+                "nvidia.com/gpu.product": _product_label(pool),
+                "nvidia.com/gpu.count": str(pool.per_node),
+                "nvidia.com/gpu.memory": str(accelerator.memory_gb * 1024),
+                "nvidia.com/mig.capable": str(accelerator.mig_capable).lower(),
+            }
+        )
         if pool.uses_mig:
             labels["nvidia.com/mig.strategy"] = "mixed"
             labels["nvidia.com/mig.config.state"] = "success"

@@ -111,7 +111,9 @@ def queue_flavors(scope: Scope, tenant: Tenant) -> tuple[list[str], list[str]]:
     resources = {rq.resource for q in scope.quotas[tenant.name] for rq in q.resources}
     borrowable: frozenset[str] = frozenset()
     if tenant.department:
-        offer_pools, offer_resources = scope.cohort_offers.get(scope.root_of(tenant.department), (frozenset(), frozenset()))
+        offer_pools, offer_resources = scope.cohort_offers.get(
+            scope.root_of(tenant.department), (frozenset(), frozenset())
+        )
         borrowable = offer_pools
         resources |= offer_resources
     flavors = own + sorted(pool for pool in borrowable if pool not in own)
