@@ -174,7 +174,9 @@ def parse_documents(text: str, rel: str) -> Iterator[SourceDoc]:
         where = Location(rel, mark.line + 1, mark.column + 1) if mark else Location(rel)
         problem = exc.problem or str(exc)
         context = f" ({exc.context})" if exc.context else ""
-        raise LoadError(make(SYNTAX, f"{problem}{context}", where)) from exc
+        # libyaml >= 0.2.5 stops at its own depth limit: that is a hostile file, not a typo.
+        rule_ = UNREADABLE if "nesting depth" in problem else SYNTAX
+        raise LoadError(make(rule_, f"{problem}{context}", where)) from exc
     except yaml.YAMLError as exc:
         raise LoadError(make(SYNTAX, str(exc), Location(rel))) from exc
     except RecursionError as exc:

