@@ -325,6 +325,9 @@ class ControlPlane:
             "--embedded-etcd-unsafe-no-fsync",  # throw-away data; fsync only slows CI
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
+            # No `kubernetes` Service endpoints to maintain; and Kubernetes >= 1.37
+            # refuses a loopback advertise address with the default (lease) reconciler.
+            "--endpoint-reconciler-type=none",
             f"--secure-port={ports.apiserver}",
             f"--cert-dir={self.workdir / 'certs'}",
             f"--tls-cert-file={pki.serving_cert}",

@@ -79,7 +79,7 @@ def namespace(api_client: client.ApiClient, request: pytest.FixtureRequest) -> I
     slug = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"e2e-{slug}-{uuid.uuid4().hex[:6]}"
     core = client.CoreV1Api(api_client)
-    core.create_namespace({"metadata": {"name": name, "labels": {"gpugov.io/e2e": "true"}}})
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"gpugov.io/e2e": "true"})))
     yield name
     try:
         core.delete_namespace(name)

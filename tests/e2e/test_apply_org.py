@@ -57,8 +57,9 @@ def test_apply_finds_every_object_and_is_idempotent(api_client, org, cluster: st
             assert live["metadata"]["labels"][key] == value
         managers = {entry["manager"] for entry in live["metadata"].get("managedFields", [])}
         assert "gpugov" in managers
-        versions[(obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])] = (
-            live["metadata"]["resourceVersion"])
+        versions[(obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])] = live["metadata"][
+            "resourceVersion"
+        ]
     again = apply_objects(api_client, objects)
     assert again.missing == []
     for obj in objects:

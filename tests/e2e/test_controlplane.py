@@ -87,6 +87,11 @@ def cleanup(dynamic: DynamicClient) -> Iterator[list[dict[str, Any]]]:
                 raise
 
 
+def _as_dict(api_client: client.ApiClient, obj: object) -> Any:
+    """A typed client model as its JSON dict (camelCase keys, as in manifests)."""
+    return api_client.sanitize_for_serialization(obj)
+
+
 def _apply(dynamic: DynamicClient, obj: dict[str, Any]) -> Any:
     api = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
     return api.server_side_apply(body=obj, field_manager=FIELD_MANAGER)
@@ -113,14 +118,14 @@ def test_server_ready_and_reports_stamped_version(controlplane: ControlPlane) ->
     ],
 )
 def test_crd_established(api_client: client.ApiClient, group: str, kind: str) -> None:
-    crds = client.ApiextensionsV1Api(api_client).list_custom_resource_definition().items
-    crd = next((c for c in crds if c.spec.group == group and c.spec.names.kind == kind), None)
+    crds = _as_dict(api_client, client.ApiextensionsV1Api(api_client).list_custom_resource_definition())["items"]
+    crd = next((c for c in crds if c["spec"]["group"] == group and c["spec"]["names"]["kind"] == kind), None)
     assert crd is not None, f"no CRD for {kind}.{group}"
-    conditions = {c.type: c.status for c in crd.status.conditions}
+    conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
     assert conditions.get("Established") == "True", conditions
     assert conditions.get("NamesAccepted") == "True", conditions
     if group == KUEUE:
-        served = {v.name for v in crd.spec.versions if v.served}
+        served = {v["name"] for v in crd["spec"]["versions"] if v["served"]}
         assert "v1beta2" in served
 
 
@@ -155,7 +160,7 @@ def test_rejects_borrowing_limit_without_cohort_with_crd_cel_message(
         _apply(dynamic, queue)
 
     assert info.value.status == 422, info.value.body
-    status = json.loads(info.value.body)
+    status = json.loads(info.value.body or "{}")
     assert status["reason"] == "Invalid"
     assert message in status["message"]
     assert any(message in cause.get("message", "") for cause in status["details"]["causes"])
@@ -174,7 +179,7 @@ def test_local_queue_in_namespace(dynamic: DynamicClient, namespace: str) -> Non
 
 
 def test_create_gpu_nodes(api_client: client.ApiClient, unique: str) -> None:
-    h100 = {
+    h100: dict[str, Any] = {
         "metadata": {
             "name": f"gpu-h100-{unique}",
             "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8"},
@@ -184,7 +189,7 @@ def test_create_gpu_nodes(api_client: client.ApiClient, unique: str) -> None:
             "allocatable": {"cpu": "110", "memory": "1900Gi", "pods": "110", "nvidia.com/gpu": "8"},
         },
     }
-    a100_mig = {
+    a100_mig: dict[str, Any] = {
         "metadata": {
             "name": f"gpu-a100-mig-{unique}",
             "labels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": "8"},
@@ -200,15 +205,16 @@ def test_create_gpu_nodes(api_client: client.ApiClient, unique: str) -> None:
         # Second call updates in place (sandbox up twice, changed inventory).
         create_nodes(api_client, [h100])
 
-        stored = core.read_node(a100_mig["metadata"]["name"])
-        assert stored.metadata.labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB"
-        assert stored.status.allocatable["nvidia.com/mig-1g.10gb"] == "28"
-        assert stored.status.capacity["nvidia.com/gpu"] == "4"
-        ready = {c.type: c.status for c in stored.status.conditions}
+        stored = _as_dict(api_client, core.read_node(a100_mig["metadata"]["name"]))
+        assert stored["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB"
+        assert stored["status"]["allocatable"]["nvidia.com/mig-1g.10gb"] == "28"
+        assert stored["status"]["capacity"]["nvidia.com/gpu"] == "4"
+        ready = {c["type"]: c["status"] for c in stored["status"]["conditions"]}
         assert ready == {"Ready": "True"}
 
-        gpu_nodes = core.list_node(label_selector="nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3").items
-        assert f"gpu-h100-{unique}" in {n.metadata.name for n in gpu_nodes}
+        selector = "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"
+        gpu_nodes = _as_dict(api_client, core.list_node(label_selector=selector))["items"]
+        assert f"gpu-h100-{unique}" in {n["metadata"]["name"] for n in gpu_nodes}
     finally:
         for node in (h100, a100_mig):
             core.delete_node(node["metadata"]["name"])

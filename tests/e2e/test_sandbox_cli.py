@@ -48,8 +48,11 @@ def test_up_twice_then_down(sandbox_env: dict[str, str], tmp_path: Path) -> None
     pid = int((state / PID_FILE).read_text())
     assert process_alive(pid)  # detached: it outlives the `up` command
 
-    api = client.ApiextensionsV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
-    names = {c.metadata.name for c in api.list_custom_resource_definition().items}
+    api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+    crds = api_client.sanitize_for_serialization(
+        client.ApiextensionsV1Api(api_client).list_custom_resource_definition()
+    )
+    names = {c["metadata"]["name"] for c in crds["items"]}
     assert "clusterqueues.kueue.x-k8s.io" in names
 
     again = _sandbox(sandbox_env, "up")
