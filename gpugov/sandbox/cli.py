@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from gpugov.sandbox.controlplane import ControlPlane
 
 # Turns the org repo (REPO_DIR) into Node manifests, one per GPU server.
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
 NodesFromRepo = Callable[[Path], list[dict[str, Any]]]
 
 PID_FILE = "pid"
@@ -168,7 +169,22 @@ def _create_repo_nodes(cp: ControlPlane, repo_dir: Path | None, nodes_from_repo:
         return 0
     from gpugov.sandbox.nodes import create_nodes
 
-    return len(create_nodes(cp.api_client(), nodes_from_repo(repo_dir)))
+    count = len(create_nodes(cp.api_client(), nodes_from_repo(repo_dir)))
+    _create_operator_namespace(cp)
+    return count
+
+
+def _create_operator_namespace(cp: ControlPlane) -> None:
+    """The simulated GPU servers come with the NVIDIA GPU Operator installed: its namespace
+    is where gpugov's mig-parted ConfigMap goes."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        client.CoreV1Api(cp.api_client()).create_namespace({"metadata": {"name": GPU_OPERATOR_NAMESPACE}})
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
 
 
 def _copy_kubeconfig(cp: ControlPlane, target: Path | None) -> list[Path]:
