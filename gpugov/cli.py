@@ -164,6 +164,13 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _compile_target_args(parser: argparse.ArgumentParser) -> None:
+    """What to compile: shared by render and apply."""
+    parser.add_argument("repo", nargs="?", default=".", help="repository root")
+    parser.add_argument("--backend", choices=BACKENDS, help="scheduler (default: the cluster's declared backend)")
+    parser.add_argument("--cluster", help="cluster to compile for (needed when several are declared)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpugov",
@@ -180,18 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("render", help="write Kueue or Volcano manifests for Argo CD, Flux or kubectl")
-    p.add_argument("repo", nargs="?", default=".", help="repository root")
-    p.add_argument("--backend", choices=BACKENDS, help="scheduler (default: the cluster's declared backend)")
-    p.add_argument("--cluster", help="cluster to render (needed when several are declared)")
+    _compile_target_args(p)
     target = p.add_mutually_exclusive_group()
     target.add_argument("--out", metavar="DIR", help="folder to (re)write, with a kustomization.yaml")
     target.add_argument("--stdout", action="store_true", help="print all objects as one YAML stream")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("apply", help="server-side apply the compiled objects to a cluster (field manager gpugov)")
-    p.add_argument("repo", nargs="?", default=".", help="repository root")
-    p.add_argument("--backend", choices=BACKENDS, help="scheduler (default: the cluster's declared backend)")
-    p.add_argument("--cluster", help="cluster to apply (needed when several are declared)")
+    _compile_target_args(p)
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context")
     p.set_defaults(func=cmd_apply)
