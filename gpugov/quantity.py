@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -55,6 +56,7 @@ def parse_quantity(value: object) -> Decimal:
     return base * (Decimal(10) ** int(suffix[1:]))
 
 
+@lru_cache(maxsize=4096)
 def format_quantity(value: Decimal) -> str:
     """Canonical text for a quantity: integers plainly or with the largest exact binary
     suffix (>= 1Ki), fractions as milli-units (rounded up, as Kubernetes does)."""

@@ -65,6 +65,10 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        # Hand what was built to the oldest generation (freeze + unfreeze is a cheap list
+        # move), so re-enabling does not make the next young collection scan all of it.
+        gc.freeze()
+        gc.unfreeze()
         if was_enabled:
             gc.enable()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
@@ -71,6 +72,7 @@ class Scope:
     # quotas per tenant/department, restricted to this cluster's pools, in declared order
     quotas: dict[str, tuple[PoolQuota, ...]] = field(default_factory=dict)
     department_quotas: dict[str, tuple[PoolQuota, ...]] = field(default_factory=dict)
+    _capacity_cache: dict[frozenset[str], dict[str, Decimal]] = field(default_factory=dict, repr=False)
 
     def root_of(self, department: str) -> str:
         return self._roots.get(department, department)
@@ -78,6 +80,16 @@ class Scope:
     @cached_property
     def _roots(self) -> dict[str, str]:
         return {name: self.model.root_department(name) for name in self.model.departments}
+
+    def capacity_of(self, pools: frozenset[str]) -> dict[str, Decimal]:
+        """Summed capacity per resource of a set of pools (cached: queues of one cohort share it)."""
+        if pools not in self._capacity_cache:
+            total: dict[str, Decimal] = {}
+            for name in pools:
+                for resource, amount in self.pools[name].capacity.items():
+                    total[resource] = total.get(resource, Decimal(0)) + amount
+            self._capacity_cache[pools] = total
+        return self._capacity_cache[pools]
 
     @cached_property
     def cohort_offers(self) -> dict[str, tuple[frozenset[str], frozenset[str]]]:

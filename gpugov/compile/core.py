@@ -49,26 +49,26 @@ def role_binding(tenant: Tenant, name: str) -> Object | None:
 
 
 def accelerator_ceiling(scope: Scope, tenant: Tenant) -> dict[str, Decimal]:
-    """Most of each accelerator resource the tenant can hold: nominal + borrowable, capped by capacity."""
+    """Most of each accelerator resource the tenant can hold: nominal + borrowable, capped by capacity.
+
+    Without a department it holds its nominal quota only. With one it may borrow in every pool
+    of its queue: up to its borrowingLimit where one is set, else up to all the pool has."""
     flavors, covered = queue_flavors(scope, tenant)
-    declared = {(q.pool, rq.resource): rq for q in scope.quotas[tenant.name] for rq in q.resources}
-    ceiling: dict[str, Decimal] = {}
-    for resource in covered:
-        if resource in NON_ACCELERATOR:
-            continue
-        total = physical = Decimal(0)
-        for pool in flavors:
-            capacity = scope.pools[pool].capacity.get(resource, Decimal(0))
-            physical += capacity
-            rq = declared.get((pool, resource))
-            if not tenant.department:
-                total += rq.nominal if rq else Decimal(0)
-            elif rq is not None and rq.borrowing_limit is not None:
-                total += rq.nominal + rq.borrowing_limit
-            else:
-                total += capacity  # may borrow without limit: up to what the pool has
-        ceiling[resource] = min(total, physical) if tenant.department else total
-    return dict(ceiling)
+    accelerators = [r for r in covered if r not in NON_ACCELERATOR]
+    quotas = [(q.pool, rq) for q in scope.quotas[tenant.name] for rq in q.resources]
+    if not tenant.department:
+        nominal = dict.fromkeys(accelerators, Decimal(0))
+        for _, rq in quotas:
+            if rq.resource in nominal:
+                nominal[rq.resource] += rq.nominal
+        return nominal
+    physical = scope.capacity_of(frozenset(flavors))
+    total = {r: physical.get(r, Decimal(0)) for r in accelerators}
+    for pool, rq in quotas:
+        if rq.resource in total and rq.borrowing_limit is not None:
+            pool_capacity = scope.pools[pool].capacity.get(rq.resource, Decimal(0))
+            total[rq.resource] += rq.nominal + rq.borrowing_limit - pool_capacity
+    return {r: min(total[r], physical.get(r, Decimal(0))) for r in accelerators}
 
 
 def resource_quota(scope: Scope, tenant: Tenant, name: str) -> Object | None:

@@ -90,14 +90,20 @@ def _resource_group(
     declared = {(q.pool, rq.resource): rq for q in quotas for rq in q.resources}
     group_flavors = []
     for flavor in flavors:
-        resources = []
-        for resource in covered:
-            rq = declared.get((flavor, resource))
-            if rq is not None:
-                resources.append(_quota_entry(resource, rq.nominal, rq.borrowing_limit, rq.lending_limit))
-            else:
-                fallback = default_for.get(flavor, {}).get(resource, Decimal(0))
-                resources.append(_quota_entry(resource, fallback, None, None))
+        defaults = default_for.get(flavor)
+        if defaults is None and not any((flavor, resource) in declared for resource in covered):
+            # A pool listed only to borrow from: every resource at nominal 0 (the common,
+            # large case: fresh dicts, since shared ones would dump as YAML aliases).
+            resources = [{"name": resource, "nominalQuota": "0"} for resource in covered]
+        else:
+            resources = []
+            for resource in covered:
+                rq = declared.get((flavor, resource))
+                if rq is not None:
+                    resources.append(_quota_entry(resource, rq.nominal, rq.borrowing_limit, rq.lending_limit))
+                else:
+                    fallback = (defaults or {}).get(resource, Decimal(0))
+                    resources.append(_quota_entry(resource, fallback, None, None))
         group_flavors.append({"name": flavor, "resources": resources})
     return {"coveredResources": covered, "flavors": group_flavors}
 

@@ -196,48 +196,61 @@ def _where(node: yaml.Node, rel: str) -> Location:
     return Location(rel, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+_STR, _SEQ, _MAP, _MERGE = _CORE + "str", _CORE + "seq", _CORE + "map", _CORE + "merge"
+
+
 def _convert(node: yaml.Node, rel: str, budget: _Budget, depth: int) -> Any:
+    # Hot path: exact class checks and plain strings handled inline.
+    cls = node.__class__
+    if cls is yaml.ScalarNode:
+        return node.value if node.tag == _STR else _scalar(node, rel)
     budget.left -= 1
     if budget.left < 0:
         raise LoadError(make(UNREADABLE, "YAML aliases expand too far (an alias bomb?)", _where(node, rel)))
     if depth > MAX_DEPTH:
         raise LoadError(make(UNREADABLE, f"YAML nesting is deeper than {MAX_DEPTH} levels", _where(node, rel)))
-    if isinstance(node, yaml.ScalarNode):
-        return _scalar(node, rel)
-    if node.tag not in (_CORE + "seq", _CORE + "map"):
-        raise LoadError(make(SYNTAX, f"unsupported YAML tag {node.tag}", _where(node, rel)))
-    if isinstance(node, yaml.SequenceNode):
-        return [_convert(item, rel, budget, depth + 1) for item in node.value]
-    if isinstance(node, yaml.MappingNode):
+    if cls is yaml.MappingNode and node.tag == _MAP:
         return _mapping(node, rel, budget, depth)
-    raise LoadError(make(SYNTAX, f"unsupported YAML node {type(node).__name__}", _where(node, rel)))  # pragma: no cover
+    if cls is yaml.SequenceNode and node.tag == _SEQ:
+        budget.left -= len(node.value)
+        return [_convert(item, rel, budget, depth + 1) for item in node.value]
+    raise LoadError(make(SYNTAX, f"unsupported YAML tag {node.tag}", _where(node, rel)))
 
 
 def _mapping(node: yaml.MappingNode, rel: str, budget: _Budget, depth: int) -> dict[str, Any]:
     result: dict[str, Any] = {}
-    seen: dict[str, yaml.Node] = {}
-    merged: dict[str, Any] = {}
+    merged: dict[str, Any] | None = None
+    budget.left -= len(node.value)
     for key_node, value_node in node.value:
-        if key_node.tag == _CORE + "merge":
-            value = _convert(value_node, rel, budget, depth + 1)
-            sources = value if isinstance(value, list) else [value]
-            for source in reversed(sources):
-                if not isinstance(source, dict):
-                    raise LoadError(make(SYNTAX, "a merge key (<<) needs a mapping", _where(value_node, rel)))
-                merged.update(source)
-            continue
-        if not isinstance(key_node, yaml.ScalarNode):
-            raise LoadError(make(SYNTAX, "mapping keys must be plain scalars", _where(key_node, rel)))
+        if key_node.__class__ is not yaml.ScalarNode or key_node.tag != _STR:
+            if key_node.tag == _MERGE:
+                merged = _merge(merged, value_node, rel, budget, depth)
+                continue
+            if key_node.__class__ is not yaml.ScalarNode:
+                raise LoadError(make(SYNTAX, "mapping keys must be plain scalars", _where(key_node, rel)))
         key = key_node.value
-        if key in seen:
-            raise LoadError(
-                make(DUPLICATE_KEY, f"duplicate key '{key}'", _where(key_node, rel), _where(seen[key], rel))
-            )
-        seen[key] = key_node
-        result[key] = _convert(value_node, rel, budget, depth + 1)
+        if key in result:
+            first = next(k for k, _ in node.value if k.__class__ is yaml.ScalarNode and k.value == key)
+            raise LoadError(make(DUPLICATE_KEY, f"duplicate key '{key}'", _where(key_node, rel), _where(first, rel)))
+        value_cls = value_node.__class__
+        if value_cls is yaml.ScalarNode and value_node.tag == _STR:
+            result[key] = value_node.value
+        else:
+            result[key] = _convert(value_node, rel, budget, depth + 1)
     if merged:
         return {**merged, **result}
     return result
+
+
+def _merge(merged: dict[str, Any] | None, value_node: yaml.Node, rel: str, budget: _Budget, depth: int) -> dict[str, Any]:
+    value = _convert(value_node, rel, budget, depth + 1)
+    sources = value if isinstance(value, list) else [value]
+    merged = dict(merged or {})
+    for source in reversed(sources):
+        if not isinstance(source, dict):
+            raise LoadError(make(SYNTAX, "a merge key (<<) needs a mapping", _where(value_node, rel)))
+        merged.update(source)
+    return merged
 
 
 def _scalar(node: yaml.ScalarNode, rel: str) -> Any:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 
 from gpugov.declarations.model import Decl, Model, PoolQuota
-from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.findings import Finding, Level, make, rule
 from gpugov.policy import check
 from gpugov.quantity import format_quantity
 
@@ -67,7 +67,7 @@ def _owners_of_quota(model: Model) -> Iterator[tuple[Decl, PoolQuota, bool]]:
 @check
 def check_capacity(model: Model) -> Iterator[Finding]:
     totals: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
-    contributors: dict[tuple[str, str], list[tuple[Decimal, Decl, Location]]] = defaultdict(list)
+    contributors: dict[tuple[str, str], list[tuple[Decimal, Decl, PoolQuota, str]]] = defaultdict(list)
     for owner, quota, _ in _owners_of_quota(model):
         pool = model.pools.get(quota.pool)
         if pool is None:
@@ -83,8 +83,8 @@ def check_capacity(model: Model) -> Iterator[Finding]:
                     )
                 continue
             totals[(pool.name, rq.resource)] += rq.nominal
-            location = owner.at("quotas", quota.index, "resources", rq.key)
-            contributors[(pool.name, rq.resource)].append((rq.nominal, owner, location))
+            # Locations are resolved only for a pool that is over capacity: they cost a tree walk.
+            contributors[(pool.name, rq.resource)].append((rq.nominal, owner, quota, rq.key))
     for (pool_name, resource), total in sorted(totals.items()):
         pool = model.pools[pool_name]
         ratio = model.limits.ratio_for(pool_name)
@@ -97,7 +97,7 @@ def check_capacity(model: Model) -> Iterator[Finding]:
                 f"pool '{pool_name}' {resource}: nominal quotas add up to {format_quantity(total)}, capacity is "
                 f"{format_quantity(pool.capacity[resource])} x ratio {ratio} = {format_quantity(allowed)} ({names})",
                 pool.doc.locate(("metadata", "name")),
-                *[c[2] for c in top],
+                *[owner.at("quotas", quota.index, "resources", key) for _, owner, quota, key in top],
             )
 
 
