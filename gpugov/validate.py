@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpugov.compile import compile
-from gpugov.declarations.loader import DECLARATION_DIRS, UNREADABLE, load_tree
+from gpugov.declarations.loader import DECLARATION_DIRS, UNREADABLE, SourceFile, load_files, tree_files
 from gpugov.declarations.model import Model, build_model
 from gpugov.declarations.schema import check_document
 from gpugov.findings import Finding, Level
@@ -76,12 +76,17 @@ def gc_paused() -> Iterator[None]:
 def validate_repo(root: Path, conformance: bool = True) -> Validation:
     """Every finding for the repository at `root`; the model when it loaded cleanly."""
     check_root(root)
+    return validate_files(root, tree_files(root), conformance)
+
+
+def validate_files(root: Path, files: list[SourceFile], conformance: bool = True) -> Validation:
+    """Validate declaration files from any source (working tree or a git revision)."""
     with gc_paused():
-        return _validate(root, conformance)
+        return _validate(root, files, conformance)
 
 
-def _validate(root: Path, conformance: bool) -> Validation:
-    loaded = load_tree(root)
+def _validate(root: Path, files: list[SourceFile], conformance: bool) -> Validation:
+    loaded = load_files(files)
     result = Validation(root, loaded.files, list(loaded.findings))
     for doc in loaded.documents:
         result.findings.extend(check_document(doc))

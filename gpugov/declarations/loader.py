@@ -10,7 +10,7 @@ extra parse.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,15 @@ class LoadResult:
     files: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class SourceFile:
+    """A declaration file from any source (working tree, a git revision): path, size, reader."""
+
+    rel: str
+    size: int
+    read: Callable[[], bytes]
+
+
 def discover(root: Path) -> list[Path]:
     """Every .yaml/.yml file under the declaration folders, in a stable order."""
     files: list[Path] = []
@@ -120,28 +129,50 @@ def discover(root: Path) -> list[Path]:
     return files
 
 
+def is_declaration_path(rel: str) -> bool:
+    parts = rel.split("/")
+    return (
+        len(parts) > 1
+        and parts[0] in DECLARATION_DIRS
+        and rel.endswith((".yaml", ".yml"))
+        and not any(p.startswith(".") for p in parts[1:-1])
+    )
+
+
+def tree_files(root: Path) -> list[SourceFile]:
+    return [
+        SourceFile(path.relative_to(root).as_posix(), path.stat().st_size, path.read_bytes) for path in discover(root)
+    ]
+
+
 def load_tree(root: Path) -> LoadResult:
+    return load_files(tree_files(root))
+
+
+def load_files(files: Iterable[SourceFile]) -> LoadResult:
     result = LoadResult()
-    for path in discover(root):
-        rel = path.relative_to(root).as_posix()
-        result.files.append(rel)
+    for source in files:
+        result.files.append(source.rel)
         try:
-            text = read_text(path, rel)
-            docs = list(parse_documents(text, rel))
+            text = decode(source)
+            docs = list(parse_documents(text, source.rel))
         except LoadError as exc:
             result.findings.append(exc.finding)
             continue
         if not docs:
-            result.findings.append(make(EMPTY, "the file holds no YAML documents", Location(rel, 1, 1)))
+            result.findings.append(make(EMPTY, "the file holds no YAML documents", Location(source.rel, 1, 1)))
         result.documents.extend(docs)
     return result
 
 
-def read_text(path: Path, rel: str) -> str:
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise LoadError(make(UNREADABLE, f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit", Location(rel)))
-    raw = path.read_bytes()
+def decode(source: SourceFile) -> str:
+    """The file's text, refusing huge, binary and non-UTF-8 files before parsing."""
+    rel = source.rel
+    if source.size > MAX_FILE_BYTES:
+        raise LoadError(
+            make(UNREADABLE, f"file is {source.size} bytes, over the {MAX_FILE_BYTES}-byte limit", Location(rel))
+        )
+    raw = source.read()
     if b"\0" in raw:
         raise LoadError(make(UNREADABLE, "file is binary (it contains NUL bytes)", Location(rel)))
     try:
