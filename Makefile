@@ -21,9 +21,15 @@ lint: $(VENV)/.installed
 tools:
 	tools/build
 
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT := $(or $(GPUGOV_CACHE),$(HOME)/.cache/gpugov)/bin/actionlint-$(ACTIONLINT_VERSION)/actionlint
+
 test: $(VENV)/.installed lint
-	@if command -v go >/dev/null 2>&1; then tools/build k8s; \
-	else echo "Go not found: end-to-end tests against the local control plane will be skipped"; fi
+	@if command -v go >/dev/null 2>&1; then \
+		tools/build k8s && \
+		{ [ -x "$(ACTIONLINT)" ] || GOBIN="$(dir $(ACTIONLINT))" go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION); } && \
+		ln -sf "$(ACTIONLINT)" tools/bin/actionlint; \
+	else echo "Go not found: end-to-end tests and actionlint checks will be skipped"; fi
 	pytest -q
 
 bench: $(VENV)/.installed

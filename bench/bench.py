@@ -1,16 +1,19 @@
-"""Benchmark: gpugov validate and validate+render against bare PyYAML parsing, in one run.
+"""Benchmark: gpugov validate, render and plan against their baselines, in one run.
 
     python bench/bench.py [--tenants 1000 --pools 50 --nodes 5000] [--repeat 5]
 
 Prints each timing (best of --repeat, interleaved so machine noise hits all alike) and the
-ratios against CSafeLoader parsing the same files. Targets: validate <= 2.0x,
-validate+render <= 2.0x.
+ratios: validate and validate+render against CSafeLoader parsing the same files (targets
+<= 2.0x), plan of a one-quota change between two git commits against one render (target
+<= 2.3x).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,8 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.synthetic import generate
 from gpugov.compile import compile
 from gpugov.declarations.loader import discover
+from gpugov.gitsource import revision_files
+from gpugov.plan import make_plan
+from gpugov.plan_report import markdown
 from gpugov.render import manifest_files
-from gpugov.validate import validate_repo
+from gpugov.validate import validate_files, validate_repo
 
 
 def parse_only(root: Path) -> None:
@@ -42,6 +48,31 @@ def validate_and_render(root: Path) -> None:
     result = validate_repo(root)
     assert result.model is not None and not result.errors
     manifest_files(compile(result.model))
+
+
+def plan(root: Path) -> None:
+    base = validate_files(root, revision_files(root, "HEAD~1"))
+    head = validate_files(root, revision_files(root, "HEAD"))
+    assert base.model is not None and head.model is not None
+    result = make_plan(base.model, head.model, "HEAD~1", "HEAD")
+    assert result.quotas, "the benchmark change must show"
+    markdown(result)
+
+
+def commit_a_quota_change(root: Path) -> None:
+    env = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@example.com", "GIT_COMMITTER_NAME": "bench",
+           "GIT_COMMITTER_EMAIL": "b@example.com", "PATH": os.environ.get("PATH", "")}
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    tenant = root / "tenants" / "team-0.yaml"
+    text = tenant.read_text(encoding="utf-8")
+    tenant.write_text(text.replace("nominal: ", "nominal: 1", 1), encoding="utf-8")
+    git("commit", "-qam", "raise team-0")
 
 
 def best_of(functions: dict[str, Callable[[Path], None]], root: Path, repeat: int) -> dict[str, float]:
@@ -65,12 +96,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = generate(Path(tmp), args.tenants, args.pools, args.nodes)
         files = len(discover(root))
+        commit_a_quota_change(root)
         times = best_of({"parse (CSafeLoader)": parse_only, "validate": validate,
-                         "validate+render": validate_and_render}, root, args.repeat)
+                         "validate+render": validate_and_render, "plan": plan}, root, args.repeat)
     base = times["parse (CSafeLoader)"]
     print(f"synthetic org: {args.tenants} tenants, {args.pools} pools, {args.nodes} nodes, {files} files")
     for name, seconds in times.items():
         print(f"{name:<22} {seconds:8.3f} s   {seconds / base:5.2f}x parse")
+    print(f"plan / render          {times['plan'] / times['validate+render']:5.2f}x")
     return 0
 
 

@@ -11,13 +11,14 @@ from pathlib import Path
 
 from gpugov import __version__
 from gpugov.compile import BACKENDS, CompileError, compile
+from gpugov.declarations.loader import tree_files
 from gpugov.declarations.schema import schema_files
 from gpugov.findings import RULES
 from gpugov.policy import load_families
 from gpugov.policy.conformance import check_objects
 from gpugov.render import RenderError, dump_objects, manifest_files, write_tree
 from gpugov.report import FORMATS, REPORTERS
-from gpugov.validate import InputError, Validation, validate_repo
+from gpugov.validate import InputError, Validation, check_root, validate_repo
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -123,6 +124,69 @@ def _repo_nodes(repo: Path) -> list[dict]:
     return simulated_nodes(result.model)
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from gpugov.gitsource import GitError, resolve, revision_files
+    from gpugov.plan import make_plan, to_json
+    from gpugov.plan_report import markdown, text
+    from gpugov.validate import validate_files
+
+    repo = Path(args.repo)
+    try:
+        check_root(repo)
+        base_files = revision_files(repo, args.base)
+        base_label = f"{args.base} ({resolve(repo, args.base)[:8]})"
+        if args.head:
+            head_files, head_label = revision_files(repo, args.head), f"{args.head} ({resolve(repo, args.head)[:8]})"
+        else:
+            head_files, head_label = tree_files(repo), "working tree"
+    except (GitError, InputError) as exc:
+        return _fail(str(exc))
+    head = validate_files(repo, head_files)
+    if head.errors or head.model is None:
+        sys.stdout.write(REPORTERS[args.format if args.format in FORMATS else "text"](head.findings, len(head.files)))
+        print(f"gpugov: {head_label} does not validate, so there is no plan", file=sys.stderr)
+        return head.exit_code() or EXIT_FINDINGS
+    base = validate_files(repo, base_files)
+    if base.errors or base.model is None:
+        sys.stderr.write(REPORTERS["text"](base.findings, len(base.files)))
+        return _fail(f"the base {base_label} does not validate; fix it or plan against another base")
+    try:
+        plan = make_plan(base.model, head.model, base_label, head_label, args.cluster)
+    except CompileError as exc:
+        return _fail(str(exc))
+    if args.format == "json":
+        sys.stdout.write(json.dumps(to_json(plan), indent=2) + "\n")
+    elif args.format == "text":
+        sys.stdout.write(text(plan))
+    else:
+        sys.stdout.write(markdown(plan))
+    return EXIT_FINDINGS if args.fail_on == "risk" and plan.risks else EXIT_OK
+
+
+def cmd_codeowners(args: argparse.Namespace) -> int:
+    from gpugov import codeowners
+
+    result, code = _validated(args.repo)
+    if result is None or result.model is None:
+        return code
+    text = codeowners.generate(result.model)
+    path = Path(args.repo) / codeowners.PATH
+    if args.check:
+        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        if current == text:
+            print(f"{codeowners.PATH} is up to date")
+            return EXIT_OK
+        print(f"{codeowners.PATH} is {'missing' if current is None else 'stale'}: run gpugov codeowners")
+        return EXIT_FINDINGS
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return _fail(f"cannot write {path}: {exc}")
+    print(f"wrote {path}")
+    return EXIT_OK
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     files = schema_files()
     if args.out:
@@ -192,6 +256,20 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--out", metavar="DIR", help="folder to (re)write, with a kustomization.yaml")
     target.add_argument("--stdout", action="store_true", help="print all objects as one YAML stream")
     p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("plan", help="summarise what a change does: quotas, capacity, MIG, risks, objects")
+    p.add_argument("repo", nargs="?", default=".", help="repository root (a git work tree)")
+    p.add_argument("--base", required=True, metavar="REF", help="base revision, e.g. origin/main")
+    p.add_argument("--head", metavar="REF", help="head revision (default: the working tree)")
+    p.add_argument("--format", choices=("markdown", "json", "text"), default="markdown")
+    p.add_argument("--fail-on", choices=("risk",), help="exit 1 when the plan has risks")
+    p.add_argument("--cluster", help="only this cluster's object changes")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("codeowners", help="write .github/CODEOWNERS from the declarations' owners")
+    p.add_argument("repo", nargs="?", default=".", help="repository root")
+    p.add_argument("--check", action="store_true", help="only check; exit 1 when missing or stale")
+    p.set_defaults(func=cmd_codeowners)
 
     p = sub.add_parser("apply", help="server-side apply the compiled objects to a cluster (field manager gpugov)")
     _compile_target_args(p)

@@ -15,6 +15,7 @@ from gpugov.declarations.schema import check_document
 from gpugov.findings import Finding, Level
 from gpugov.policy import run_policy
 from gpugov.policy.conformance import check_objects
+from gpugov.policy.repository import check_repository
 
 
 class InputError(Exception):
@@ -76,7 +77,11 @@ def gc_paused() -> Iterator[None]:
 def validate_repo(root: Path, conformance: bool = True) -> Validation:
     """Every finding for the repository at `root`; the model when it loaded cleanly."""
     check_root(root)
-    return validate_files(root, tree_files(root), conformance)
+    result = validate_files(root, tree_files(root), conformance)
+    if result.model is not None:
+        result.findings.extend(check_repository(root, result.model))
+        result.findings.sort(key=Finding.sort_key)
+    return result
 
 
 def validate_files(root: Path, files: list[SourceFile], conformance: bool = True) -> Validation:

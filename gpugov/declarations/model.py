@@ -64,6 +64,7 @@ class PoolQuota:
 class Owners:
     users: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
+    reviewers: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -255,6 +256,28 @@ class Model:
         chain = self.ancestors(department)
         return chain[-1] if chain else department
 
+    def quota_holders(self) -> list[tuple[Department | Tenant, PoolQuota]]:
+        """Every (department or tenant, pool quota), departments first."""
+        holders: list[tuple[Department | Tenant, PoolQuota]] = []
+        for department in self.departments.values():
+            holders.extend((department, quota) for quota in department.quotas)
+        for tenant in self.tenants.values():
+            holders.extend((tenant, quota) for quota in tenant.quotas)
+        return holders
+
+    def guaranteed(self) -> dict[tuple[str, str], Decimal]:
+        """Sum of nominal quotas per (pool, resource) over tenants and departments, for
+        resources the pool offers: what the pools must physically hold."""
+        totals: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+        for _, quota in self.quota_holders():
+            pool = self.pools.get(quota.pool)
+            if pool is None:
+                continue
+            for rq in quota.resources:
+                if rq.resource in pool.capacity:
+                    totals[(quota.pool, rq.resource)] += rq.nominal
+        return dict(sorted(totals.items()))
+
     def tenant_of_namespace(self) -> dict[str, str]:
         owners: dict[str, str] = {}
         for tenant in self.tenants.values():
@@ -284,7 +307,9 @@ def _optional_decimal(value: Any) -> Decimal | None:
 
 def _owners(spec: dict[str, Any]) -> Owners:
     owners = spec.get("owners") or {}
-    return Owners(tuple(owners.get("users", ())), tuple(owners.get("groups", ())))
+    return Owners(
+        tuple(owners.get("users", ())), tuple(owners.get("groups", ())), tuple(owners.get("reviewers", ()))
+    )
 
 
 def _weight(spec: dict[str, Any]) -> int | None:

@@ -83,7 +83,15 @@ _POOL_QUOTAS = {
 _OWNERS = {
     "type": "object",
     "additionalProperties": False,
-    "properties": {"users": _STRINGS, "groups": _STRINGS},
+    "properties": {
+        "users": {**_STRINGS, "description": "Kubernetes user names (RBAC subjects)."},
+        "groups": {**_STRINGS, "description": "Kubernetes groups (RBAC subjects)."},
+        "reviewers": {
+            "type": "array",
+            "items": {"type": "string", "pattern": r"^(@[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?|[^@\s]+@[^@\s]+)$"},
+            "description": "Code owners of the tenant's files: @user, @org/team or an e-mail (default: users).",
+        },
+    },
 }
 _FAIR_SHARING = {
     "type": "object",

@@ -21,7 +21,7 @@ def check(function: Check) -> Check:
     return function
 
 
-FAMILIES = ("references", "naming", "capacity", "mig", "hardware", "priorities", "ownership", "conformance")
+FAMILIES = ("references", "naming", "capacity", "mig", "hardware", "priorities", "ownership", "conformance", "repository")
 
 
 def load_families() -> None:

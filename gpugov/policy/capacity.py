@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
-from decimal import Decimal
 
-from gpugov.declarations.model import Decl, Model, PoolQuota
+from gpugov.declarations.model import Decl, Department, Model, PoolQuota
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.policy import check
 from gpugov.quantity import format_quantity
@@ -56,49 +54,50 @@ DEPARTMENT_LIMIT_ON_ROOT = rule(
 
 
 def _owners_of_quota(model: Model) -> Iterator[tuple[Decl, PoolQuota, bool]]:
-    for department in model.departments.values():
-        for quota in department.quotas:
-            yield department, quota, True
-    for tenant in model.tenants.values():
-        for quota in tenant.quotas:
-            yield tenant, quota, False
+    for owner, quota in model.quota_holders():
+        yield owner, quota, isinstance(owner, Department)
 
 
 @check
-def check_capacity(model: Model) -> Iterator[Finding]:
-    totals: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
-    contributors: dict[tuple[str, str], list[tuple[Decimal, Decl, PoolQuota, str]]] = defaultdict(list)
-    for owner, quota, _ in _owners_of_quota(model):
+def check_offered(model: Model) -> Iterator[Finding]:
+    for owner, quota in model.quota_holders():
         pool = model.pools.get(quota.pool)
         if pool is None:
             continue
         for rq in quota.resources:
-            if rq.resource not in pool.capacity:
-                if rq.resource not in ("cpu", "memory", "pods"):
-                    offered = ", ".join(pool.capacity) or "nothing"
-                    yield make(
-                        NOT_OFFERED,
-                        f"{owner.name}: pool '{pool.name}' offers no {rq.resource} (it offers {offered})",
-                        owner.at("quotas", quota.index, "resources", rq.key, key=True),
-                    )
-                continue
-            totals[(pool.name, rq.resource)] += rq.nominal
-            # Locations are resolved only for a pool that is over capacity: they cost a tree walk.
-            contributors[(pool.name, rq.resource)].append((rq.nominal, owner, quota, rq.key))
-    for (pool_name, resource), total in sorted(totals.items()):
+            if rq.resource not in pool.capacity and rq.resource not in ("cpu", "memory", "pods"):
+                offered = ", ".join(pool.capacity) or "nothing"
+                yield make(
+                    NOT_OFFERED,
+                    f"{owner.name}: pool '{pool.name}' offers no {rq.resource} (it offers {offered})",
+                    owner.at("quotas", quota.index, "resources", rq.key, key=True),
+                )
+
+
+@check
+def check_capacity(model: Model) -> Iterator[Finding]:
+    for (pool_name, resource), total in model.guaranteed().items():
         pool = model.pools[pool_name]
         ratio = model.limits.ratio_for(pool_name)
         allowed = pool.capacity[resource] * ratio
-        if total > allowed:
-            top = sorted(contributors[(pool_name, resource)], key=lambda c: (-c[0], c[1].name))
-            names = ", ".join(f"{c[1].name} {format_quantity(c[0])}" for c in top[:5])
-            yield make(
-                OVER_CAPACITY,
-                f"pool '{pool_name}' {resource}: nominal quotas add up to {format_quantity(total)}, capacity is "
-                f"{format_quantity(pool.capacity[resource])} x ratio {ratio} = {format_quantity(allowed)} ({names})",
-                pool.doc.locate(("metadata", "name")),
-                *[owner.at("quotas", quota.index, "resources", key) for _, owner, quota, key in top],
-            )
+        if total <= allowed:
+            continue
+        contributors = [
+            (rq.nominal, owner, quota, rq.key)
+            for owner, quota in model.quota_holders()
+            if quota.pool == pool_name
+            for rq in quota.resources
+            if rq.resource == resource
+        ]
+        top = sorted(contributors, key=lambda c: (-c[0], c[1].name))
+        names = ", ".join(f"{c[1].name} {format_quantity(c[0])}" for c in top[:5])
+        yield make(
+            OVER_CAPACITY,
+            f"pool '{pool_name}' {resource}: nominal quotas add up to {format_quantity(total)}, capacity is "
+            f"{format_quantity(pool.capacity[resource])} x ratio {ratio} = {format_quantity(allowed)} ({names})",
+            pool.doc.locate(("metadata", "name")),
+            *[owner.at("quotas", quota.index, "resources", key) for _, owner, quota, key in top],
+        )
 
 
 @check

@@ -1,0 +1,340 @@
+"""plan: what a change to the declarations does, for the pull-request reviewer.
+
+Both revisions go through the same load -> model -> compile path; the summary compares
+their models (quotas, tenants, pools, priority classes, guaranteed sums from
+Model.guaranteed) and their compiled objects (MIG reconfigurations from the node patches
+and the mig-parted config, the object-level change list). Nothing here re-derives
+desired state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import yaml
+
+from gpugov.compile import Object, compile, object_key
+from gpugov.compile.common import ANNOTATION_SOURCE, NON_ACCELERATOR
+from gpugov.compile.nodes import MIG_CONFIG_LABEL
+from gpugov.declarations.model import Model, ResourceQuota, Tenant
+from gpugov.quantity import format_quantity
+
+QUOTA_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
+
+
+@dataclass(frozen=True)
+class QuotaChange:
+    holder: str  # "tenant" or "department"
+    name: str
+    pool: str
+    resource: str
+    before: dict[str, Decimal | None]
+    after: dict[str, Decimal | None]
+
+    @property
+    def nominal_delta(self) -> Decimal:
+        return (self.after["nominal"] or Decimal(0)) - (self.before["nominal"] or Decimal(0))
+
+    @property
+    def decreases(self) -> bool:
+        if self.nominal_delta < 0:
+            return True
+        old, new = self.before["borrowing_limit"], self.after["borrowing_limit"]
+        return new is not None and (old is None or new < old)
+
+
+@dataclass(frozen=True)
+class CapacityRow:
+    pool: str
+    resource: str
+    guaranteed_before: Decimal
+    guaranteed_after: Decimal
+    capacity_before: Decimal
+    capacity_after: Decimal
+
+
+@dataclass(frozen=True)
+class PoolChange:
+    pool: str
+    status: str  # added, removed, changed
+    nodes_added: tuple[str, ...] = ()
+    nodes_removed: tuple[str, ...] = ()
+    capacity_before: dict[str, Decimal] = field(default_factory=dict)
+    capacity_after: dict[str, Decimal] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MigChange:
+    cluster: str
+    node: str
+    before: str | None
+    after: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class PriorityChange:
+    name: str
+    before: str | None
+    after: str | None
+    protected: bool
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    cluster: str
+    action: str  # create, update, delete, replace (delete + create), retain (left in place)
+    kind: str
+    namespace: str
+    name: str
+    fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Risk:
+    id: str
+    message: str
+
+
+@dataclass
+class Plan:
+    base: str
+    head: str
+    tenants_added: list[str] = field(default_factory=list)
+    tenants_removed: list[str] = field(default_factory=list)
+    departments_added: list[str] = field(default_factory=list)
+    departments_removed: list[str] = field(default_factory=list)
+    quotas: list[QuotaChange] = field(default_factory=list)
+    capacity: list[CapacityRow] = field(default_factory=list)
+    pools: list[PoolChange] = field(default_factory=list)
+    mig: list[MigChange] = field(default_factory=list)
+    priorities: list[PriorityChange] = field(default_factory=list)
+    objects: list[ObjectChange] = field(default_factory=list)
+    risks: list[Risk] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.objects or self.quotas or self.tenants_added or self.tenants_removed or self.pools)
+
+
+def _quota_map(model: Model) -> dict[tuple[str, str, str, str], ResourceQuota]:
+    result = {}
+    for holder, quota in model.quota_holders():
+        kind = "tenant" if isinstance(holder, Tenant) else "department"
+        for rq in quota.resources:
+            result[(kind, holder.name, quota.pool, rq.resource)] = rq
+    return result
+
+
+def _fields(rq: ResourceQuota | None) -> dict[str, Decimal | None]:
+    if rq is None:
+        return dict.fromkeys(QUOTA_FIELDS)
+    return {"nominal": rq.nominal, "borrowing_limit": rq.borrowing_limit, "lending_limit": rq.lending_limit}
+
+
+def quota_changes(base: Model, head: Model) -> list[QuotaChange]:
+    old, new = _quota_map(base), _quota_map(head)
+    changes = []
+    for key in sorted(set(old) | set(new)):
+        before, after = _fields(old.get(key)), _fields(new.get(key))
+        if before != after:
+            changes.append(QuotaChange(*key, before=before, after=after))
+    return changes
+
+
+def capacity_rows(base: Model, head: Model) -> list[CapacityRow]:
+    """Guaranteed sum against capacity per pool and resource, where either side changed."""
+    g_old, g_new = base.guaranteed(), head.guaranteed()
+    rows = []
+    for pool, resource in sorted(set(g_old) | set(g_new)):
+        c_old = base.pools[pool].capacity.get(resource, Decimal(0)) if pool in base.pools else Decimal(0)
+        c_new = head.pools[pool].capacity.get(resource, Decimal(0)) if pool in head.pools else Decimal(0)
+        row = CapacityRow(pool, resource, g_old.get((pool, resource), Decimal(0)),
+                          g_new.get((pool, resource), Decimal(0)), c_old, c_new)
+        if (row.guaranteed_before, row.capacity_before) != (row.guaranteed_after, row.capacity_after):
+            rows.append(row)
+    return rows
+
+
+def pool_changes(base: Model, head: Model) -> list[PoolChange]:
+    changes = []
+    for name in sorted(set(base.pools) | set(head.pools)):
+        old, new = base.pools.get(name), head.pools.get(name)
+        cap_old = old.capacity if old else {}
+        cap_new = new.capacity if new else {}
+        if old is None:
+            nodes = tuple(n.name for n in new.nodes)  # type: ignore[union-attr]
+            changes.append(PoolChange(name, "added", nodes, (), cap_old, cap_new))
+        elif new is None:
+            changes.append(PoolChange(name, "removed", (), tuple(n.name for n in old.nodes), cap_old, cap_new))
+        else:
+            before, after = {n.name for n in old.nodes}, {n.name for n in new.nodes}
+            if before != after or cap_old != cap_new:
+                added, removed = tuple(sorted(after - before)), tuple(sorted(before - after))
+                changes.append(PoolChange(name, "changed", added, removed, cap_old, cap_new))
+    return changes
+
+
+def priority_changes(base: Model, head: Model) -> list[PriorityChange]:
+    def describe(model: Model, name: str) -> str | None:
+        pc = model.priority_classes.get(name)
+        return None if pc is None else f"{pc.value}{'' if pc.preemptible else ', not preemptible'}"
+
+    changes = []
+    for name in sorted(set(base.priority_classes) | set(head.priority_classes)):
+        before, after = describe(base, name), describe(head, name)
+        if before != after:
+            protected = any(
+                name in m.priority_classes and not m.priority_classes[name].preemptible for m in (base, head)
+            )
+            changes.append(PriorityChange(name, before, after, protected))
+    return changes
+
+
+def _without_source(obj: Object) -> Object:
+    """Objects compare without the source annotation: moving a line is no change."""
+    meta = dict(obj["metadata"])
+    annotations = {k: v for k, v in meta.get("annotations", {}).items() if k != ANNOTATION_SOURCE}
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    return {**obj, "metadata": meta}
+
+
+def _changed_fields(old: Object, new: Object) -> tuple[str, ...]:
+    fields = []
+    for key in sorted(set(old) | set(new)):
+        if key in ("apiVersion", "kind"):
+            continue
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            fields.extend(f"{key}.{sub}" for sub in sorted(set(a) | set(b)) if a.get(sub) != b.get(sub))
+        elif a != b:
+            fields.append(key)
+    return tuple(fields)
+
+
+def object_changes(cluster: str, base: list[Object], head: list[Object]) -> list[ObjectChange]:
+    old = {object_key(o): _without_source(o) for o in base}
+    new = {object_key(o): _without_source(o) for o in head}
+    changes = []
+    for key in list(dict.fromkeys([*new, *old])):
+        _, kind, namespace, name = key
+        if key not in old:
+            changes.append(ObjectChange(cluster, "create", kind, namespace, name))
+        elif key not in new:
+            # Namespaces are never deleted by gpugov (they may still hold workloads): kept, unmanaged.
+            changes.append(ObjectChange(cluster, "retain" if kind == "Namespace" else "delete", kind, namespace, name))
+        elif old[key] != new[key]:
+            fields = _changed_fields(old[key], new[key])
+            repoint = kind == "LocalQueue" and old[key]["spec"].get("clusterQueue") != new[key]["spec"].get(
+                "clusterQueue"
+            )
+            changes.append(ObjectChange(cluster, "replace" if repoint else "update", kind, namespace, name, fields))
+    return changes
+
+
+def _mig_configs(objects: Iterable[Object]) -> dict[str, Any]:
+    for obj in objects:
+        if obj["kind"] == "ConfigMap" and "config.yaml" in obj.get("data", {}):
+            return dict(yaml.safe_load(obj["data"]["config.yaml"]).get("mig-configs", {}))
+    return {}
+
+
+def mig_changes(cluster: str, base: list[Object], head: list[Object]) -> list[MigChange]:
+    """Nodes whose MIG geometry changes: the selected config differs, or its content does."""
+    def selections(objects: list[Object]) -> dict[str, str | None]:
+        return {o["metadata"]["name"]: o["metadata"]["labels"].get(MIG_CONFIG_LABEL) for o in objects
+                if o["kind"] == "Node"}
+
+    old_sel, new_sel = selections(base), selections(head)
+    old_cfg, new_cfg = _mig_configs(base), _mig_configs(head)
+    changes = []
+    for node in sorted(set(old_sel) & set(new_sel)):
+        before, after = old_sel[node], new_sel[node]
+        if before != after:
+            changes.append(MigChange(cluster, node, before, after, "layout changed"))
+        elif after is not None and old_cfg.get(after) != new_cfg.get(after):
+            changes.append(MigChange(cluster, node, before, after, f"config '{after}' changed"))
+    return changes
+
+
+def _risks(plan: Plan, head: Model) -> list[Risk]:
+    risks = []
+    for change in plan.quotas:
+        if change.decreases and change.after["nominal"] is not None:
+            risks.append(Risk("quota-decrease", f"{change.holder} {change.name}: {change.resource} in {change.pool} "
+                              f"goes down ({_pair(change.before, change.after)}); running work may be preempted"))
+    for name in plan.tenants_removed:
+        risks.append(Risk("tenant-removed", f"tenant {name} is removed: drain its ClusterQueue first "
+                          "(stopPolicy: HoldAndDrain); its namespaces are kept"))
+    nodes = sorted({m.node for m in plan.mig})
+    if nodes:
+        risks.append(Risk("mig-reconfiguration", f"{len(nodes)} node(s) get a new MIG geometry and will be drained: "
+                          + ", ".join(nodes)))
+    for change in plan.priorities:
+        if change.protected:
+            risks.append(Risk("protected-priority-class", f"non-preemptible priority class {change.name} changes "
+                              f"({change.before or 'absent'} -> {change.after or 'absent'})"))
+    for change in plan.objects:
+        if change.action == "replace":
+            risks.append(Risk("localqueue-repointed", f"LocalQueue {change.namespace}/{change.name} moves to another "
+                              "ClusterQueue: clusterQueue is immutable, so it is deleted and recreated"))
+    limit = head.limits.max_quota_change
+    moved = sum((abs(c.nominal_delta) for c in plan.quotas if c.resource not in NON_ACCELERATOR), Decimal(0))
+    if limit is not None and moved > limit:
+        team = ", ".join(head.limits.platform_team) or "the platform team"
+        risks.append(Risk("needs-approval", f"accelerator quotas move by {format_quantity(moved)} in total, above the "
+                          f"guardrail of {limit} per pull request: needs approval from {team}"))
+    return risks
+
+
+def _pair(before: dict[str, Decimal | None], after: dict[str, Decimal | None]) -> str:
+    parts = []
+    for name in QUOTA_FIELDS:
+        if before[name] != after[name]:
+            parts.append(f"{name.replace('_', ' ')} {_q(before[name])} -> {_q(after[name])}")
+    return ", ".join(parts)
+
+
+def _q(value: Decimal | None) -> str:
+    return "-" if value is None else format_quantity(value)
+
+
+def make_plan(base: Model, head: Model, base_label: str, head_label: str, cluster: str | None = None) -> Plan:
+    plan = Plan(base_label, head_label)
+    plan.tenants_added = sorted(set(head.tenants) - set(base.tenants))
+    plan.tenants_removed = sorted(set(base.tenants) - set(head.tenants))
+    plan.departments_added = sorted(set(head.departments) - set(base.departments))
+    plan.departments_removed = sorted(set(base.departments) - set(head.departments))
+    plan.quotas = quota_changes(base, head)
+    plan.capacity = capacity_rows(base, head)
+    plan.pools = pool_changes(base, head)
+    plan.priorities = priority_changes(base, head)
+    clusters = sorted(set(base.cluster_names()) | set(head.cluster_names()))
+    for name in clusters if cluster is None else [cluster]:
+        old = compile(base, None, name) if name in base.cluster_names() else []
+        new = compile(head, None, name) if name in head.cluster_names() else []
+        plan.objects.extend(object_changes(name, old, new))
+        plan.mig.extend(mig_changes(name, old, new))
+    plan.risks = _risks(plan, head)
+    return plan
+
+
+def to_json(plan: Plan) -> dict[str, Any]:
+    def clean(value: Any) -> Any:
+        if isinstance(value, Decimal):
+            return format_quantity(value)
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        return value
+
+    data = clean(asdict(plan))
+    data["summary"] = {"risks": len(plan.risks), "quota_changes": len(plan.quotas), "object_changes": len(plan.objects)}
+    return data

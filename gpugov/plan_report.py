@@ -1,0 +1,132 @@
+"""Plan reporters: markdown for the pull-request comment (short, tables, risks first) and text."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from gpugov.plan import QUOTA_FIELDS, Plan, QuotaChange
+from gpugov.quantity import format_quantity
+
+MARKER = "<!-- gpugov-plan -->"  # lets the workflow find and update its one sticky comment
+MAX_OBJECT_ROWS = 200
+
+
+def _q(value: Decimal | None) -> str:
+    return "-" if value is None else format_quantity(value)
+
+
+def _cell(change: QuotaChange, field: str) -> str:
+    before, after = change.before[field], change.after[field]
+    if before == after:
+        return _q(after)
+    if before is not None and after is not None:
+        delta = after - before
+        sign = "+" if delta > 0 else ""
+        return f"{_q(before)} → {_q(after)} ({sign}{format_quantity(delta)})"
+    return f"{_q(before)} → {_q(after)}"
+
+
+def _fraction(guaranteed: Decimal, capacity: Decimal) -> str:
+    if not capacity:
+        return f"{_q(guaranteed)} / 0"
+    return f"{_q(guaranteed)} / {_q(capacity)} ({guaranteed * 100 / capacity:.0f}%)"
+
+
+def _capacity_delta(before: dict[str, Decimal], after: dict[str, Decimal]) -> str:
+    parts = []
+    for resource in sorted(set(before) | set(after)):
+        old, new = before.get(resource, Decimal(0)), after.get(resource, Decimal(0))
+        if old != new:
+            parts.append(f"{resource} {_q(old)} → {_q(new)}")
+    return ", ".join(parts)
+
+
+def markdown(plan: Plan) -> str:
+    out = [MARKER, f"### gpugov plan: `{plan.base}` → `{plan.head}`", ""]
+    if plan.empty and not plan.priorities:
+        out.append("No change to tenants, quotas, pools or cluster objects.")
+        return "\n".join(out) + "\n"
+    if plan.risks:
+        out.append(f"**Risks ({len(plan.risks)})**")
+        out.extend(f"- **{risk.id}**: {risk.message}" for risk in plan.risks)
+    else:
+        out.append("**No risks found.**")
+    out.append("")
+    who = []
+    for label, names in (("Tenants added", plan.tenants_added), ("Tenants removed", plan.tenants_removed),
+                         ("Departments added", plan.departments_added),
+                         ("Departments removed", plan.departments_removed)):
+        if names:
+            who.append(f"{label}: {', '.join(f'`{n}`' for n in names)}")
+    if who:
+        out.extend(["; ".join(who), ""])
+    if plan.quotas:
+        out += ["**Quota changes**", "", "| who | pool | resource | nominal | borrowing limit | lending limit |",
+                "|---|---|---|---|---|---|"]
+        for c in plan.quotas:
+            cells = " | ".join(_cell(c, f) for f in QUOTA_FIELDS)
+            out.append(f"| {c.holder} `{c.name}` | {c.pool} | {c.resource} | {cells} |")
+        out.append("")
+    if plan.capacity:
+        out += ["**Guaranteed quota against capacity**", "", "| pool | resource | before | after |", "|---|---|---|---|"]
+        for r in plan.capacity:
+            out.append(f"| {r.pool} | {r.resource} | {_fraction(r.guaranteed_before, r.capacity_before)} | "
+                       f"{_fraction(r.guaranteed_after, r.capacity_after)} |")
+        out.append("")
+    if plan.pools:
+        out += ["**Pools**", ""]
+        for p in plan.pools:
+            detail = []
+            if p.nodes_added:
+                detail.append(f"nodes added: {', '.join(p.nodes_added)}")
+            if p.nodes_removed:
+                detail.append(f"nodes removed: {', '.join(p.nodes_removed)}")
+            capacity = _capacity_delta(p.capacity_before, p.capacity_after)
+            if capacity:
+                detail.append(f"capacity: {capacity}")
+            out.append(f"- `{p.pool}` {p.status}" + (f" ({'; '.join(detail)})" if detail else ""))
+        out.append("")
+    if plan.mig:
+        out += ["**MIG reconfiguration** (nodes are drained while mig-manager applies the new geometry)", "",
+                "| cluster | node | before | after | why |", "|---|---|---|---|---|"]
+        out += [f"| {m.cluster} | {m.node} | {m.before or '-'} | {m.after or '-'} | {m.reason} |" for m in plan.mig]
+        out.append("")
+    if plan.priorities:
+        out += ["**Priority classes**", ""]
+        out += [f"- `{p.name}`: {p.before or 'absent'} → {p.after or 'absent'}" for p in plan.priorities]
+        out.append("")
+    if plan.objects:
+        counts = {a: sum(1 for o in plan.objects if o.action == a) for a in ("create", "update", "replace", "delete", "retain")}
+        summary = ", ".join(f"{n} to {a}" for a, n in counts.items() if n)
+        out += [f"<details><summary>Object changes: {summary}</summary>", "",
+                "| cluster | action | kind | name | fields |", "|---|---|---|---|---|"]
+        for o in plan.objects[:MAX_OBJECT_ROWS]:
+            name = f"{o.namespace}/{o.name}" if o.namespace else o.name
+            out.append(f"| {o.cluster} | {o.action} | {o.kind} | {name} | {', '.join(o.fields)} |")
+        if len(plan.objects) > MAX_OBJECT_ROWS:
+            out.append(f"| | | | … {len(plan.objects) - MAX_OBJECT_ROWS} more | |")
+        out += ["", "</details>"]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def text(plan: Plan) -> str:
+    out = [f"gpugov plan: {plan.base} -> {plan.head}"]
+    out += [f"RISK {r.id}: {r.message}" for r in plan.risks]
+    out += [f"tenant added: {n}" for n in plan.tenants_added] + [f"tenant removed: {n}" for n in plan.tenants_removed]
+    for c in plan.quotas:
+        fields = ", ".join(f"{f.replace('_', ' ')} {_cell(c, f)}" for f in QUOTA_FIELDS if c.before[f] != c.after[f])
+        out.append(f"quota {c.holder} {c.name} {c.pool} {c.resource}: {fields}")
+    for r in plan.capacity:
+        out.append(f"capacity {r.pool} {r.resource}: {_fraction(r.guaranteed_before, r.capacity_before)} -> "
+                   f"{_fraction(r.guaranteed_after, r.capacity_after)}")
+    for p in plan.pools:
+        capacity = _capacity_delta(p.capacity_before, p.capacity_after)
+        out.append(f"pool {p.pool} {p.status} +{len(p.nodes_added)} -{len(p.nodes_removed)} nodes"
+                   + (f"; capacity {capacity}" if capacity else ""))
+    out += [f"mig {m.cluster} {m.node}: {m.before} -> {m.after} ({m.reason})" for m in plan.mig]
+    out += [f"priority {p.name}: {p.before} -> {p.after}" for p in plan.priorities]
+    for o in plan.objects:
+        name = f"{o.namespace}/{o.name}" if o.namespace else o.name
+        out.append(f"{o.action} {o.cluster} {o.kind} {name}" + (f" ({', '.join(o.fields)})" if o.fields else ""))
+    out.append(f"{len(plan.risks)} risks, {len(plan.quotas)} quota changes, {len(plan.objects)} object changes")
+    return "\n".join(out) + "\n"
