@@ -25,7 +25,11 @@ _Base: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 class _Dumper(_Base):  # type: ignore[misc,valid-type]
-    """Multi-line strings (the mig-parted config) as literal blocks, for readable diffs."""
+    """Multi-line strings (the mig-parted config) as literal blocks, for readable diffs; never
+    anchors and aliases, which many Kubernetes tools do not accept."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

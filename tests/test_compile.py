@@ -56,6 +56,7 @@ def test_every_object_is_labelled_and_traceable(model, cluster: str, backend: st
         "gpugov.io/pool",
         "gpugov.io/priority-class",
         "gpugov.io/mig-config",
+        "gpugov.io/component",
     }
     for obj in compile(model, backend, cluster):
         meta = obj["metadata"]

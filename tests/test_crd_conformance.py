@@ -38,6 +38,12 @@ CORE_KINDS = {
     ("v1", "Node"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
+    # gpugov's own operations (drift CronJob, agent DaemonSet and their RBAC): built-in kinds
+    ("v1", "ServiceAccount"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("batch/v1", "CronJob"),
+    ("apps/v1", "DaemonSet"),
 }
 EXPECTED_KINDS = {
     "kueue": {"WorkloadPriorityClass", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue"},

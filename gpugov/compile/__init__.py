@@ -14,12 +14,16 @@ from gpugov.compile.core import compile_core
 from gpugov.compile.kueue import compile_kueue
 from gpugov.compile.mig import mig_configmap
 from gpugov.compile.nodes import compile_nodes
+from gpugov.compile.operations import operations_objects
 from gpugov.compile.volcano import compile_volcano
 from gpugov.declarations.model import Model
 
 BACKENDS = ("kueue", "volcano")
 APPLY_ORDER = (
     "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
     "ConfigMap",
     "ResourceQuota",
     "RoleBinding",
@@ -31,6 +35,8 @@ APPLY_ORDER = (
     "ClusterQueue",
     "LocalQueue",
     "Queue",
+    "CronJob",
+    "DaemonSet",
     "Node",
 )
 
@@ -43,6 +49,7 @@ def compile(model: Model, backend: str | None = None, cluster: str | None = None
     objects = compile_core(scope) + mig_configmap(scope)
     objects += compile_kueue(scope) if scope.backend == "kueue" else compile_volcano(scope)
     objects += compile_nodes(scope)
+    objects += operations_objects(scope, objects)
     rank = {kind: index for index, kind in enumerate(APPLY_ORDER)}
     # Stable sort: within a kind keep the backend's order (parents before children).
     return sorted(objects, key=lambda obj: rank[obj["kind"]])

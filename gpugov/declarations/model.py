@@ -99,6 +99,10 @@ class Cluster(Decl):
     backend: str = "kueue"
     mig_config_name: str = "gpugov-mig-parted-config"
     mig_config_namespace: str = "gpu-operator"
+    operations_image: str | None = None
+    operations_namespace: str = "gpugov-system"
+    drift_schedule: str = "*/30 * * * *"
+    run_agent: bool = True
     declared: bool = True
 
 
@@ -407,12 +411,17 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
     for name, doc in unique("Cluster"):
         spec = doc.data["spec"]
         mig = spec.get("migConfig") or {}
+        operations = spec.get("operations") or {}
         model.clusters[name] = Cluster(
             name,
             doc,
             backend=spec["backend"],
             mig_config_name=mig.get("name", "gpugov-mig-parted-config"),
             mig_config_namespace=mig.get("namespace", "gpu-operator"),
+            operations_image=operations.get("image"),
+            operations_namespace=operations.get("namespace", "gpugov-system"),
+            drift_schedule=operations.get("driftSchedule", "*/30 * * * *"),
+            run_agent=operations.get("agent", True),
         )
     for name, doc in unique("GPUPool"):
         model.pools[name] = _build_pool(name, doc, doc.data["spec"])

@@ -282,6 +282,15 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "description": {"type": "string"},
                 "backend": {"enum": ["kueue", "volcano"]},
                 "migConfig": _spec({"name": _NAME, "namespace": _NAME}),
+                "operations": _spec(
+                    {
+                        "image": {**_NAME, "description": "Image with gpugov and this repository at /config."},
+                        "namespace": _NAME,
+                        "driftSchedule": {"type": "string", "description": "Cron schedule of the drift CronJob."},
+                        "agent": {"type": "boolean", "description": "Run the NVML node agent on GPU nodes."},
+                    },
+                    ["image"],
+                ),
             },
             ["backend"],
         ),

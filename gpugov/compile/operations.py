@@ -1,0 +1,117 @@
+"""gpugov running in the cluster: the drift CronJob and the NVML agent DaemonSet.
+
+Emitted when the Cluster declares `operations.image` (an image holding gpugov and this
+repository at /config). Each gets its own ServiceAccount; the drift checker's ClusterRole
+may only get, list and watch, and only the kinds it reads: those compile emits for this
+cluster, plus nodes, pods and namespaces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpugov.compile.common import Object, Scope, metadata
+from gpugov.kinds import KINDS
+
+COMPONENT = "gpugov.io/component"
+DRIFT = "gpugov-drift"
+AGENT = "gpugov-agent"
+AGENT_PORT = 9402
+READ_VERBS = ["get", "list", "watch"]
+ALWAYS_READ = (("v1", "Node"), ("v1", "Pod"), ("v1", "Namespace"))
+
+
+def _meta(scope: Scope, name: str, component: str, namespaced: bool = True) -> dict[str, Any]:
+    cluster = scope.cluster
+    return metadata(name, cluster, {COMPONENT: component}, cluster.operations_namespace if namespaced else None)
+
+
+def reader_rules(kinds: set[tuple[str, str]]) -> list[dict[str, Any]]:
+    by_group: dict[str, set[str]] = {}
+    for key in sorted(kinds | set(ALWAYS_READ)):
+        kind = KINDS[key]
+        by_group.setdefault(kind.group, set()).add(kind.plural)
+    return [{"apiGroups": [group], "resources": sorted(plurals), "verbs": list(READ_VERBS)}
+            for group, plurals in sorted(by_group.items())]
+
+
+def _hardened(container: dict[str, Any]) -> dict[str, Any]:
+    container["securityContext"] = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]}}
+    return container
+
+
+def drift_objects(scope: Scope, kinds: set[tuple[str, str]]) -> list[Object]:
+    cluster = scope.cluster
+    ns = cluster.operations_namespace
+    container = _hardened({
+        "name": "drift",
+        "image": cluster.operations_image,
+        "args": ["drift", "/config", "--cluster", cluster.name, "--backend", scope.backend, "--format", "json"],
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+    })
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(scope, DRIFT, "drift")},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": _meta(scope, f"{DRIFT}-reader", "drift", namespaced=False), "rules": reader_rules(kinds)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": _meta(scope, f"{DRIFT}-reader", "drift", namespaced=False),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{DRIFT}-reader"},
+         "subjects": [{"kind": "ServiceAccount", "name": DRIFT, "namespace": ns}]},
+        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(scope, DRIFT, "drift"), "spec": {
+            "schedule": cluster.drift_schedule,
+            "concurrencyPolicy": "Forbid",
+            "jobTemplate": {"spec": {"backoffLimit": 0, "template": {"spec": {
+                "serviceAccountName": DRIFT,
+                "restartPolicy": "Never",
+                "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
+                "containers": [container],
+            }}}},
+        }},
+    ]
+
+
+def agent_objects(scope: Scope) -> list[Object]:
+    cluster = scope.cluster
+    labels = {"app.kubernetes.io/name": AGENT}
+    container = {
+        "name": "agent",
+        "image": cluster.operations_image,
+        "args": ["agent", "--listen", f"0.0.0.0:{AGENT_PORT}"],
+        "env": [
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            # The NVIDIA container runtime mounts the driver's NVML for "utility" only.
+            {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+            {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"},
+        ],
+        "ports": [{"name": "metrics", "containerPort": AGENT_PORT}],
+        "resources": {"requests": {"cpu": "20m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(scope, AGENT, "agent")},
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": _meta(scope, AGENT, "agent"), "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {
+                "serviceAccountName": AGENT,
+                "automountServiceAccountToken": False,
+                "runtimeClassName": "nvidia",
+                "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                "tolerations": [{"operator": "Exists"}],  # GPU pools are tainted for their tenants
+                "containers": [_hardened(container)],
+            }},
+        }},
+    ]
+
+
+def operations_objects(scope: Scope, objects: list[Object]) -> list[Object]:
+    cluster = scope.cluster
+    if not cluster.operations_image:
+        return []
+    namespace: Object = {"apiVersion": "v1", "kind": "Namespace",
+                         "metadata": _meta(scope, cluster.operations_namespace, "operations", namespaced=False)}
+    result = [namespace]
+    agent = agent_objects(scope) if cluster.run_agent else []
+    kinds = {(o["apiVersion"], o["kind"]) for o in [*objects, namespace, *agent]}
+    kinds |= {("v1", "ServiceAccount"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+              ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ("batch/v1", "CronJob")}
+    return [*result, *drift_objects(scope, kinds), *agent]

@@ -1,0 +1,59 @@
+"""Where each kind gpugov handles lives in the Kubernetes API: one table for the drift
+checker's reads and for the read-only ClusterRole that compile gives it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Kind:
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    def collection_path(self) -> str:
+        """The cluster-wide list path (all namespaces for namespaced kinds)."""
+        prefix = "/api/" if not self.group else "/apis/"
+        return f"{prefix}{self.api_version}/{self.plural}"
+
+    def object_path(self, name: str, namespace: str = "") -> str:
+        prefix = "/api/" if not self.group else "/apis/"
+        if self.namespaced:
+            return f"{prefix}{self.api_version}/namespaces/{namespace}/{self.plural}/{name}"
+        return f"{prefix}{self.api_version}/{self.plural}/{name}"
+
+
+KINDS: dict[tuple[str, str], Kind] = {
+    (k.api_version, k.kind): k
+    for k in (
+        Kind("v1", "Namespace", "namespaces", False),
+        Kind("v1", "ConfigMap", "configmaps", True),
+        Kind("v1", "ResourceQuota", "resourcequotas", True),
+        Kind("v1", "ServiceAccount", "serviceaccounts", True),
+        Kind("v1", "Node", "nodes", False),
+        Kind("v1", "Pod", "pods", True),
+        Kind("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True),
+        Kind("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False),
+        Kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False),
+        Kind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False),
+        Kind("batch/v1", "CronJob", "cronjobs", True),
+        Kind("apps/v1", "DaemonSet", "daemonsets", True),
+        Kind("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors", False),
+        Kind("kueue.x-k8s.io/v1beta2", "Topology", "topologies", False),
+        Kind("kueue.x-k8s.io/v1beta2", "Cohort", "cohorts", False),
+        Kind("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", False),
+        Kind("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues", True),
+        Kind("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses", False),
+        Kind("scheduling.volcano.sh/v1beta1", "Queue", "queues", False),
+    )
+}
+
+
+def kind_of(obj: dict) -> Kind:
+    return KINDS[(obj["apiVersion"], obj["kind"])]
