@@ -10,10 +10,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gpugov import __version__
+from gpugov.agent.cli import register as agent_command
 from gpugov.compile import BACKENDS, CompileError, compile
 from gpugov.declarations.loader import tree_files
 from gpugov.declarations.schema import schema_files
-from gpugov.findings import RULES
+from gpugov.findings import RULES, Level
+from gpugov.notify.cli import add_arguments as notify_arguments
+from gpugov.notify.cli import register as notify_command
 from gpugov.policy import load_families
 from gpugov.policy.conformance import check_objects
 from gpugov.render import RenderError, dump_objects, manifest_files, write_tree
@@ -163,6 +166,58 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if args.fail_on == "risk" and plan.risks else EXIT_OK
 
 
+EXIT_INCOMPLETE = 3
+
+
+def cmd_drift(args: argparse.Namespace) -> int:
+    """Compare the declarations with the live cluster; exit 3 when the check is incomplete."""
+    try:
+        from kubernetes import config as kube_config
+
+        from gpugov.drift import check
+        from gpugov.drift.idle import PrometheusError, utilisation
+        from gpugov.drift.kube import CheckIncomplete, observe
+        from gpugov.notify.cli import notify_from_args, print_result
+        from gpugov.notify.config import NotifyConfigError
+    except ImportError as exc:
+        return _fail(f"drift needs the cluster extras: pip install 'gpugov[cluster,notify]' ({exc})")
+    result, code = _validated(args.repo)
+    if result is None or result.model is None:
+        return code
+    model = result.model
+    try:
+        objects = compile(model, args.backend, args.cluster)
+    except CompileError as exc:
+        return _fail(str(exc))
+    cluster = args.cluster or model.cluster_names()[0]
+    backend = args.backend or model.cluster(cluster).backend
+    try:
+        if args.kubeconfig or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+            api = kube_config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
+        else:  # inside the cluster: the CronJob's own ServiceAccount
+            kube_config.load_incluster_config()
+            from kubernetes import client as kube_client
+
+            api = kube_client.ApiClient()
+        live = observe(api, objects)
+        if args.prometheus:
+            live.gpu_utilisation = utilisation(args.prometheus, model.limits.idle_window)
+    except (CheckIncomplete, PrometheusError, kube_config.ConfigException, OSError) as exc:
+        return _fail(f"could not check drift: {exc}", EXIT_INCOMPLETE)
+    findings = check(model, objects, live, backend, cluster)
+    checked = (f"cluster {cluster} ({backend}): {len(objects)} desired objects, {len(live.nodes)} nodes, "
+               f"{len(live.pods)} pods checked")
+    sys.stdout.write(REPORTERS[args.format or _default_format()](findings, 0, checked, "gpugov drift"))
+    failing = [f for f in findings if f.level is not Level.INFO]
+    try:
+        sent = notify_from_args(args, [f for f in findings if f.level is not Level.INFO], f"gpugov drift: {cluster}")
+    except NotifyConfigError as exc:
+        return _fail(str(exc))
+    if sent is not None:
+        print_result(sent)
+    return EXIT_FINDINGS if failing else EXIT_OK
+
+
 def cmd_codeowners(args: argparse.Namespace) -> int:
     from gpugov import codeowners
 
@@ -266,6 +321,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", help="only this cluster's object changes")
     p.set_defaults(func=cmd_plan)
 
+    p = sub.add_parser("drift", help="compare the declarations with the live cluster; exit 1 drift, 3 could not check")
+    _compile_target_args(p)
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, $KUBECONFIG or ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--format", choices=FORMATS, help="output format (github inside GitHub Actions, else text)")
+    p.add_argument("--prometheus", metavar="URL", help="Prometheus with DCGM metrics, to find idle accelerators")
+    notify_arguments(p)
+    p.set_defaults(func=cmd_drift)
+
     p = sub.add_parser("codeowners", help="write .github/CODEOWNERS from the declarations' owners")
     p.add_argument("repo", nargs="?", default=".", help="repository root")
     p.add_argument("--check", action="store_true", help="only check; exit 1 when missing or stale")
@@ -289,6 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("catalog", help="list the accelerator models gpugov knows, with their MIG profiles")
     p.set_defaults(func=cmd_catalog)
 
+    agent_command(sub)
+    notify_command(sub)
     for register in _extensions():
         register(sub)
     return parser

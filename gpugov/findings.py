@@ -9,6 +9,7 @@ from enum import StrEnum
 class Level(StrEnum):
     ERROR = "error"
     WARNING = "warning"
+    INFO = "info"  # reported, never fails a run (e.g. pending workloads)
 
 
 @dataclass(frozen=True, order=True)
@@ -40,6 +41,7 @@ class Finding:
     location: Location | None = None
     hint: str = ""
     related: tuple[Location, ...] = field(default_factory=tuple)
+    details: tuple[tuple[str, str], ...] = ()  # e.g. object, declared and live values (drift)
 
     def sort_key(self) -> tuple:
         loc = self.location or Location("")
@@ -53,6 +55,7 @@ class Finding:
             data["hint"] = self.hint
         if self.related:
             data["related"] = [str(loc) for loc in self.related]
+        data.update(self.details)
         return data
 
 
@@ -67,5 +70,6 @@ def rule(id: str, name: str, level: Level, summary: str, hint: str = "") -> Rule
     return RULES[id]
 
 
-def make(r: Rule, message: str, location: Location | None, *related: Location, level: Level | None = None) -> Finding:
-    return Finding(r.id, level or r.level, message, location, r.hint, tuple(related))
+def make(r: Rule, message: str, location: Location | None, *related: Location, level: Level | None = None,
+         **details: str) -> Finding:
+    return Finding(r.id, level or r.level, message, location, r.hint, tuple(related), tuple(details.items()))

@@ -13,27 +13,34 @@ FORMATS = ("text", "json", "github", "markdown")
 
 def summary(findings: list[Finding]) -> str:
     counts = Counter(f.level for f in findings)
-    errors, warnings = counts[Level.ERROR], counts[Level.WARNING]
-    return f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    errors, warnings, infos = counts[Level.ERROR], counts[Level.WARNING], counts[Level.INFO]
+    text = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    return text + (f", {infos} info" if infos else "")
 
 
-def text(findings: list[Finding], files: int) -> str:
+def _checked(files: int, checked: str | None) -> str:
+    return checked or f"{files} file{'s' * (files != 1)} checked"
+
+
+def text(findings: list[Finding], files: int, checked: str | None = None, title: str = "gpugov validate") -> str:
     lines = []
     for f in findings:
         where = f"{f.location}: " if f.location else ""
         lines.append(f"{where}{f.level.value}: {f.message} [{f.rule}]")
         if f.hint:
             lines.append(f"  hint: {f.hint}")
-    lines.append(f"{files} file{'s' * (files != 1)} checked: {summary(findings)}")
+    lines.append(f"{_checked(files, checked)}: {summary(findings)}")
     return "\n".join(lines) + "\n"
 
 
-def as_json(findings: list[Finding], files: int) -> str:
+def as_json(findings: list[Finding], files: int, checked: str | None = None, title: str = "gpugov validate") -> str:
     counts = Counter(f.level.value for f in findings)
-    data = {
+    data: dict = {"checked": checked} if checked else {}
+    data |= {
         "files": files,
         "errors": counts.get("error", 0),
         "warnings": counts.get("warning", 0),
+        **({"infos": counts["info"]} if counts.get("info") else {}),
         "findings": [f.to_dict() for f in findings],
     }
     return json.dumps(data, indent=2) + "\n"
@@ -47,7 +54,7 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def github(findings: list[Finding], files: int) -> str:
+def github(findings: list[Finding], files: int, checked: str | None = None, title: str = "gpugov validate") -> str:
     """GitHub Actions workflow commands: annotations on the lines a pull request changed."""
     lines = []
     for f in findings:
@@ -58,8 +65,9 @@ def github(findings: list[Finding], files: int) -> str:
                 props.insert(1, f"line={f.location.line}")
                 props.insert(2, f"col={f.location.col}")
         message = f.message + (f" (hint: {f.hint})" if f.hint else "")
-        lines.append(f"::{f.level.value} {','.join(props)}::{_escape_data(message)}")
-    lines.append(f"{files} files checked: {summary(findings)}")
+        command = "notice" if f.level is Level.INFO else f.level.value
+        lines.append(f"::{command} {','.join(props)}::{_escape_data(message)}")
+    lines.append(f"{_checked(files, checked)}: {summary(findings)}")
     return "\n".join(lines) + "\n"
 
 
@@ -67,11 +75,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(findings: list[Finding], files: int) -> str:
+def markdown(findings: list[Finding], files: int, checked: str | None = None, title: str = "gpugov validate") -> str:
     if not findings:
-        return f"**gpugov validate**: {files} files checked, no findings.\n"
+        return f"**{title}**: {_checked(files, checked)}, no findings.\n"
     lines = [
-        f"**gpugov validate**: {files} files checked, {summary(findings)}.",
+        f"**{title}**: {_checked(files, checked)}, {summary(findings)}.",
         "",
         "| level | location | rule | message |",
         "|---|---|---|---|",
@@ -82,7 +90,7 @@ def markdown(findings: list[Finding], files: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-REPORTERS: dict[str, Callable[[list[Finding], int], str]] = {
+REPORTERS: dict[str, Callable[..., str]] = {
     "text": text,
     "json": as_json,
     "github": github,

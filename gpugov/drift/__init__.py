@@ -1,0 +1,32 @@
+"""drift: compile's desired state against the live cluster (and NVML/DCGM readings).
+
+`check(model, objects, live, backend)` is pure: the comparisons in objects.py, hardware.py,
+usage.py and idle.py; reading the cluster (kube.py) and Prometheus (idle.py) is the edge.
+"""
+
+from __future__ import annotations
+
+from gpugov.compile import Object
+from gpugov.declarations.model import Model
+from gpugov.drift.hardware import hardware_findings
+from gpugov.drift.idle import idle_findings
+from gpugov.drift.live import LiveState
+from gpugov.drift.objects import object_findings
+from gpugov.drift.usage import usage_findings
+from gpugov.findings import Finding
+
+
+def check(model: Model, objects: list[Object], live: LiveState, backend: str, cluster: str) -> list[Finding]:
+    target = model.cluster(cluster)
+    ignore = frozenset({target.mig_config_namespace, target.operations_namespace})
+    limits = model.limits
+    findings = [
+        *object_findings(objects, live),
+        *hardware_findings(model, objects, live),
+        *usage_findings(model, objects, live, backend, ignore),
+        *idle_findings(live, float(limits.idle_below_percent), limits.idle_window),
+    ]
+    return sorted(findings, key=lambda f: (f.rule, f.message))
+
+
+__all__ = ["LiveState", "check"]

@@ -1,0 +1,117 @@
+"""Hardware drift: the pools' nodes as Kubernetes sees them against the declarations.
+
+Desired labels and taints come from compile's node patches, the expected MIG geometry from
+compile's mig-parted config; the model gives the facts of the hardware itself (GPU model,
+GPUs per node) that GPU Feature Discovery and the device plugin report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from gpugov.catalog import mig_resource_name
+from gpugov.compile import Object
+from gpugov.compile.common import LABEL_POOL
+from gpugov.compile.mig import ALL_DISABLED
+from gpugov.compile.nodes import MIG_CONFIG_LABEL
+from gpugov.declarations.model import GPUPool, Model
+from gpugov.drift.live import LiveState
+from gpugov.drift.rules import (
+    GPU_COUNT,
+    GPU_PRODUCT,
+    MIG_ALLOCATABLE,
+    MIG_STATE,
+    NODE_LABEL,
+    NODE_MISSING,
+    NODE_NOT_READY,
+    NODE_TAINT,
+)
+from gpugov.findings import Finding, make
+from gpugov.policy.conformance import source_location
+from gpugov.quantity import quantities_equal
+
+MIG_STATE_LABEL = "nvidia.com/mig.config.state"
+
+
+def mig_geometry(objects: list[Object]) -> dict[str, dict[str, int]]:
+    """config name -> per-GPU MIG devices, from the compiled mig-parted ConfigMap."""
+    for obj in objects:
+        if obj["kind"] == "ConfigMap" and "config.yaml" in obj.get("data", {}):
+            configs = yaml.safe_load(obj["data"]["config.yaml"])["mig-configs"]
+            return {name: dict(specs[0].get("mig-devices") or {}) for name, specs in configs.items()}
+    return {}
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def expected_allocatable(pool: GPUPool, config: str | None, geometry: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Accelerator resources a node should advertise: whole GPUs, or MIG devices x GPUs."""
+    if pool.model.vendor != "nvidia":
+        return {pool.model.resource: pool.per_node}
+    if config is None or config == ALL_DISABLED:
+        return {"nvidia.com/gpu": pool.per_node}
+    devices = geometry.get(config, {})
+    expected = {mig_resource_name(profile): count * pool.per_node for profile, count in devices.items()}
+    expected["nvidia.com/gpu"] = 0
+    return expected
+
+
+def hardware_findings(model: Model, objects: list[Object], live: LiveState) -> list[Finding]:
+    findings: list[Finding] = []
+    geometry = mig_geometry(objects)
+    for patch in (o for o in objects if o["kind"] == "Node"):
+        name = patch["metadata"]["name"]
+        desired_labels = patch["metadata"]["labels"]
+        pool = model.pools[desired_labels[LABEL_POOL]]
+        where = source_location(patch)
+        node = live.nodes.get(name)
+        if node is None:
+            findings.append(make(NODE_MISSING, f"node {name} of pool {pool.name} is not in the cluster", where,
+                                 object=f"Node {name}"))
+            continue
+        labels = node["metadata"].get("labels") or {}
+        status = node.get("status") or {}
+        if not _ready(node):
+            findings.append(make(NODE_NOT_READY, f"node {name} of pool {pool.name} is not Ready", where,
+                                 object=f"Node {name}"))
+        for key, value in desired_labels.items():
+            if labels.get(key) != value:
+                findings.append(make(NODE_LABEL, f"node {name}: label {key} is {labels.get(key)!r}, declared {value!r}",
+                                     where, object=f"Node {name}", declared=value, live=str(labels.get(key))))
+        live_taints = {(t.get("key"), t.get("value", ""), t.get("effect")) for t in (node.get("spec") or {}).get(
+            "taints") or []}
+        for taint in (patch.get("spec") or {}).get("taints", []):
+            if (taint["key"], taint.get("value", ""), taint["effect"]) not in live_taints:
+                findings.append(make(NODE_TAINT, f"node {name}: taint {taint['key']}={taint.get('value', '')}:"
+                                     f"{taint['effect']} is missing", where, object=f"Node {name}"))
+        if pool.model.vendor == "nvidia":
+            products = (pool.product_label,) if pool.product_label else pool.model.gfd_products
+            product = labels.get("nvidia.com/gpu.product")
+            if product not in products:
+                findings.append(make(GPU_PRODUCT, f"node {name}: nvidia.com/gpu.product is {product!r}, pool "
+                                     f"{pool.name} declares {pool.model.name} ({', '.join(products)})", where,
+                                     object=f"Node {name}", declared=pool.model.name, live=str(product)))
+            count = labels.get("nvidia.com/gpu.count")
+            if count != str(pool.per_node):
+                findings.append(make(GPU_COUNT, f"node {name}: nvidia.com/gpu.count is {count!r}, pool declares "
+                                     f"{pool.per_node}", where, object=f"Node {name}",
+                                     declared=str(pool.per_node), live=str(count)))
+        config = desired_labels.get(MIG_CONFIG_LABEL)
+        if config is not None and labels.get(MIG_STATE_LABEL) != "success":
+            findings.append(make(MIG_STATE, f"node {name}: {MIG_STATE_LABEL} is {labels.get(MIG_STATE_LABEL)!r} "
+                                 f"for config {config}", where, object=f"Node {name}",
+                                 live=str(labels.get(MIG_STATE_LABEL))))
+        allocatable = status.get("allocatable") or {}
+        for resource, amount in expected_allocatable(pool, config, geometry).items():
+            have = allocatable.get(resource, 0)
+            if not quantities_equal(have, amount):
+                rule_ = MIG_ALLOCATABLE if config is not None else GPU_COUNT
+                findings.append(make(rule_, f"node {name}: allocatable {resource} is {have}, declared layout "
+                                     f"{config or 'whole GPUs'} gives {amount}", where, object=f"Node {name}",
+                                     declared=str(amount), live=str(have)))
+    return findings

@@ -1,0 +1,21 @@
+"""What the cluster holds: the snapshot the comparisons read (plain dicts, as the API returns)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Key = tuple[str, str, str, str]  # apiVersion, kind, namespace, name (compile.object_key)
+
+
+@dataclass
+class LiveState:
+    objects: dict[Key, dict[str, Any]] = field(default_factory=dict)  # desired kinds: desired + managed-by gpugov
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pods: list[dict[str, Any]] = field(default_factory=list)  # pods not yet finished
+    gpu_utilisation: dict[tuple[str, str], float] | None = None  # (namespace, pod) -> max over the window, 0..100
+
+
+def live_key(obj: dict[str, Any]) -> Key:
+    meta = obj["metadata"]
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace", "") or "", meta["name"])

@@ -1,0 +1,139 @@
+"""Object drift: desired objects against live ones, comparing only what gpugov sets.
+
+Only fields present in the desired object are compared, so server defaults and status
+never count; quantities compare canonically ("8", 8 and "8000m" are equal); lists of
+named entries (flavors, resources, tolerations by key) match by name. The field managers
+recorded in managedFields name who changed a field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from gpugov.compile import Object, object_key
+from gpugov.compile.common import ANNOTATION_SOURCE, MANAGED_BY, MANAGER
+from gpugov.drift.live import LiveState
+from gpugov.drift.rules import OBJECT_CHANGED, OBJECT_MISSING, OBJECT_NOT_DESIRED
+from gpugov.findings import Finding, make
+from gpugov.policy.conformance import source_location
+from gpugov.quantity import QuantityError, parse_quantity
+
+Path = tuple[str | int, ...]
+
+
+def _equal(desired: Any, live: Any) -> bool:
+    if desired == live:
+        return True
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return False
+    if isinstance(desired, int | float | str) and isinstance(live, int | float | str):
+        try:
+            return parse_quantity(desired) == parse_quantity(live)
+        except QuantityError:
+            return False
+    return False
+
+
+def _named(items: list[Any]) -> bool:
+    return bool(items) and all(isinstance(i, dict) and "name" in i for i in items)
+
+
+def differences(desired: Any, live: Any, path: Path = ()) -> Iterator[tuple[Path, Any, Any]]:
+    """(path, desired, live) for every value gpugov sets that the live object does not hold."""
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            yield path, desired, live
+            return
+        for key, value in desired.items():
+            if key not in live:
+                yield (*path, key), value, None
+            else:
+                yield from differences(value, live[key], (*path, key))
+    elif isinstance(desired, list):
+        if not isinstance(live, list):
+            yield path, desired, live
+        elif _named(desired) and _named(live):
+            by_name = {item["name"]: item for item in live}
+            if [i["name"] for i in desired] != [i["name"] for i in live]:
+                yield path, [i["name"] for i in desired], [i["name"] for i in live]
+            for item in desired:
+                if item["name"] in by_name:
+                    yield from differences(item, by_name[item["name"]], (*path, item["name"]))
+        elif len(desired) != len(live):
+            yield path, desired, live
+        else:
+            for index, (d, v) in enumerate(zip(desired, live, strict=True)):
+                yield from differences(d, v, (*path, index))
+    elif not _equal(desired, live):
+        yield path, desired, live
+
+
+def owned_view(obj: Object) -> Object:
+    """The part of a desired object drift compares: everything but the source annotation."""
+    meta = {k: v for k, v in obj["metadata"].items() if k in ("labels", "annotations")}
+    annotations = {k: v for k, v in meta.get("annotations", {}).items() if k != ANNOTATION_SOURCE}
+    meta["annotations"] = annotations
+    if not annotations:
+        del meta["annotations"]
+    return {**{k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}, "metadata": meta}
+
+
+def changed_by(live: dict[str, Any], path: Path) -> list[str]:
+    """Field managers other than gpugov that own `path`, or the atomic field above it, in managedFields."""
+    managers = set()
+    for entry in live.get("metadata", {}).get("managedFields") or []:
+        if entry.get("manager") == MANAGER:
+            continue
+        node: Any = entry.get("fieldsV1") or {}
+        depth = 0
+        for step in path:
+            key = f"f:{step}"
+            if not isinstance(node, dict) or key not in node:
+                break
+            node, depth = node[key], depth + 1
+        # Atomic lists (resourceGroups, taints) are owned as a whole: two levels deep is enough.
+        if depth >= min(2, len(path)):
+            managers.add(entry.get("manager", "?"))
+    return sorted(managers)
+
+
+def _text(path: Path) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def object_findings(desired: list[Object], live: LiveState) -> list[Finding]:
+    findings: list[Finding] = []
+    wanted = {object_key(o): o for o in desired if o["kind"] != "Node"}
+    for key, obj in wanted.items():
+        _, kind, namespace, name = key
+        label = f"{kind} {namespace + '/' if namespace else ''}{name}"
+        current = live.objects.get(key)
+        if current is None:
+            findings.append(make(OBJECT_MISSING, f"{label} is missing", source_location(obj), object=label))
+            continue
+        diffs = list(differences(owned_view(obj), current))
+        if not diffs:
+            continue
+        path, declared, actual = diffs[0]
+        managers = changed_by(current, path)
+        by = f"; changed by {', '.join(managers)}" if managers else ""
+        more = f" (+{len(diffs) - 1} more fields)" if len(diffs) > 1 else ""
+        findings.append(make(
+            OBJECT_CHANGED, f"{label}: {_text(path)} is {_short(actual)}, declared {_short(declared)}{by}{more}",
+            source_location(obj), object=label, field=_text(path), declared=_short(declared), live=_short(actual),
+            changed_by=",".join(managers),
+        ))
+    for key, current in live.objects.items():
+        labels = current.get("metadata", {}).get("labels") or {}
+        if key not in wanted and labels.get(MANAGED_BY) == MANAGER and key[1] != "Node":
+            _, kind, namespace, name = key
+            label = f"{kind} {namespace + '/' if namespace else ''}{name}"
+            findings.append(make(OBJECT_NOT_DESIRED, f"{label} is labelled managed-by gpugov but no longer declared",
+                                 None, object=label))
+    return findings

@@ -1,0 +1,58 @@
+"""Drift rules: what differs between the declarations (via compile) and the live cluster."""
+
+from __future__ import annotations
+
+from gpugov.findings import Level, rule
+
+OBJECT_MISSING = rule("GD001", "object-missing", Level.ERROR,
+                      "A desired object is not in the cluster.", "Apply the declarations: pulumi up or gpugov apply.")
+OBJECT_CHANGED = rule("GD002", "object-changed", Level.ERROR,
+                      "A field gpugov owns differs from the declaration (the field manager that changed it is named).",
+                      "Change the declaration in Git instead, then apply; or apply to restore it.")
+OBJECT_NOT_DESIRED = rule("GD003", "object-not-desired", Level.WARNING,
+                          "An object labelled managed-by gpugov is no longer declared.",
+                          "Delete it (after draining queues), or declare it again.")
+NODE_MISSING = rule("GD010", "node-missing", Level.ERROR,
+                    "A node declared in a pool is not in the cluster.", "Bring the server back or remove it from the pool.")
+NODE_NOT_READY = rule("GD011", "node-not-ready", Level.ERROR,
+                      "A pool's node is not Ready.", "Check the kubelet and the GPU driver on the node.")
+NODE_LABEL = rule("GD012", "node-label-drift", Level.ERROR,
+                  "A node lacks a label gpugov sets (pool, topology, nvidia.com/mig.config) or has another value.",
+                  "Apply the node patches, and find who relabelled the node.")
+NODE_TAINT = rule("GD013", "node-taint-missing", Level.ERROR,
+                  "A node lacks a taint its pool declares.", "Apply the node patches.")
+GPU_PRODUCT = rule("GD014", "gpu-product-mismatch", Level.ERROR,
+                   "The node's GPU model (nvidia.com/gpu.product from GPU Feature Discovery) is not the pool's model.",
+                   "Move the node to the right pool, or fix the pool's accelerator model.")
+GPU_COUNT = rule("GD015", "gpu-count-mismatch", Level.ERROR,
+                 "The node reports another number of accelerators than the pool declares per node.",
+                 "A GPU may have fallen off the bus: check nvidia-smi and the device plugin.")
+MIG_STATE = rule("GD016", "mig-config-failed", Level.ERROR,
+                 "nvidia.com/mig.config.state is not success: mig-manager did not apply the declared layout.",
+                 "Read the nvidia-mig-manager logs on the node; pods may hold the GPUs.")
+MIG_ALLOCATABLE = rule("GD017", "mig-allocatable-mismatch", Level.ERROR,
+                       "The node's allocatable MIG (or whole-GPU) resources do not match its declared layout.",
+                       "Check mig-manager and the device plugin (mixed strategy) on the node.")
+OVER_QUOTA = rule("GD020", "tenant-over-quota", Level.ERROR,
+                  "A tenant's running pods request more accelerators than its nominal quota plus what it may borrow.",
+                  "Find pods that bypass the queues; check the ResourceQuota backstop.")
+QUEUE_BYPASS = rule("GD021", "queue-bypass", Level.ERROR,
+                    "A GPU pod in a tenant namespace is not submitted through a queue.",
+                    "Kueue: label it kueue.x-k8s.io/queue-name; Volcano: schedulerName volcano.")
+FOREIGN_NAMESPACE = rule("GD022", "gpu-pod-outside-tenants", Level.ERROR,
+                         "A pod requests accelerators in a namespace that belongs to no tenant.",
+                         "Declare a tenant for the namespace, or move the workload.")
+POOL_WITHOUT_QUOTA = rule("GD023", "pod-on-pool-without-quota", Level.WARNING,
+                          "A tenant's pod runs on a pool where the tenant has no quota (borrowed or bypassing).",
+                          "Give the tenant quota in that pool, or check how the pod got there.")
+PENDING = rule("GD024", "pending-workloads", Level.INFO,
+               "A tenant's ClusterQueue has pending workloads.", "See `kubectl get workloads -n <namespace>`.")
+BORROWING = rule("GD025", "borrowing", Level.INFO,
+                 "A tenant's ClusterQueue uses quota borrowed from its cohort.", "")
+IDLE = rule("GD030", "idle-accelerator", Level.WARNING,
+            "A pod holds accelerators whose utilisation (DCGM) stayed under the idle threshold for the whole window.",
+            "Ask the owner to release the GPUs; consider a shorter runtime limit.")
+
+DRIFT_RULE_IDS = {r.id for r in (OBJECT_MISSING, OBJECT_CHANGED, OBJECT_NOT_DESIRED, NODE_MISSING, NODE_NOT_READY,
+                                 NODE_LABEL, NODE_TAINT, GPU_PRODUCT, GPU_COUNT, MIG_STATE, MIG_ALLOCATABLE, OVER_QUOTA,
+                                 QUEUE_BYPASS, FOREIGN_NAMESPACE, POOL_WITHOUT_QUOTA, PENDING, BORROWING, IDLE)}

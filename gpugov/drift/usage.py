@@ -1,0 +1,129 @@
+"""Usage drift: who holds accelerators, and whether they got them through the queues.
+
+The tenant ceilings are the compiled ResourceQuota backstops (nominal plus what may be
+borrowed); which pool a node is in comes from the compiled node patches.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+from typing import Any
+
+from gpugov.catalog import MODELS
+from gpugov.compile import Object
+from gpugov.compile.common import LABEL_POOL, LABEL_TENANT
+from gpugov.compile.core import RESOURCEQUOTA_NAME
+from gpugov.declarations.model import Model
+from gpugov.drift.live import LiveState
+from gpugov.drift.rules import BORROWING, FOREIGN_NAMESPACE, OVER_QUOTA, PENDING, POOL_WITHOUT_QUOTA, QUEUE_BYPASS
+from gpugov.findings import Finding, make
+from gpugov.policy.conformance import source_location
+from gpugov.quantity import QuantityError, format_quantity, parse_quantity
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
+_WHOLE_DEVICES = frozenset(model.resource for model in MODELS.values())
+
+
+def is_accelerator(resource: str) -> bool:
+    return resource in _WHOLE_DEVICES or resource.startswith("nvidia.com/mig-")
+
+
+def accelerator_requests(pod: dict[str, Any]) -> dict[str, Decimal]:
+    """Accelerators a pod holds: extended resources are set in limits (requests default to them)."""
+    totals: dict[str, Decimal] = defaultdict(Decimal)
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        for resource, amount in amounts.items():
+            if is_accelerator(resource):
+                try:
+                    totals[resource] += parse_quantity(amount)
+                except QuantityError:
+                    continue
+    return {r: v for r, v in totals.items() if v}
+
+
+def _pod_name(pod: dict[str, Any]) -> str:
+    return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
+
+
+def usage_findings(model: Model, objects: list[Object], live: LiveState, backend: str,
+                   ignore_namespaces: frozenset[str] = frozenset()) -> list[Finding]:
+    findings: list[Finding] = []
+    owner_of = model.tenant_of_namespace()
+    node_pool = {o["metadata"]["name"]: o["metadata"]["labels"][LABEL_POOL] for o in objects if o["kind"] == "Node"}
+    ceilings: dict[str, dict[str, Decimal]] = {}
+    quota_source: dict[str, Object] = {}
+    for obj in objects:
+        if obj["kind"] == "ResourceQuota" and obj["metadata"]["name"] == RESOURCEQUOTA_NAME:
+            tenant = obj["metadata"]["labels"][LABEL_TENANT]
+            ceilings[tenant] = {k.removeprefix("requests."): parse_quantity(v) for k, v in obj["spec"]["hard"].items()}
+            quota_source[tenant] = obj
+    used: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+    ignored = SYSTEM_NAMESPACES | ignore_namespaces
+    for pod in live.pods:
+        requests = accelerator_requests(pod)
+        if not requests:
+            continue
+        namespace = pod["metadata"].get("namespace", "")
+        name = _pod_name(pod)
+        tenant = owner_of.get(namespace)
+        if tenant is None:
+            if namespace not in ignored:
+                findings.append(make(FOREIGN_NAMESPACE, f"pod {name} requests {_amounts(requests)} in namespace "
+                                     f"{namespace}, which belongs to no tenant", None, object=f"Pod {name}"))
+            continue
+        phase = (pod.get("status") or {}).get("phase")
+        if phase == "Running":
+            for resource, amount in requests.items():
+                used[tenant][resource] += amount
+        labels = pod["metadata"].get("labels") or {}
+        bypass = QUEUE_LABEL not in labels if backend == "kueue" else (pod.get("spec") or {}).get(
+            "schedulerName") != "volcano"
+        if bypass:
+            how = f"no {QUEUE_LABEL} label" if backend == "kueue" else "not scheduled by volcano"
+            findings.append(make(QUEUE_BYPASS, f"pod {name} of tenant {tenant} requests {_amounts(requests)} with "
+                                 f"{how}", model.tenants[tenant].doc.locate(("metadata", "name")),
+                                 object=f"Pod {name}"))
+        pool = node_pool.get((pod.get("spec") or {}).get("nodeName", ""))
+        if pool is not None and pool not in {q.pool for q in model.tenants[tenant].quotas}:
+            findings.append(make(POOL_WITHOUT_QUOTA, f"pod {name} of tenant {tenant} runs in pool {pool}, where "
+                                 "the tenant has no quota", None, object=f"Pod {name}"))
+    for tenant, amounts in sorted(used.items()):
+        ceiling = ceilings.get(tenant, {})
+        for resource, amount in sorted(amounts.items()):
+            limit = ceiling.get(resource, Decimal(0))
+            if amount > limit:
+                source = quota_source.get(tenant)
+                findings.append(make(OVER_QUOTA, f"tenant {tenant}: running pods request {format_quantity(amount)} "
+                                     f"{resource}, its quota allows at most {format_quantity(limit)}",
+                                     source_location(source) if source else None, object=f"Tenant {tenant}",
+                                     declared=format_quantity(limit), live=format_quantity(amount)))
+    findings.extend(queue_status_findings(live))
+    return findings
+
+
+def _amounts(requests: dict[str, Decimal]) -> str:
+    return ", ".join(f"{format_quantity(v)} {r}" for r, v in sorted(requests.items()))
+
+
+def queue_status_findings(live: LiveState) -> list[Finding]:
+    """Pending and borrowed usage as the scheduler reports them in ClusterQueue status."""
+    findings = []
+    for (_, kind, _, name), obj in sorted(live.objects.items()):
+        if kind != "ClusterQueue":
+            continue
+        status = obj.get("status") or {}
+        pending = status.get("pendingWorkloads") or 0
+        if pending:
+            findings.append(make(PENDING, f"ClusterQueue {name}: {pending} pending workloads", None,
+                                 object=f"ClusterQueue {name}", live=str(pending)))
+        for flavor in status.get("flavorsUsage") or []:
+            for resource in flavor.get("resources") or []:
+                borrowed = resource.get("borrowed")
+                if borrowed and parse_quantity(borrowed) > 0:
+                    findings.append(make(BORROWING, f"ClusterQueue {name}: borrows {borrowed} {resource['name']} in "
+                                         f"flavor {flavor['name']}", None, object=f"ClusterQueue {name}"))
+    return findings

@@ -1,0 +1,157 @@
+"""Notification options for commands that produce findings, and `gpugov notify REPORT`.
+
+gpugov validate --format json > report.json
+GPUGOV_SLACK_WEBHOOK_URL=... gpugov notify report.json --notify slack --title "gpugov: main"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import TextIO
+
+from gpugov.findings import Finding, Level, Location
+from gpugov.notify.config import NotifyConfigError, build_sinks, spec_help
+from gpugov.notify.dispatch import DEFAULT_WINDOW, NotifyResult, notify
+from gpugov.notify.transport import Transport
+
+EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE = 0, 1, 2
+_DURATION = re.compile(r"(\d+)([smhd])")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse "24h", "90m", "1h30m" or "7d"."""
+    compact = text.strip().lower()
+    if not compact or _DURATION.sub("", compact):
+        raise argparse.ArgumentTypeError(f"bad duration {text!r}: use e.g. 24h, 90m, 1h30m, 7d")
+    return sum((timedelta(**{_UNITS[u]: int(n)}) for n, u in _DURATION.findall(compact)), timedelta())
+
+
+def default_state_file(env: Mapping[str, str]) -> Path:
+    if env.get("GPUGOV_NOTIFY_STATE"):
+        return Path(env["GPUGOV_NOTIFY_STATE"])
+    base = Path(env["XDG_STATE_HOME"]) if env.get("XDG_STATE_HOME") else Path.home() / ".local" / "state"
+    return base / "gpugov" / "notify-state.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    group = parser.add_argument_group("notifications")
+    group.add_argument(
+        "--notify",
+        action="append",
+        metavar="SINK",
+        required=required,
+        help=f"send the findings to SINK (repeatable or comma-separated); {spec_help()}",
+    )
+    group.add_argument(
+        "--notify-config",
+        type=Path,
+        metavar="FILE",
+        help="webhook URLs and secrets as NAME=VALUE lines or YAML (default: GPUGOV_* environment variables)",
+    )
+    group.add_argument(
+        "--notify-state",
+        type=Path,
+        metavar="FILE",
+        help="what was last sent, for deduplication (default: $GPUGOV_NOTIFY_STATE or ~/.local/state/gpugov/)",
+    )
+    group.add_argument(
+        "--notify-window",
+        type=parse_duration,
+        default=DEFAULT_WINDOW,
+        metavar="DURATION",
+        help="do not resend an unchanged set of findings within DURATION (default 24h)",
+    )
+
+
+def notify_from_args(
+    args: argparse.Namespace,
+    findings: list[Finding],
+    title: str,
+    env: Mapping[str, str] | None = None,
+    *,
+    transport: Transport | None = None,
+) -> NotifyResult | None:
+    """Send when --notify was given; raise NotifyConfigError for a bad spec or missing setting."""
+    if not args.notify:
+        return None
+    env = os.environ if env is None else env
+    sinks = build_sinks(args.notify, env, args.notify_config, transport=transport)
+    state = args.notify_state or default_state_file(env)
+    return notify(findings, sinks, state, args.notify_window, title)
+
+
+def print_result(result: NotifyResult, stream: TextIO | None = None) -> None:
+    stream = stream or sys.stderr
+    for o in result.outcomes:
+        reason = f" ({o.reason})" if o.reason and o.status != "sent" else ""
+        print(f"gpugov notify: {o.sink}: {o.status}{reason}", file=stream)
+    if result.state_error:
+        print(f"gpugov notify: warning: {result.state_error}", file=stream)
+
+
+def load_findings(text: str) -> list[Finding]:
+    """Findings from `gpugov validate --format json` (or a bare list of finding objects)."""
+    data = json.loads(text)
+    items = data.get("findings") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise ValueError("expected a JSON report with a findings list")
+    findings = []
+    for item in items:
+        if not isinstance(item, dict) or not {"rule", "level", "message"} <= item.keys():
+            raise ValueError("each finding needs rule, level and message")
+        location = (
+            Location(str(item["file"]), int(item.get("line", 0)), int(item.get("col", 0))) if item.get("file") else None
+        )
+        findings.append(
+            Finding(str(item["rule"]), Level(item["level"]), str(item["message"]), location, str(item.get("hint", "")))
+        )
+    return findings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "notify",
+        help="send a JSON findings report to a webhook, Slack, Feishu, DingTalk or WeCom",
+        description="Exit codes: 0 sent or skipped, 1 a sink failed, 2 usage or configuration error.",
+    )
+    p.add_argument("report", help="a `gpugov validate --format json` report, or - for standard input")
+    p.add_argument("--title", default="gpugov", help="message title (default gpugov)")
+    p.add_argument("--max-findings", type=int, metavar="N", help="list at most N findings (default 10; webhook 200)")
+    add_arguments(p, required=True)
+    p.set_defaults(func=cmd_notify)
+
+
+def cmd_notify(
+    args: argparse.Namespace, env: Mapping[str, str] | None = None, transport: Transport | None = None
+) -> int:
+    try:
+        text = sys.stdin.read() if args.report == "-" else Path(args.report).read_text(encoding="utf-8")
+        findings = load_findings(text)
+    except OSError as exc:
+        return _fail(f"cannot read {args.report}: {exc.strerror or exc}")
+    except ValueError as exc:
+        return _fail(f"{args.report}: {exc}")
+    env = os.environ if env is None else env
+    try:
+        sinks = build_sinks(args.notify, env, args.notify_config, transport=transport)
+    except NotifyConfigError as exc:
+        return _fail(str(exc))
+    except ImportError:
+        return _fail("requests is not installed (pip install 'gpugov[notify]')")
+    state = args.notify_state or default_state_file(env)
+    result = notify(findings, sinks, state, args.notify_window, args.title, max_findings=args.max_findings)
+    print_result(result)
+    return EXIT_OK if result.ok else EXIT_SEND_FAILED
+
+
+def _fail(message: str) -> int:
+    print(f"gpugov notify: {message}", file=sys.stderr)
+    return EXIT_USAGE
