@@ -1,0 +1,183 @@
+"""Drift comparisons without a cluster: canonical quantities, managers, hardware, usage, idle."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from gpugov.compile import compile, object_key
+from gpugov.drift import check
+from gpugov.drift.hardware import expected_allocatable, mig_geometry
+from gpugov.drift.idle import PrometheusError, utilisation
+from gpugov.drift.live import LiveState
+from gpugov.drift.objects import changed_by, differences
+from gpugov.drift.usage import accelerator_requests
+from gpugov.simulate import simulated_nodes
+from gpugov.validate import validate_repo
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def org():
+    model = validate_repo(REPO).model
+    objects = compile(model, "kueue", "east")
+    return model, objects
+
+
+def in_sync(model, objects) -> LiveState:
+    """What a cluster looks like right after apply: objects as compiled, nodes patched."""
+    live = LiveState()
+    for obj in objects:
+        if obj["kind"] != "Node":
+            live.objects[object_key(obj)] = copy.deepcopy(obj)
+    patches = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Node"}
+    for node in simulated_nodes(model, "east"):
+        name = node["metadata"]["name"]
+        node["metadata"]["labels"].update(patches[name]["metadata"]["labels"])
+        node["spec"] = copy.deepcopy(patches[name].get("spec", {}))
+        node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        live.nodes[name] = node
+    return live
+
+
+def test_quantities_compare_canonically_and_server_defaults_are_ignored() -> None:
+    desired = {"spec": {"q": "8", "m": "4Ti", "list": [{"name": "a", "v": 1}]}}
+    live = {"spec": {"q": 8, "m": "4096Gi", "list": [{"name": "a", "v": 1, "default": "x"}], "stopPolicy": "None"},
+            "status": {"x": 1}}
+    assert list(differences(desired, live)) == []
+    live["spec"]["q"] = "8000m"
+    assert list(differences(desired, live)) == []
+    live["spec"]["q"] = "9"
+    assert list(differences(desired, live)) == [(("spec", "q"), "8", "9")]
+
+
+def test_changed_by_reads_managed_fields() -> None:
+    live = {"metadata": {"managedFields": [
+        {"manager": "gpugov", "fieldsV1": {"f:spec": {"f:resourceGroups": {}}}},
+        {"manager": "kubectl-edit", "fieldsV1": {"f:spec": {"f:resourceGroups": {}}}},
+        {"manager": "kueue", "fieldsV1": {"f:status": {}}},
+    ]}}
+    assert changed_by(live, ("spec", "resourceGroups", "h100", "resources")) == ["kubectl-edit"]
+    assert changed_by(live, ("spec", "queueingStrategy")) == []
+
+
+def test_in_sync_cluster_has_no_drift_and_each_break_is_caught(org) -> None:
+    model, objects = org
+    assert check(model, objects, in_sync(model, objects), "kueue", "east") == []
+    live = in_sync(model, objects)
+    live.nodes["a100-01"]["status"]["allocatable"]["nvidia.com/mig-1g.10gb"] = "49"  # a GPU lost its slices
+    live.nodes["h100-05"]["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB"
+    live.nodes["h100-06"]["metadata"]["labels"]["nvidia.com/gpu.count"] = "7"
+    live.nodes["h100-01"]["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    live.nodes["h100-02"]["spec"] = {}
+    del live.nodes["h100-03"]
+    stray = copy.deepcopy(next(o for o in objects if o["kind"] == "Cohort"))
+    stray["metadata"]["name"] = "old-department"
+    live.objects[object_key(stray)] = stray
+    found = {(f.rule, dict(f.details).get("object")) for f in check(model, objects, live, "kueue", "east")}
+    assert found >= {("GD017", "Node a100-01"), ("GD014", "Node h100-05"), ("GD015", "Node h100-06"),
+                     ("GD011", "Node h100-01"), ("GD013", "Node h100-02"), ("GD010", "Node h100-03"),
+                     ("GD003", "Cohort old-department")}
+
+
+def test_expected_allocatable_comes_from_the_compiled_mig_config(org) -> None:
+    model, objects = org
+    geometry = mig_geometry(objects)
+    pool = model.pools["a100-mig"]
+    assert expected_allocatable(pool, "a100-mig-balanced", geometry) == {
+        "nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-2g.20gb": 8, "nvidia.com/mig-3g.40gb": 8, "nvidia.com/gpu": 0}
+    assert expected_allocatable(pool, "all-disabled", geometry) == {"nvidia.com/gpu": 8}
+    assert expected_allocatable(model.pools["ascend-910b"], None, geometry) == {"huawei.com/Ascend910": 8}
+
+
+def test_over_quota_and_pool_without_quota(org) -> None:
+    model, objects = org
+    live = in_sync(model, objects)
+    # inference may hold at most 56 whole GPUs (its ResourceQuota: all whole GPUs its cohort has)
+    for i in range(8):
+        live.pods.append({"metadata": {"name": f"big-{i}", "namespace": "inference",
+                                       "labels": {"kueue.x-k8s.io/queue-name": "serving"}},
+                          "spec": {"nodeName": f"h100-0{i % 6 + 1}",
+                                   "containers": [{"resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+                          "status": {"phase": "Running"}})
+    live.pods.append({"metadata": {"name": "lost", "namespace": "nlp-train",
+                                   "labels": {"kueue.x-k8s.io/queue-name": "training"}},
+                      "spec": {"nodeName": "a100-04", "containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+                      "status": {"phase": "Running"}})
+    findings = {f.rule: f for f in check(model, objects, live, "kueue", "east")}
+    assert (dict(findings["GD020"].details)["live"], dict(findings["GD020"].details)["declared"]) == ("64", "56")
+    assert dict(findings["GD023"].details)["object"] == "Pod nlp-train/lost"
+
+
+def test_accelerator_requests_counts_extended_resources_only() -> None:
+    pod = {"spec": {"containers": [
+        {"resources": {"limits": {"nvidia.com/gpu": "2", "cpu": "4"}}},
+        {"resources": {"requests": {"nvidia.com/mig-1g.10gb": 1}, "limits": {"nvidia.com/mig-1g.10gb": 1}}},
+    ]}}
+    assert {k: int(v) for k, v in accelerator_requests(pod).items()} == {"nvidia.com/gpu": 2,
+                                                                        "nvidia.com/mig-1g.10gb": 1}
+
+
+class FakePrometheus(BaseHTTPRequestHandler):
+    """A real HTTP server speaking Prometheus' /api/v1/query, answering from canned samples."""
+
+    samples: ClassVar[dict[str, list]] = {}
+    queries: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        query = parse_qs(urlparse(self.path).query)["query"][0]
+        FakePrometheus.queries.append(query)
+        metric = "DCGM_FI_DEV_GPU_UTIL" if "GPU_UTIL" in query else "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": self.samples[metric]}})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def prometheus() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakePrometheus)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_idle_accelerators_from_dcgm(org, prometheus: str) -> None:
+    model, objects = org
+    FakePrometheus.samples = {
+        "DCGM_FI_DEV_GPU_UTIL": [
+            {"metric": {"exported_namespace": "nlp-train", "exported_pod": "idle-0"}, "value": [0, "1.5"]},
+            {"metric": {"exported_namespace": "nlp-train", "exported_pod": "busy-0"}, "value": [0, "87"]},
+        ],
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE": [
+            {"metric": {"namespace": "inference", "pod": "mig-0"}, "value": [0, "2.0"]},  # already x100
+        ],
+    }
+    live = in_sync(model, objects)
+    live.gpu_utilisation = utilisation(prometheus, "24h")
+    for name, ns, resource in (("idle-0", "nlp-train", "nvidia.com/gpu"), ("busy-0", "nlp-train", "nvidia.com/gpu"),
+                               ("mig-0", "inference", "nvidia.com/mig-1g.10gb")):
+        live.pods.append({"metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+                          "spec": {"containers": [{"resources": {"limits": {resource: "1"}}}]},
+                          "status": {"phase": "Running"}})
+    idle = {dict(f.details)["object"] for f in check(model, objects, live, "kueue", "east") if f.rule == "GD030"}
+    assert idle == {"Pod nlp-train/idle-0", "Pod inference/mig-0"}
+    assert any("[24h]" in q for q in FakePrometheus.queries)
+
+
+def test_unreachable_prometheus_is_an_incomplete_check() -> None:
+    with pytest.raises(PrometheusError):
+        utilisation("http://127.0.0.1:9", "1h")
