@@ -40,11 +40,14 @@ def test_actionlint(workflow: Path) -> None:
 def gpugov_calls(path: Path) -> list[list[str]]:
     calls = []
     text = re.sub(r"\$\{\{[^}]*\}\}", "placeholder", path.read_text())
+    text = re.sub(r"\\\n\s*", " ", text)  # join shell line continuations
     for line in text.splitlines():
         line = line.strip().removeprefix("- ").removeprefix("run: ")
         if line.startswith("gpugov "):
             words = shlex.split(line.split(">")[0])
-            calls.append([w if not w.startswith("$") else "placeholder" for w in words[1:]])
+            # a shell array expansion ("${notify[@]}") adds optional words: drop it
+            words = [w for w in words[1:] if not (w.startswith("$") and "[@]" in w)]
+            calls.append([w if not w.startswith("$") else "placeholder" for w in words])
     return calls
 
 
