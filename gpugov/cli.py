@@ -175,6 +175,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
         from kubernetes import config as kube_config
 
         from gpugov.drift import check
+        from gpugov.drift.agent import fetch_snapshots, load_snapshots
         from gpugov.drift.idle import PrometheusError, utilisation
         from gpugov.drift.kube import CheckIncomplete, observe
         from gpugov.notify.cli import notify_from_args, print_result
@@ -202,6 +203,11 @@ def cmd_drift(args: argparse.Namespace) -> int:
         live = observe(api, objects)
         if args.prometheus:
             live.gpu_utilisation = utilisation(args.prometheus, model.limits.idle_window)
+        if args.agent_snapshots:
+            live.agent_snapshots = load_snapshots(Path(args.agent_snapshots))
+        elif args.agent_url:
+            nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node" and o["metadata"]["name"] in live.nodes]
+            live.agent_snapshots = fetch_snapshots(args.agent_url, nodes)
     except (CheckIncomplete, PrometheusError, kube_config.ConfigException, OSError) as exc:
         return _fail(f"could not check drift: {exc}", EXIT_INCOMPLETE)
     findings = check(model, objects, live, backend, cluster)
@@ -327,6 +333,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", help="kubeconfig context")
     p.add_argument("--format", choices=FORMATS, help="output format (github inside GitHub Actions, else text)")
     p.add_argument("--prometheus", metavar="URL", help="Prometheus with DCGM metrics, to find idle accelerators")
+    agents = p.add_mutually_exclusive_group()
+    agents.add_argument("--agent-url", metavar="TEMPLATE",
+                        help="NVML snapshots from the node agents, e.g. http://{node}:9402/snapshot.json")
+    agents.add_argument("--agent-snapshots", metavar="DIR", help="NVML snapshots saved as DIR/*.json")
     notify_arguments(p)
     p.set_defaults(func=cmd_drift)
 

@@ -181,3 +181,30 @@ def test_idle_accelerators_from_dcgm(org, prometheus: str) -> None:
 def test_unreachable_prometheus_is_an_incomplete_check() -> None:
     with pytest.raises(PrometheusError):
         utilisation("http://127.0.0.1:9", "1h")
+
+
+def nvml_snapshot(node: str, gpus: list) -> dict:
+    """A real agent snapshot: gpugov's NVML reader over the fake pynvml module."""
+    from gpugov.agent.nvml import NvmlReader
+    from tests.fake_nvml import FakeNVML
+
+    with NvmlReader(FakeNVML(gpus)) as reader:
+        return json.loads(json.dumps(reader.snapshot(node).to_dict()))
+
+
+def test_agent_snapshots_confirm_or_contradict_the_layout(org) -> None:
+    from tests.fake_nvml import a100_mig, h100, mig_pending
+
+    model, objects = org
+    live = in_sync(model, objects)
+    # a100-03 runs layout "balanced" = 3g.40gb + 2g.20gb + 2x1g.10gb on each of its 8 GPUs
+    live.agent_snapshots = {"a100-03": nvml_snapshot("a100-03", [a100_mig(bus=f"0000:{i:02x}:00.0") for i in range(8)])}
+    assert check(model, objects, live, "kueue", "east") == []
+    live.agent_snapshots = {
+        "a100-03": nvml_snapshot("a100-03", [a100_mig(bus=f"0000:{i:02x}:00.0") for i in range(7)] + [mig_pending()]),
+        "a100-01": nvml_snapshot("a100-01", [h100(bus=f"0000:{i:02x}:00.0") for i in range(8)]),
+    }
+    found = {(f.rule, dict(f.details)["object"]) for f in check(model, objects, live, "kueue", "east")}
+    # 8th GPU of a100-03: the fake's MIG-pending GPU is an H100 with no slices yet
+    assert found == {("GD014", "Node a100-03"), ("GD016", "Node a100-03"), ("GD017", "Node a100-03"),
+                     ("GD014", "Node a100-01"), ("GD017", "Node a100-01")}  # H100s where A100s with 7x1g should be

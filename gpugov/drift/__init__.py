@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gpugov.compile import Object
 from gpugov.declarations.model import Model
+from gpugov.drift.agent import agent_findings
 from gpugov.drift.hardware import hardware_findings
 from gpugov.drift.idle import idle_findings
 from gpugov.drift.live import LiveState
@@ -23,6 +24,7 @@ def check(model: Model, objects: list[Object], live: LiveState, backend: str, cl
     findings = [
         *object_findings(objects, live),
         *hardware_findings(model, objects, live),
+        *agent_findings(model, objects, live.agent_snapshots),
         *usage_findings(model, objects, live, backend, ignore),
         *idle_findings(live, float(limits.idle_below_percent), limits.idle_window),
     ]

@@ -14,6 +14,7 @@ class LiveState:
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     pods: list[dict[str, Any]] = field(default_factory=list)  # pods not yet finished
     gpu_utilisation: dict[tuple[str, str], float] | None = None  # (namespace, pod) -> max over the window, 0..100
+    agent_snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> `gpugov agent` snapshot
 
 
 def live_key(obj: dict[str, Any]) -> Key:

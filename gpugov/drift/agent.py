@@ -1,0 +1,95 @@
+"""Hardware drift from the node agents' NVML snapshots (`gpugov agent`).
+
+NVML is the ground truth that labels only summarise: the PCI device id of every GPU (models
+are matched by id, not by marketing name), how many GPUs answer, and the MIG devices that
+really exist on each GPU, against the layout the compiled mig-parted config asks for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from gpugov.compile import Object
+from gpugov.compile.common import LABEL_POOL
+from gpugov.compile.mig import ALL_DISABLED
+from gpugov.compile.nodes import MIG_CONFIG_LABEL
+from gpugov.declarations.model import Model
+from gpugov.drift.hardware import mig_geometry
+from gpugov.drift.kube import CheckIncomplete
+from gpugov.drift.rules import GPU_COUNT, GPU_PRODUCT, MIG_ALLOCATABLE, MIG_STATE
+from gpugov.findings import Finding, make
+from gpugov.policy.conformance import source_location
+
+SNAPSHOT_KIND = "gpugov.agent.snapshot"
+TIMEOUT = (3, 10)
+
+
+def load_snapshots(folder: Path) -> dict[str, dict[str, Any]]:
+    """node -> snapshot, from `gpugov agent --once` outputs saved as *.json."""
+    snapshots = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CheckIncomplete(f"agent snapshot {path}: {exc}") from exc
+        if data.get("kind") == SNAPSHOT_KIND:
+            snapshots[data["node"]] = data
+    return snapshots
+
+
+def fetch_snapshots(url_template: str, nodes: list[str]) -> dict[str, dict[str, Any]]:
+    """node -> snapshot from each node's agent, e.g. http://{node}:9402/snapshot.json."""
+    snapshots = {}
+    with requests.Session() as http:
+        for node in nodes:
+            url = url_template.format(node=node)
+            try:
+                response = http.get(url, timeout=TIMEOUT)
+                response.raise_for_status()
+                snapshots[node] = response.json()
+            except (requests.RequestException, ValueError) as exc:
+                raise CheckIncomplete(f"agent on {node}: {type(exc).__name__}") from exc
+    return snapshots
+
+
+def agent_findings(model: Model, objects: list[Object], snapshots: dict[str, dict[str, Any]]) -> list[Finding]:
+    findings: list[Finding] = []
+    geometry = mig_geometry(objects)
+    for patch in (o for o in objects if o["kind"] == "Node"):
+        name = patch["metadata"]["name"]
+        snapshot = snapshots.get(name)
+        if snapshot is None:
+            continue
+        pool = model.pools[patch["metadata"]["labels"][LABEL_POOL]]
+        where = source_location(patch)
+        label = f"Node {name}"
+        gpus = snapshot.get("gpus") or []
+        if len(gpus) != pool.per_node:
+            findings.append(make(GPU_COUNT, f"node {name}: NVML sees {len(gpus)} GPUs, pool {pool.name} declares "
+                                 f"{pool.per_node}", where, object=label, declared=str(pool.per_node),
+                                 live=str(len(gpus))))
+        ids = {i.upper() for i in pool.model.pci_device_ids}
+        config = patch["metadata"]["labels"].get(MIG_CONFIG_LABEL)
+        expected = Counter(geometry.get(config, {})) if config and config != ALL_DISABLED else Counter()
+        for gpu in gpus:
+            where_gpu = f"node {name} GPU {gpu.get('index')}"
+            device = (gpu.get("pci_device_id") or "").upper()
+            if ids and device not in ids:
+                findings.append(make(GPU_PRODUCT, f"{where_gpu}: PCI device {device or '?'} ({gpu.get('name')}) is not "
+                                     f"a {pool.model.name}", where, object=label, declared=pool.model.name,
+                                     live=str(gpu.get("name"))))
+            if gpu.get("mig_pending_change"):
+                findings.append(make(MIG_STATE, f"{where_gpu}: MIG mode change pending a GPU reset", where,
+                                     object=label))
+            have = Counter(d.get("profile") for d in gpu.get("mig_devices") or [] if d.get("profile"))
+            if have != expected:
+                found = ", ".join(f"{n}x{p}" for p, n in sorted(have.items())) or "no MIG devices"
+                wanted = ", ".join(f"{n}x{p}" for p, n in sorted(expected.items())) or "no MIG devices"
+                findings.append(make(MIG_ALLOCATABLE, f"{where_gpu}: NVML sees {found}, layout {config or 'none'} "
+                                     f"declares {wanted}", where, object=label, declared=wanted, live=found))
+    return findings
