@@ -1,0 +1,92 @@
+"""The Pulumi program: stack config -> validated declarations -> compile -> components.
+
+Stack config (namespace `gpugov`, see Pulumi.east.yaml):
+  gpugov:cluster     the declared Cluster this stack drives (required)
+  gpugov:backend     kueue or volcano (default: the cluster's declared backend)
+  gpugov:repo        the declarations' root (default: the project directory)
+  gpugov:kubeconfig  path of a kubeconfig on the deploying machine, and
+  gpugov:context     optionally its context;
+or the kubeconfig itself as a secret: `pulumi config set --secret kubernetes:kubeconfig ...`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpugov.compile import CompileError, compile
+from gpugov.compile.common import Object
+from gpugov.deploy.components import Organisation
+from gpugov.deploy.resources import DeployError
+from gpugov.findings import Level
+from gpugov.report import text
+from gpugov.validate import InputError, validate_repo
+
+CONFIG = "gpugov"
+PROVIDER_NAME = "kubernetes"
+
+
+def load_objects(root: Path, cluster: str, backend: str | None = None) -> list[Object]:
+    """Compile's objects for `cluster`; pulumi.RunError (findings, no traceback) when invalid."""
+    try:
+        result = validate_repo(root)
+    except InputError as exc:
+        raise pulumi.RunError(f"gpugov: {exc}") from None
+    if result.errors or result.model is None:
+        raise pulumi.RunError(
+            f"gpugov: the declarations in {root} have errors; nothing was deployed.\n"
+            + text(result.findings, len(result.files))
+        )
+    warnings = [f for f in result.findings if f.level is Level.WARNING]
+    if warnings:
+        pulumi.log.warn(text(warnings, len(result.files)))
+    try:
+        return compile(result.model, backend, cluster)
+    except CompileError as exc:
+        raise pulumi.RunError(f"gpugov: {exc}") from None
+
+
+def kubernetes_provider(cluster: str) -> k8s.Provider:
+    """The explicit provider all resources use: server-side apply, kubeconfig from config."""
+    config = pulumi.Config(CONFIG)
+    kubeconfig: pulumi.Input[str] | None = pulumi.Config("kubernetes").get_secret("kubeconfig")
+    if kubeconfig is None:
+        kubeconfig = config.get("kubeconfig")
+    if kubeconfig is None:
+        # No fallback to ~/.kube/config: a stack must never deploy to whatever cluster is current.
+        raise pulumi.RunError(
+            'gpugov: no cluster credentials: run `pulumi config set --secret kubernetes:kubeconfig "$(cat KUBECONFIG)"` '
+            "or `pulumi config set gpugov:kubeconfig PATH` (and optionally gpugov:context)"
+        )
+    return k8s.Provider(
+        PROVIDER_NAME,
+        kubeconfig=kubeconfig,
+        context=config.get("context"),
+        enable_server_side_apply=True,
+        # The MIG ConfigMap is read by name (mig-manager): change it in place, never replace it.
+        enable_config_map_mutable=True,
+        # Rotated credentials or a new context must not replace (delete and recreate) every object.
+        cluster_identifier=cluster,
+    )
+
+
+def run(root: Path | str | None = None) -> Organisation:
+    """Deploy this stack's cluster; the whole of the project's __main__.py."""
+    config = pulumi.Config(CONFIG)
+    cluster = config.require("cluster")
+    backend = config.get("backend")
+    repo = Path(root if root is not None else config.get("repo") or ".").resolve()
+    objects = load_objects(repo, cluster, backend)
+    try:
+        organisation = Organisation(cluster, objects, kubernetes_provider(cluster))
+    except DeployError as exc:
+        raise pulumi.RunError(f"gpugov: {exc}") from None
+    pulumi.export("cluster", cluster)
+    pulumi.export("objects", len(objects))
+    pulumi.export("tenants", sorted(organisation.tenants))
+    return organisation
+
+
+__all__ = ["kubernetes_provider", "load_objects", "run"]
