@@ -16,7 +16,7 @@ demo: $(VENV)/.installed
 	scripts/demo
 
 lint: $(VENV)/.installed
-	ruff check gpugov tests bench
+	ruff check gpugov tests bench __main__.py
 
 tools:
 	tools/build
