@@ -11,8 +11,9 @@ from pathlib import Path
 
 from gpugov import __version__
 from gpugov.agent.cli import register as agent_command
-from gpugov.compile import BACKENDS, CompileError, compile
+from gpugov.compile import BACKENDS, CompileError, Object, compile
 from gpugov.declarations.loader import tree_files
+from gpugov.declarations.model import Model
 from gpugov.declarations.schema import schema_files
 from gpugov.findings import RULES, Level
 from gpugov.notify.cli import add_arguments as notify_arguments
@@ -83,6 +84,17 @@ def cmd_render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _compiled(args: argparse.Namespace) -> tuple[Model, list[Object]] | int:
+    """The validated model and compile's objects for --cluster/--backend, or the exit code."""
+    result, code = _validated(args.repo)
+    if result is None or result.model is None:
+        return code
+    try:
+        return result.model, compile(result.model, args.backend, args.cluster)
+    except CompileError as exc:
+        return _fail(str(exc))
+
+
 def cmd_apply(args: argparse.Namespace) -> int:
     try:
         from kubernetes import config as kube_config
@@ -92,15 +104,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
         from gpugov.apply import ApplyError, apply_objects
     except ImportError as exc:
         return _fail(f"apply needs the cluster extras: pip install 'gpugov[cluster]' ({exc})")
-    result, code = _validated(args.repo)
-    if result is None or result.model is None:
-        return code
+    compiled = _compiled(args)
+    if isinstance(compiled, int):
+        return compiled
+    _, objects = compiled
     try:
-        objects = compile(result.model, args.backend, args.cluster)
         api = kube_config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
         applied = apply_objects(api, objects)
-    except CompileError as exc:
-        return _fail(str(exc))
     except ApplyError as exc:
         return _fail(f"apply failed: {exc}", 3)
     except (ApiException, HTTPError, OSError, kube_config.ConfigException) as exc:
@@ -182,14 +192,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
         from gpugov.notify.config import NotifyConfigError
     except ImportError as exc:
         return _fail(f"drift needs the cluster extras: pip install 'gpugov[cluster,notify]' ({exc})")
-    result, code = _validated(args.repo)
-    if result is None or result.model is None:
-        return code
-    model = result.model
-    try:
-        objects = compile(model, args.backend, args.cluster)
-    except CompileError as exc:
-        return _fail(str(exc))
+    compiled = _compiled(args)
+    if isinstance(compiled, int):
+        return compiled
+    model, objects = compiled
     cluster = args.cluster or model.cluster_names()[0]
     backend = args.backend or model.cluster(cluster).backend
     try:
