@@ -1,7 +1,9 @@
 """One compiled object -> one pulumi-kubernetes resource, its fields passed through unchanged.
 
 Built-in kinds get their typed class (Nodes a NodePatch: gpugov patches the labels and
-taints it owns and never creates, owns or deletes a Node); Kueue and Volcano kinds get a
+taints it owns and never owns or deletes a Node; the provider does not check that the Node
+exists, so a patch for a node missing from the cluster would create it: keep pools' node
+lists current, see README); Kueue and Volcano kinds get a
 CustomResource that carries every top-level field of the object, not only `spec`.
 """
 
