@@ -9,15 +9,13 @@ desired state.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-import yaml
-
 from gpugov.compile import Object, compile, object_key
 from gpugov.compile.common import ANNOTATION_SOURCE, NON_ACCELERATOR
+from gpugov.compile.mig import compiled_mig_configs
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import Model, ResourceQuota, Tenant
 from gpugov.quantity import format_quantity
@@ -238,13 +236,6 @@ def object_changes(cluster: str, base: list[Object], head: list[Object]) -> list
     return changes
 
 
-def _mig_configs(objects: Iterable[Object]) -> dict[str, Any]:
-    for obj in objects:
-        if obj["kind"] == "ConfigMap" and "config.yaml" in obj.get("data", {}):
-            return dict(yaml.safe_load(obj["data"]["config.yaml"]).get("mig-configs", {}))
-    return {}
-
-
 def mig_changes(cluster: str, base: list[Object], head: list[Object]) -> list[MigChange]:
     """Nodes whose MIG geometry changes: the selected config differs, or its content does."""
     def selections(objects: list[Object]) -> dict[str, str | None]:
@@ -252,7 +243,7 @@ def mig_changes(cluster: str, base: list[Object], head: list[Object]) -> list[Mi
                 if o["kind"] == "Node"}
 
     old_sel, new_sel = selections(base), selections(head)
-    old_cfg, new_cfg = _mig_configs(base), _mig_configs(head)
+    old_cfg, new_cfg = compiled_mig_configs(base), compiled_mig_configs(head)
     changes = []
     for node in sorted(set(old_sel) & set(new_sel)):
         before, after = old_sel[node], new_sel[node]

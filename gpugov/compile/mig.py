@@ -50,4 +50,12 @@ def mig_configmap(scope: Scope) -> list[Object]:
     return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"config.yaml": text}}]
 
 
-__all__ = ["ALL_DISABLED", "mig_config_key", "mig_config_name", "mig_configmap", "mig_parted_config"]
+def compiled_mig_configs(objects: list[Object]) -> dict[str, Any]:
+    """The `mig-configs` of the mig-parted ConfigMap in compiled objects (for plan and drift)."""
+    for obj in objects:
+        if obj["kind"] == "ConfigMap" and "config.yaml" in obj.get("data", {}):
+            return dict(yaml.safe_load(obj["data"]["config.yaml"]).get("mig-configs") or {})
+    return {}
+
+
+__all__ = ["ALL_DISABLED", "compiled_mig_configs", "mig_config_key", "mig_config_name", "mig_configmap", "mig_parted_config"]

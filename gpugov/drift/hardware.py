@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from gpugov.catalog import mig_resource_name
 from gpugov.compile import Object
 from gpugov.compile.common import LABEL_POOL
-from gpugov.compile.mig import ALL_DISABLED
+from gpugov.compile.mig import ALL_DISABLED, compiled_mig_configs
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import GPUPool, Model
 from gpugov.drift.live import LiveState
@@ -37,11 +35,8 @@ MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 
 def mig_geometry(objects: list[Object]) -> dict[str, dict[str, int]]:
     """config name -> per-GPU MIG devices, from the compiled mig-parted ConfigMap."""
-    for obj in objects:
-        if obj["kind"] == "ConfigMap" and "config.yaml" in obj.get("data", {}):
-            configs = yaml.safe_load(obj["data"]["config.yaml"])["mig-configs"]
-            return {name: dict(specs[0].get("mig-devices") or {}) for name, specs in configs.items()}
-    return {}
+    configs = compiled_mig_configs(objects)
+    return {name: dict(specs[0].get("mig-devices") or {}) for name, specs in configs.items()}
 
 
 def _ready(node: dict[str, Any]) -> bool:
