@@ -1,8 +1,10 @@
-"""``gpugov sandbox up|down``: a local control plane that outlives the command.
+"""``gpugov sandbox up|status|down``: a living local cluster that outlives the command.
 
-``up`` starts a detached ControlPlane whose state (PKI, etcd data, log,
-kubeconfig, pid file) lives in ``${GPUGOV_CACHE:-~/.cache/gpugov}/sandbox/``;
-``down`` stops it and removes that directory. Only one sandbox runs at a time.
+``up`` starts a detached ``Sandbox`` (kube-apiserver + etcd, kube-controller-manager,
+kube-scheduler, KWOK and the Kueue controller) whose state (PKI, etcd data, logs,
+kubeconfig, ``state.json``) lives in ``${GPUGOV_CACHE:-~/.cache/gpugov}/sandbox/``;
+``status`` says which components run and reports a dead one with its log tail;
+``down`` stops every process and removes that directory. One sandbox at a time.
 
 Wiring (in gpugov/cli.py)::
 
@@ -28,18 +30,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from gpugov.sandbox.tools import CONTROLPLANE_BINARY
+from gpugov.sandbox.tools import (
+    CONTROLLER_MANAGER_BINARY,
+    CONTROLPLANE_BINARY,
+    KUEUE_BINARY,
+    KWOK_BINARY,
+    SCHEDULER_BINARY,
+)
 
 # Kept import-light on purpose: register() must not pull in the kubernetes
 # client (slow to import); the commands import what they need when they run.
 if TYPE_CHECKING:
+    from gpugov.sandbox.cluster import Sandbox
     from gpugov.sandbox.controlplane import ControlPlane
 
 # Turns the org repo (REPO_DIR) into Node manifests, one per GPU server.
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 NodesFromRepo = Callable[[Path], list[dict[str, Any]]]
 
-PID_FILE = "pid"
+# The binary behind each process name in state.json, to recognise our own pids.
+BINARY_OF = {
+    "kube-apiserver": CONTROLPLANE_BINARY,
+    "kube-controller-manager": CONTROLLER_MANAGER_BINARY,
+    "kube-scheduler": SCHEDULER_BINARY,
+    "kwok": KWOK_BINARY,
+    "kueue": KUEUE_BINARY,
+}
 COPIES_FILE = "kubeconfig-copies"  # user-requested --kubeconfig paths, removed by `down`
 
 
@@ -64,22 +80,34 @@ def state_dir() -> Path:
 
 
 def register(subparsers: Any, nodes_from_repo: NodesFromRepo | None = None) -> argparse.ArgumentParser:
-    """Add ``sandbox up`` / ``sandbox down`` to an argparse subparsers object."""
+    """Add ``sandbox up|status|down`` to an argparse subparsers object."""
     parser = subparsers.add_parser(
         "sandbox",
-        help="run a local Kubernetes API server with the Kueue/Volcano CRDs",
-        description="Run a local, throw-away kube-apiserver (with etcd, Kueue and Volcano CRDs) in the background.",
+        help="run a living local cluster: Kueue, scheduler, controllers and simulated GPU nodes",
+        description=(
+            "Run a local, throw-away cluster in the background: kube-apiserver with etcd, "
+            "kube-controller-manager, kube-scheduler, the Kueue controller and KWOK as the kubelet of "
+            "the repository's GPU servers. Binaries are built from Go modules by tools/build."
+        ),
     )
-    commands = parser.add_subparsers(dest="sandbox_command", metavar="{up,down}", required=True)
+    commands = parser.add_subparsers(dest="sandbox_command", metavar="{up,status,down}", required=True)
 
     up = commands.add_parser("up", help="start the sandbox in the background")
     up.add_argument("--kubeconfig", type=Path, metavar="PATH", help="also write the admin kubeconfig to PATH")
     up.add_argument(
-        "repo_dir", nargs="?", type=Path, metavar="REPO_DIR", help="org repository whose GPU servers become Nodes"
+        "repo_dir",
+        nargs="?",
+        type=Path,
+        default=Path("."),
+        metavar="REPO",
+        help="org repository whose GPU servers become KWOK nodes (default: .)",
     )
     up.set_defaults(func=functools.partial(_run, functools.partial(cmd_up, nodes_from_repo=nodes_from_repo)))
 
-    down = commands.add_parser("down", help="stop the sandbox and delete its state")
+    status = commands.add_parser("status", help="say which components run; exit 1 if one is down")
+    status.set_defaults(func=functools.partial(_run, cmd_status))
+
+    down = commands.add_parser("down", help="stop every component and delete the sandbox's state")
     down.set_defaults(func=functools.partial(_run, cmd_down))
     return cast(argparse.ArgumentParser, parser)
 
@@ -100,10 +128,10 @@ def _run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace)
 # -- pid bookkeeping ---------------------------------------------------------
 
 
-def _is_controlplane(pid: int) -> bool:
-    """Whether ``pid`` is alive and (where /proc tells) really our server.
+def _is_ours(pid: int, name: str) -> bool:
+    """Whether ``pid`` is alive and (where /proc tells) really that component's binary.
 
-    Guards against killing an unrelated process that reused a stale pid.
+    Guards against signalling an unrelated process that reused a stale pid.
     """
     try:
         os.kill(pid, 0)
@@ -114,62 +142,63 @@ def _is_controlplane(pid: int) -> bool:
     cmdline = Path(f"/proc/{pid}/cmdline")
     if cmdline.exists():
         with contextlib.suppress(OSError):
-            return CONTROLPLANE_BINARY.encode() in cmdline.read_bytes()
+            return BINARY_OF.get(name, name).encode() in cmdline.read_bytes()
     return True
 
 
-def running_pid(directory: Path) -> int | None:
-    """Pid of the running sandbox in ``directory``, or None."""
-    try:
-        pid = int((directory / PID_FILE).read_text().strip())
-    except (OSError, ValueError):
-        return None
-    return pid if _is_controlplane(pid) else None
+def running_pids(directory: Path) -> dict[str, int]:
+    """The components of the sandbox in ``directory`` that still run: name -> pid."""
+    from gpugov.sandbox.cluster import read_state
+
+    state = read_state(directory) or {}
+    return {
+        str(proc["name"]): int(proc["pid"])
+        for proc in state.get("processes", [])
+        if _is_ours(int(proc["pid"]), str(proc["name"]))
+    }
 
 
 # -- up ------------------------------------------------------------------------
 
 
 def cmd_up(args: argparse.Namespace, nodes_from_repo: NodesFromRepo | None = None) -> int:
-    from gpugov.sandbox.controlplane import KUBECONFIG_NAME, ControlPlane
+    from gpugov.sandbox.cluster import Sandbox
+    from gpugov.sandbox.controlplane import KUBECONFIG_NAME
 
     directory = state_dir()
-    pid = running_pid(directory)
-    if pid is not None:
+    running = running_pids(directory)
+    if running:
         raise SandboxError(
-            f"a sandbox is already running (pid {pid}); use it with\n"
+            f"a sandbox is already running ({', '.join(f'{n} pid {p}' for n, p in running.items())}); use it with\n"
             f"  export KUBECONFIG={directory / KUBECONFIG_NAME}\n"
             "or stop it first: gpugov sandbox down"
         )
-    if args.repo_dir is not None and not args.repo_dir.is_dir():
-        raise SandboxError(f"REPO_DIR {args.repo_dir} is not a directory")
+    if not args.repo_dir.is_dir():
+        raise SandboxError(f"REPO {args.repo_dir} is not a directory")
+    nodes = nodes_from_repo(args.repo_dir) if nodes_from_repo is not None else []
     if directory.exists():
         print(f"removing stale sandbox state in {directory}", file=sys.stderr)
         shutil.rmtree(directory)
 
-    cp = ControlPlane(workdir=directory, detach=True)
+    print("starting the sandbox (kube-apiserver, controllers, scheduler, KWOK, Kueue) ...", file=sys.stderr)
+    sandbox = Sandbox(workdir=directory, detach=True)
     try:
-        cp.start()
-        (directory / PID_FILE).write_text(f"{cp.pid}\n")
-        node_count = _create_repo_nodes(cp, args.repo_dir, nodes_from_repo)
-        copies = _copy_kubeconfig(cp, args.kubeconfig)
+        sandbox.start()
+        sandbox.write_state()
+        node_count = _create_nodes(sandbox.cp, nodes)
+        copies = _copy_kubeconfig(sandbox.cp, args.kubeconfig)
     except BaseException:
-        cp.stop()
+        sandbox.stop()
         shutil.rmtree(directory, ignore_errors=True)
         raise
-    _print_usage(cp, node_count, copies)
+    _print_usage(sandbox, node_count, copies)
     return 0
 
 
-def _create_repo_nodes(cp: ControlPlane, repo_dir: Path | None, nodes_from_repo: NodesFromRepo | None) -> int:
-    if repo_dir is None:
-        return 0
-    if nodes_from_repo is None:
-        print("note: creating Nodes from REPO_DIR is not available in this build", file=sys.stderr)
-        return 0
+def _create_nodes(cp: ControlPlane, nodes: list[dict[str, Any]]) -> int:
     from gpugov.sandbox.nodes import create_nodes
 
-    count = len(create_nodes(cp.api_client(), nodes_from_repo(repo_dir)))
+    count = len(create_nodes(cp.api_client(), nodes, kwok=True))
     _create_operator_namespace(cp)
     return count
 
@@ -198,34 +227,63 @@ def _copy_kubeconfig(cp: ControlPlane, target: Path | None) -> list[Path]:
     return [target]
 
 
-def _print_usage(cp: ControlPlane, node_count: int, copies: list[Path]) -> None:
-    version = cp.version().get("gitVersion", "?")
+def _print_usage(sandbox: Sandbox, node_count: int, copies: list[Path]) -> None:
+    cp = sandbox.cp
     kubeconfig = copies[0] if copies else cp.kubeconfig
-    print(f"sandbox running: kube-apiserver {version} at {cp.server} (pid {cp.pid})")
-    print(f"  {len(cp.installed_crds)} CRDs installed (Kueue, Volcano), {node_count} Nodes created")
-    print(f"  log: {cp.log_path}")
+    print(f"sandbox running at {cp.server}:")
+    for started in sandbox.started:
+        print(f"  {started.name:<24} {started.version:<9} pid {started.pid:<8} ready in {started.seconds:5.1f}s")
+    print(f"  {len(cp.installed_crds) + len(sandbox.kueue_crds)} CRDs (Kueue v0.17.0's own, Volcano's reference), {node_count} KWOK nodes")
+    print(f"  logs: {cp.workdir}/*.log, {cp.workdir}/*/*.log")
     print("use it with:")
     print(f"  export KUBECONFIG={kubeconfig}")
-    print("  kubectl get clusterqueues,resourceflavors")
-    print("stop it with: gpugov sandbox down")
+    print("  kubectl get nodes,clusterqueues,workloads -A")
+    print("check it with: gpugov sandbox status    stop it with: gpugov sandbox down")
+
+
+# -- status --------------------------------------------------------------------
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from gpugov.sandbox.cluster import detached_components, read_state
+
+    state = read_state(state_dir())
+    if state is None:
+        print("no sandbox is running")
+        return 1
+    problems = []
+    print(f"sandbox at {state.get('server', '?')}  (KUBECONFIG={state.get('kubeconfig', '?')})")
+    for component in detached_components(state, _is_ours):
+        if not component.alive():
+            word, problems = "DOWN", [*problems, component.death_report()]
+        elif not component.healthy(timeout=5.0):
+            word, problems = "UNHEALTHY", [*problems, f"{component.name} does not answer {component.health_url}"]
+        else:
+            word = "running"
+        print(f"  {component.name:<24} {component.version:<9} {word:<9} pid {component.pid or '-'}")
+    for problem in problems:
+        print(f"gpugov sandbox: error: {problem}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 # -- down ----------------------------------------------------------------------
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    from gpugov.sandbox.cluster import detached_components, read_state
+
     directory = state_dir()
     if not directory.exists():
         print("no sandbox is running")
         return 0
-    pid = running_pid(directory)
-    if pid is not None:
-        from gpugov.sandbox.controlplane import terminate_group
-
-        terminate_group(pid)
+    state = read_state(directory) or {}
+    components = detached_components(state, _is_ours)
+    stopped = [c.name for c in components if c.pid is not None]
+    for component in reversed(components):  # Kueue first, the apiserver last
+        component.stop()
     _remove_kubeconfig_copies(directory)
     shutil.rmtree(directory)
-    print(f"sandbox stopped (pid {pid})" if pid is not None else "removed stale sandbox state (it was not running)")
+    print(f"sandbox stopped ({', '.join(stopped)})" if stopped else "removed stale sandbox state (it was not running)")
     return 0
 
 

@@ -44,7 +44,7 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
 from gpugov.sandbox import crds as crd_mod
-from gpugov.sandbox.pki import ADMIN_USER, PKIFiles, generate_pki
+from gpugov.sandbox.pki import ADMIN_USER, FRONT_PROXY_CLIENT, PKIFiles, generate_pki
 from gpugov.sandbox.tools import controlplane_binary, repo_root
 
 LOG_NAME = "controlplane.log"
@@ -74,13 +74,18 @@ class Ports:
     etcd_peer: int
 
 
-def pick_free_ports() -> Ports:
-    """Three distinct free loopback ports (kept bound together so they differ)."""
+def free_ports(count: int) -> list[int]:
+    """Distinct free loopback ports (kept bound together so they differ)."""
     with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(3)]
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
         for sock in socks:
             sock.bind(("127.0.0.1", 0))
-        api, etcd_client, etcd_peer = (s.getsockname()[1] for s in socks)
+        return [s.getsockname()[1] for s in socks]
+
+
+def pick_free_ports() -> Ports:
+    """Three distinct free loopback ports for the apiserver and etcd."""
+    api, etcd_client, etcd_peer = free_ports(3)
     return Ports(api, etcd_client, etcd_peer)
 
 
@@ -166,6 +171,8 @@ class ControlPlane:
             process (no parent-death signal, no stop at interpreter exit).
         startup_timeout: seconds to wait for /readyz.
         extra_args: additional kube-apiserver flags.
+        with_controllers: a controller manager will run (``gpugov.sandbox.cluster``):
+            keep the ServiceAccount admission plugin, whose service accounts it creates.
     """
 
     def __init__(
@@ -177,6 +184,7 @@ class ControlPlane:
         detach: bool = False,
         startup_timeout: float = 120.0,
         extra_args: Sequence[str] = (),
+        with_controllers: bool = False,
     ) -> None:
         self._binary = binary
         self._given_workdir = workdir
@@ -184,6 +192,7 @@ class ControlPlane:
         self._detach = detach
         self._startup_timeout = startup_timeout
         self._extra_args = list(extra_args)
+        self._with_controllers = with_controllers
         self._process: subprocess.Popen[bytes] | None = None
         self._workdir: Path | None = None
         self._pki: PKIFiles | None = None
@@ -211,6 +220,10 @@ class ControlPlane:
     def pid(self) -> int:
         """Pid of the server (also its process group id)."""
         return self._require(self._process, "process").pid
+
+    @property
+    def pki(self) -> PKIFiles:
+        return self._require(self._pki, "pki")
 
     @property
     def kubeconfig(self) -> Path:
@@ -335,9 +348,17 @@ class ControlPlane:
             f"--client-ca-file={pki.ca_cert}",
             "--service-cluster-ip-range=10.0.0.0/24",
             "--allow-privileged=true",
-            # No controller-manager creates ServiceAccounts, so that plugin would reject pods.
-            "--disable-admission-plugins=ServiceAccount",
-            "--authorization-mode=RBAC",
+            # Without a controller manager nobody creates ServiceAccounts, so that plugin would reject pods.
+            *(() if self._with_controllers else ("--disable-admission-plugins=ServiceAccount",)),
+            "--authorization-mode=Node,RBAC",
+            # The aggregation layer, for extension API servers such as Kueue's visibility API.
+            f"--requestheader-client-ca-file={pki.front_proxy_ca_cert}",
+            f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={pki.front_proxy_client_cert}",
+            f"--proxy-client-key-file={pki.front_proxy_client_key}",
             f"--service-account-issuer=https://127.0.0.1:{ports.apiserver}",
             f"--service-account-key-file={pki.sa_public_key}",
             f"--service-account-signing-key-file={pki.sa_private_key}",

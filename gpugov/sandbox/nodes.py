@@ -1,9 +1,10 @@
-"""Fake GPU Nodes for the sandbox.
+"""Simulated GPU Nodes for the sandbox.
 
-The sandbox has no kubelets, so Node objects are created directly. A Node's
-``status`` (capacity, allocatable, conditions) is ignored on create — the
-apiserver resets it — and must be written through the ``nodes/status``
-subresource afterwards, as a kubelet would.
+Node objects are created directly. A Node's ``status`` (capacity, allocatable,
+conditions) is ignored on create — the apiserver resets it — and must be
+written through the ``nodes/status`` subresource afterwards, as a kubelet would.
+In the living sandbox KWOK is the kubelet: the Nodes carry its annotation and
+KWOK makes them Ready; on a bare control plane a Ready condition is written here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any, cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from gpugov.sandbox.kwok import NODE_ANNOTATION, NODE_ANNOTATION_VALUE
 
 _CONFLICT = 409
 
@@ -30,15 +33,18 @@ def _ready_condition() -> dict[str, Any]:
     }
 
 
-def _split(node: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(object without status, status with a Ready condition unless given)."""
+def _split(node: dict[str, Any], kwok: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(object without status, status); a Ready condition unless given or KWOK reports it."""
     body = copy.deepcopy(node)
     status = body.pop("status", None) or {}
     body.setdefault("apiVersion", "v1")
     body.setdefault("kind", "Node")
     if not body.get("metadata", {}).get("name"):
         raise ValueError(f"node dict without metadata.name: {node!r}")
-    status.setdefault("conditions", [_ready_condition()])
+    if kwok:
+        body["metadata"].setdefault("annotations", {})[NODE_ANNOTATION] = NODE_ANNOTATION_VALUE
+    else:
+        status.setdefault("conditions", [_ready_condition()])
     return body, status
 
 
@@ -52,7 +58,7 @@ def _create_or_update(core: client.CoreV1Api, body: dict[str, Any]) -> None:
         core.patch_node(body["metadata"]["name"], {k: v for k, v in body.items() if k in ("metadata", "spec")})
 
 
-def create_nodes(api_client: client.ApiClient, nodes: list[dict[str, Any]]) -> list[client.V1Node]:
+def create_nodes(api_client: client.ApiClient, nodes: list[dict[str, Any]], kwok: bool = False) -> list[client.V1Node]:
     """Create (or update) Nodes from manifest-shaped dicts and set their status.
 
     Each dict looks like a Node manifest, e.g.::
@@ -62,13 +68,14 @@ def create_nodes(api_client: client.ApiClient, nodes: list[dict[str, Any]]) -> l
          "status": {"capacity": {"cpu": "64", "memory": "1Ti", "nvidia.com/gpu": "8"},
                     "allocatable": {"cpu": "64", "memory": "1Ti", "nvidia.com/gpu": "8"}}}
 
-    ``apiVersion``/``kind`` may be omitted; a Ready=True condition is added
-    when ``status.conditions`` is absent. Returns the Nodes as stored.
+    ``apiVersion``/``kind`` may be omitted. With ``kwok`` the Nodes are handed to
+    KWOK (its annotation), which reports them Ready; otherwise a Ready=True
+    condition is added when ``status.conditions`` is absent. Returns the Nodes as stored.
     """
     core = client.CoreV1Api(api_client)
     result = []
     for node in nodes:
-        body, status = _split(node)
+        body, status = _split(node, kwok)
         name = body["metadata"]["name"]
         _create_or_update(core, body)
         result.append(core.patch_node_status(name, {"status": status}))

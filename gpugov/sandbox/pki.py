@@ -44,6 +44,11 @@ class PKIFiles:
     admin_key: Path
     sa_public_key: Path
     sa_private_key: Path
+    # The aggregation layer: the apiserver proxies to extension API servers (Kueue's
+    # visibility API) with this client cert, which they check against the front-proxy CA.
+    front_proxy_ca_cert: Path
+    front_proxy_client_cert: Path
+    front_proxy_client_key: Path
 
 
 def _new_key() -> ec.EllipticCurvePrivateKey:
@@ -85,9 +90,12 @@ def _leaf_key_usage() -> x509.KeyUsage:
     )
 
 
-def _make_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+FRONT_PROXY_CLIENT = "front-proxy-client"
+
+
+def _make_ca(common_name: str = "gpugov-sandbox-ca") -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _new_key()
-    name = _name("gpugov-sandbox-ca")
+    name = _name(common_name)
     cert = (
         _builder(name, name, key.public_key())
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
@@ -168,6 +176,11 @@ def generate_pki(directory: Path) -> PKIFiles:
     sa_public = sa_key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
+    proxy_ca_cert, proxy_ca_key = _make_ca("gpugov-sandbox-front-proxy-ca")
+    proxy_cert, proxy_key = _make_leaf(
+        proxy_ca_cert, proxy_ca_key, _name(FRONT_PROXY_CLIENT), ExtendedKeyUsageOID.CLIENT_AUTH
+    )
+    _write(directory / "ca.key", _key_pem(ca_key), private=True)  # issues the components' serving certs
     return PKIFiles(
         ca_cert=_write(directory / "ca.crt", _cert_pem(ca_cert)),
         serving_cert=_write(directory / "apiserver.crt", _cert_pem(serving_cert)),
@@ -176,4 +189,36 @@ def generate_pki(directory: Path) -> PKIFiles:
         admin_key=_write(directory / "admin.key", _key_pem(admin_key), private=True),
         sa_public_key=_write(directory / "sa.pub", sa_public),
         sa_private_key=_write(directory / "sa.key", _key_pem(sa_key), private=True),
+        front_proxy_ca_cert=_write(directory / "front-proxy-ca.crt", _cert_pem(proxy_ca_cert)),
+        front_proxy_client_cert=_write(directory / "front-proxy-client.crt", _cert_pem(proxy_cert)),
+        front_proxy_client_key=_write(directory / "front-proxy-client.key", _key_pem(proxy_key), private=True),
     )
+
+
+def issue_serving_cert(pki_dir: Path, out_dir: Path, dns_names: list[str], ips: list[str]) -> tuple[Path, Path]:
+    """A server cert signed by the sandbox CA, written as ``tls.crt``/``tls.key`` in ``out_dir``.
+
+    For the components the apiserver calls back (Kueue's webhooks): their
+    webhook configurations carry the sandbox CA as caBundle.
+    """
+    ca_cert = x509.load_pem_x509_certificate((pki_dir / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki_dir / "ca.key").read_bytes(), password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError(f"{pki_dir / 'ca.key'} is not the sandbox's EC CA key")
+    san: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
+    san += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+    cert, key = _make_leaf(ca_cert, ca_key, _name(dns_names[0] if dns_names else ips[0]), ExtendedKeyUsageOID.SERVER_AUTH, san)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return _write(out_dir / "tls.crt", _cert_pem(cert)), _write(out_dir / "tls.key", _key_pem(key), private=True)
+
+
+def self_signed_pair(common_name: str) -> tuple[bytes, bytes]:
+    """A self-signed server cert and key (PEM) for endpoints nobody verifies."""
+    key = _new_key()
+    name = _name(common_name)
+    cert = (
+        _builder(name, name, key.public_key())
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(common_name), x509.DNSName("localhost")]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return _cert_pem(cert), _key_pem(key)

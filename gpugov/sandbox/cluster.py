@@ -1,0 +1,251 @@
+"""The living sandbox: a small but real cluster on loopback.
+
+``Sandbox`` starts, in order:
+
+1. kube-apiserver with embedded etcd (``ControlPlane``), the Volcano CRDs from the
+   shared reference when present;
+2. kube-controller-manager, kube-scheduler and KWOK (the simulated GPU servers'
+   kubelet), together;
+3. the Kueue controller v0.17.0 with its own CRDs, webhooks and visibility API.
+
+Each component is a process group of its own with a log in the work directory.
+``problems()`` names every component that has died or stopped answering its
+health check, with its log tail; ``stop()`` ends them all in reverse order.
+
+``gpugov sandbox up`` runs it detached and keeps ``state.json`` so that a later
+``status`` or ``down`` finds every process again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from gpugov.sandbox import crds as crd_mod
+from gpugov.sandbox.components import Component, ComponentError
+from gpugov.sandbox.controlplane import ControlPlane, free_ports, log_tail
+from gpugov.sandbox.kube import controller_manager, scheduler
+from gpugov.sandbox.kueue import Kueue
+from gpugov.sandbox.kwok import kwok
+from gpugov.sandbox.tools import (
+    CONTROLLER_MANAGER_BINARY,
+    KUEUE_BINARY,
+    KWOK_BINARY,
+    SCHEDULER_BINARY,
+    kueue_config_dir,
+    repo_root,
+    tool_binary,
+    tool_version,
+)
+
+STATE_FILE = "state.json"
+
+
+@dataclass(frozen=True)
+class Started:
+    """What runs, for the user: name, version, pid and how long it took to become ready."""
+
+    name: str
+    version: str
+    pid: int
+    seconds: float
+    log: Path
+
+
+def _volcano_crd_dirs() -> list[Path]:
+    """The Volcano reference CRDs (no Volcano scheduler is available to run; its CRDs are)."""
+    with contextlib.suppress(crd_mod.CRDError, RuntimeError):
+        return [d for d in crd_mod.crd_dirs(_root_or_none()) if d.name == "volcano"]
+    return []
+
+
+def _root_or_none() -> Path | None:
+    try:
+        return repo_root()
+    except RuntimeError:
+        return None
+
+
+class Sandbox:
+    """kube-apiserver + controller manager + scheduler + KWOK + Kueue, as a context manager.
+
+    Args:
+        workdir: where every component keeps its files; default a temporary
+            directory that ``stop()`` removes (a given one is left to its owner).
+        detach: the processes outlive this Python process (``gpugov sandbox up``).
+        startup_timeout: seconds each step may take to become ready.
+    """
+
+    def __init__(self, workdir: Path | None = None, *, detach: bool = False, startup_timeout: float = 120.0) -> None:
+        self._given_workdir = workdir
+        self._detach = detach
+        self._timeout = startup_timeout
+        self.controlplane: ControlPlane | None = None
+        self.components: list[Component] = []
+        self.started: list[Started] = []
+        self.kueue_crds: list[str] = []
+
+    @property
+    def cp(self) -> ControlPlane:
+        if self.controlplane is None:
+            raise ComponentError("sandbox not started")
+        return self.controlplane
+
+    def start(self) -> Sandbox:
+        """Start every component and wait until each is ready. Stops them all on failure."""
+        try:
+            binaries = {name: tool_binary(name) for name in (SCHEDULER_BINARY, CONTROLLER_MANAGER_BINARY, KWOK_BINARY, KUEUE_BINARY)}
+            config_dir = kueue_config_dir(binaries[KUEUE_BINARY])
+            begin = time.monotonic()
+            self.controlplane = ControlPlane(
+                workdir=self._workdir(),
+                crd_dirs=_volcano_crd_dirs(),
+                detach=True,  # this class supervises it; its own atexit would race ours
+                startup_timeout=self._timeout,
+                with_controllers=True,
+            )
+            self.controlplane.start()
+            k8s_version = str(self.controlplane.version().get("gitVersion", "unknown"))
+            self._record("kube-apiserver", k8s_version, self.controlplane.pid, begin, self.controlplane.log_path)
+
+            kcm_port, scheduler_port, kwok_port, *kueue_ports = free_ports(7)
+            group = [
+                controller_manager(self.cp, binaries[CONTROLLER_MANAGER_BINARY], kcm_port, k8s_version),
+                scheduler(self.cp, binaries[SCHEDULER_BINARY], scheduler_port, k8s_version),
+                kwok(self.cp, binaries[KWOK_BINARY], kwok_port, tool_version("kwok", "sigs.k8s.io/kwok")),
+            ]
+            begin = time.monotonic()
+            for component in group:
+                self.components.append(component)
+                component.start(detach=self._detach)
+            for component in group:
+                component.wait_healthy(self._timeout)
+                self._record(component.name, component.version, component.pid or 0, begin, component.log_path)
+
+            ports = dict(zip(("webhook", "health", "metrics", "visibility"), kueue_ports, strict=True))
+            kueue = Kueue(self.cp, binaries[KUEUE_BINARY], config_dir, ports, tool_version("kueue", "sigs.k8s.io/kueue"))
+            begin = time.monotonic()
+            self.kueue_crds = kueue.prepare()
+            self.components.append(kueue.component)
+            kueue.start(self._timeout, detach=self._detach)
+            self._record("kueue", kueue.component.version, kueue.component.pid or 0, begin, kueue.component.log_path)
+        except BaseException:
+            self.stop()
+            raise
+        if not self._detach:
+            atexit.register(self.stop)
+        return self
+
+    def _workdir(self) -> Path:
+        if self._given_workdir is None:
+            return Path(tempfile.mkdtemp(prefix="gpugov-sandbox-"))
+        self._given_workdir.mkdir(parents=True, exist_ok=True)
+        return self._given_workdir
+
+    def _record(self, name: str, version: str, pid: int, begin: float, log: Path) -> None:
+        self.started.append(Started(name, version, pid, time.monotonic() - begin, log))
+
+    def problems(self) -> list[str]:
+        """One report per component that is not running or not healthy (empty: all fine)."""
+        reports = []
+        if self.controlplane is not None and not _alive(self.controlplane.pid):
+            reports.append(
+                f"kube-apiserver (pid {self.controlplane.pid}) is not running\n"
+                f"--- last lines of {self.controlplane.log_path} ---\n{log_tail(self.controlplane.log_path)}"
+            )
+        for component in self.components:
+            if not component.alive():
+                reports.append(component.death_report())
+            elif not component.healthy(timeout=5.0):
+                reports.append(f"{component.name} (pid {component.pid}) does not answer {component.health_url}")
+        return reports
+
+    def stop(self) -> None:
+        """Stop every component (newest first) and the control plane. Idempotent."""
+        atexit.unregister(self.stop)
+        for component in reversed(self.components):
+            with contextlib.suppress(Exception):
+                component.stop()
+        self.components = []
+        if self.controlplane is not None:
+            workdir = self.controlplane.workdir if self._given_workdir is None else None
+            self.controlplane.stop()
+            self.controlplane = None
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- detached state, for `gpugov sandbox status|down` ---------------------
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "server": self.cp.server,
+            "kubeconfig": str(self.cp.kubeconfig),
+            "processes": [
+                {"name": s.name, "version": s.version, "pid": s.pid, "log": str(s.log), "health": _health(self, s.name)}
+                for s in self.started
+            ],
+        }
+
+    def write_state(self) -> Path:
+        path = self.cp.workdir / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state(), indent=2) + "\n")
+        tmp.replace(path)
+        return path
+
+
+def _health(sandbox: Sandbox, name: str) -> str:
+    if name == "kube-apiserver":
+        return f"{sandbox.cp.server}/readyz"
+    return next(c.health_url for c in sandbox.components if c.name == name)
+
+
+def _alive(pid: int) -> bool:
+    from gpugov.sandbox.controlplane import process_alive
+
+    return process_alive(pid)
+
+
+def read_state(directory: Path) -> dict[str, Any] | None:
+    try:
+        return dict(json.loads((directory / STATE_FILE).read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def detached_components(state: dict[str, Any], is_ours: Callable[[int, str], bool]) -> list[Component]:
+    """Components of a detached sandbox, rebuilt from its state file (pid, log, health URL).
+
+    ``is_ours(pid, name)`` guards against a pid that another process has since reused.
+    """
+    components = []
+    for proc in state.get("processes", []):
+        pid = int(proc["pid"])
+        component = Component(
+            name=str(proc["name"]),
+            binary=Path(),
+            args=(),
+            log_path=Path(proc["log"]),
+            health_url=str(proc["health"]),
+            version=str(proc.get("version", "")),
+        )
+        component.pid = pid if is_ours(pid, component.name) else None
+        components.append(component)
+    return components

@@ -1,0 +1,204 @@
+"""Sample Jobs for the living sandbox: one per tenant, as a user would submit it.
+
+``sample_jobs`` derives from compile's objects one batch/v1 Job per tenant: in the
+namespace of the tenant's first LocalQueue, labelled with that queue, asking for one
+accelerator of the first pool the tenant holds nominal quota in (a MIG slice on a
+MIG pool), suspended so that Kueue decides when it starts. KWOK completes its pod
+after ``run_for``. ``observe`` reads back what Kueue and the scheduler made of them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+
+from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+SAMPLE_LABEL = "sandbox.gpugov.io/sample"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+# Not pulled by anyone: KWOK runs no containers.
+IMAGE = "registry.k8s.io/pause:3.10"
+_ACCELERATOR_PREFIXES = ("nvidia.com/", "huawei.com/", "amd.com/", "hygon.com/", "cambricon.com/")
+
+
+@dataclass(frozen=True)
+class SampleJob:
+    tenant: str
+    namespace: str
+    name: str
+    queue: str
+    cluster_queue: str
+    flavor: str
+    resource: str
+
+
+@dataclass(frozen=True)
+class Observed:
+    job: SampleJob
+    admitted: bool
+    flavor: str  # the flavor Kueue assigned, "" while not admitted
+    node: str
+    phase: str  # the pod's phase, "" before the pod exists
+    finished: bool
+    reason: str  # why it waits, from the Workload's conditions
+
+
+def _index(objects: Iterable[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o for o in objects if o["kind"] == kind and o["apiVersion"] == KUEUE_API}
+
+
+def _first_accelerator(cluster_queue: dict[str, Any]) -> tuple[str, str] | None:
+    """(flavor, resource) of the first accelerator the queue has nominal quota of."""
+    for group in cluster_queue["spec"].get("resourceGroups", []):
+        for flavor in group.get("flavors", []):
+            for resource in flavor.get("resources", []):
+                name = resource["name"]
+                if name.startswith(_ACCELERATOR_PREFIXES) and Decimal(str(resource.get("nominalQuota", 0))) >= 1:
+                    return flavor["name"], name
+    return None
+
+
+def sample_jobs(objects: list[dict[str, Any]]) -> list[SampleJob]:
+    """One sample per tenant with a LocalQueue and an accelerator quota, in tenant order."""
+    cluster_queues = _index(objects, "ClusterQueue")
+    samples: dict[str, SampleJob] = {}
+    for queue in (o for o in objects if o["kind"] == "LocalQueue" and o["apiVersion"] == KUEUE_API):
+        tenant = queue["metadata"].get("labels", {}).get("gpugov.io/tenant", "")
+        cluster_queue = cluster_queues.get(queue["spec"]["clusterQueue"])
+        if not tenant or tenant in samples or cluster_queue is None:
+            continue
+        found = _first_accelerator(cluster_queue)
+        if found is None:
+            continue
+        flavor, resource = found
+        namespace, name = queue["metadata"]["namespace"], queue["metadata"]["name"]
+        samples[tenant] = SampleJob(tenant, namespace, f"sample-{tenant}", name, cluster_queue["metadata"]["name"], flavor, resource)
+    return sorted(samples.values(), key=lambda s: s.tenant)
+
+
+def job_manifest(sample: SampleJob, run_for: str) -> dict[str, Any]:
+    requests = {sample.resource: "1", "cpu": "1", "memory": "1Gi"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": sample.name,
+            "namespace": sample.namespace,
+            "labels": {QUEUE_LABEL: sample.queue, SAMPLE_LABEL: "true"},
+        },
+        "spec": {
+            "suspend": True,
+            "parallelism": 1,
+            "completions": 1,
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": {RUN_FOR_ANNOTATION: run_for}, "labels": {SAMPLE_LABEL: "true"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "main", "image": IMAGE, "resources": {"requests": requests, "limits": requests}}
+                    ],
+                },
+            },
+        },
+    }
+
+
+def submit(api: client.ApiClient, samples: Iterable[SampleJob], run_for: str = "20s") -> None:
+    """Create the sample Jobs, replacing earlier ones of the same name."""
+    batch = client.BatchV1Api(api)
+    for sample in samples:
+        try:
+            batch.delete_namespaced_job(sample.name, sample.namespace, propagation_policy="Background")
+            _wait_gone(batch, sample)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        batch.create_namespaced_job(sample.namespace, job_manifest(sample, run_for))
+
+
+def _wait_gone(batch: client.BatchV1Api, sample: SampleJob, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            batch.read_namespaced_job(sample.name, sample.namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise
+        time.sleep(0.2)
+
+
+def _workload_of(workloads: list[dict[str, Any]], sample: SampleJob) -> dict[str, Any] | None:
+    for workload in workloads:
+        owners = workload["metadata"].get("ownerReferences", [])
+        if any(o.get("kind") == "Job" and o.get("name") == sample.name for o in owners):
+            return workload
+    return None
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c.get("type") == kind), {})
+
+
+def observe(api: client.ApiClient, samples: list[SampleJob]) -> list[Observed]:
+    """What Kueue, the scheduler and KWOK made of each sample Job, now."""
+    dynamic = DynamicClient(api)
+    workload_api = dynamic.resources.get(api_version=KUEUE_API, kind="Workload")
+    core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+    result = []
+    for sample in samples:
+        workloads = workload_api.get(namespace=sample.namespace).to_dict().get("items", [])
+        workload = _workload_of(workloads, sample) or {}
+        admission = workload.get("status", {}).get("admission") or {}
+        assignments = admission.get("podSetAssignments") or [{}]
+        flavor = ", ".join(sorted(set((assignments[0].get("flavors") or {}).values())))
+        pods = core.list_namespaced_pod(sample.namespace, label_selector=f"job-name={sample.name}").items
+        pod = pods[0] if pods else None
+        job = batch.read_namespaced_job(sample.name, sample.namespace)
+        finished = bool(job.status and job.status.succeeded)
+        admitted = _condition(workload, "Admitted").get("status") == "True" or finished
+        result.append(
+            Observed(
+                job=sample,
+                admitted=admitted,
+                flavor=flavor,
+                node=(pod.spec.node_name or "") if pod else "",
+                phase=(pod.status.phase or "") if pod and pod.status else "",
+                finished=finished,
+                reason="" if admitted else str(_condition(workload, "QuotaReserved").get("message", "no Workload yet")),
+            )
+        )
+    return result
+
+
+def wait(
+    api: client.ApiClient, samples: list[SampleJob], until: str = "finished", timeout: float = 120.0
+) -> list[Observed]:
+    """Poll ``observe`` until every sample is admitted (or finished); return the last view."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = observe(api, samples)
+        if all(o.finished if until == "finished" else o.admitted for o in seen) or time.monotonic() > deadline:
+            return seen
+        time.sleep(1.0)
+
+
+def table(seen: list[Observed]) -> str:
+    header = f"{'TENANT':<15} {'JOB':<28} {'QUEUE':<12} {'ASKS':<24} {'ADMITTED TO':<12} {'NODE':<12} STATE"
+    lines = [header]
+    for o in seen:
+        state = "Succeeded" if o.finished else (o.phase or ("waiting: " + o.reason if not o.admitted else "admitted"))
+        lines.append(
+            f"{o.job.tenant:<15} {o.job.namespace + '/' + o.job.name:<28} {o.job.queue:<12} "
+            f"{'1 ' + o.job.resource:<24} {o.flavor or '-':<12} {o.node or '-':<12} {state}"
+        )
+    return "\n".join(lines)
