@@ -2,8 +2,8 @@
 
     python bench/pulumi_bench.py [--tenants 200 --pools 10 --nodes 100] [--skip-example]
 
-Each org gets a fresh local control plane (with gpugov.deploy.sandbox's stand-in
-controllers) and a fresh file-state stack, driven like tests/e2e/test_pulumi_up.py: the
+Each org gets a fresh living sandbox (real controllers, scheduler, KWOK nodes, Kueue) and a
+fresh file-state stack, driven like tests/e2e/test_pulumi_up.py: the
 real CLI and Kubernetes provider from tools/bin, the inline program gpugov.deploy.run.
 Timed, in order: preview (all creates), up (create), preview and up again (no changes).
 Prints seconds and seconds per Pulumi resource (stack, provider and components included).
@@ -28,9 +28,8 @@ from pulumi import automation as auto
 from bench.synthetic import generate
 from gpugov.compile import compile
 from gpugov.deploy import run
-from gpugov.deploy.sandbox import SANDBOX_APISERVER_ARGS, SimulatedControllers
-from gpugov.sandbox import ControlPlane
-from gpugov.sandbox.nodes import create_nodes
+from gpugov.sandbox.cluster import Sandbox
+from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.simulate import simulated_nodes
 from gpugov.validate import validate_repo
 
@@ -62,43 +61,44 @@ def bench_org(
     model = result.model
     objects = compile(model, None, cluster)
     rows = []
-    with ControlPlane(extra_args=SANDBOX_APISERVER_ARGS) as cp:
+    with Sandbox() as sandbox:
+        cp = sandbox.cp
         api = cp.api_client()
-        create_nodes(api, simulated_nodes(model, cluster))
+        create_nodes(api, simulated_nodes(model, cluster), kwok=True)
+        create_gpu_operator_footprint(api)
         try:
             client.CoreV1Api(api).create_namespace({"metadata": {"name": model.cluster(cluster).mig_config_namespace}})
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        with SimulatedControllers(api):
-            env = stack_env(tmp, qps, skip_checkpoints)
-            stack = auto.create_or_select_stack(
-                stack_name=cluster,
-                project_name="gpugov-bench",
-                program=lambda: run(root),
-                opts=auto.LocalWorkspaceOptions(
-                    work_dir=str(tmp),
-                    pulumi_home=env["PULUMI_HOME"],
-                    env_vars=env,
-                    pulumi_command=auto.PulumiCommand(root=str(TOOLS)),
-                    project_settings=auto.ProjectSettings(name="gpugov-bench", runtime="python"),
-                ),
-            )
-            stack.set_config("gpugov:cluster", auto.ConfigValue(cluster))
-            stack.set_config("kubernetes:kubeconfig", auto.ConfigValue(cp.kubeconfig.read_text(), secret=True))
-            for op in ("preview", "up", "preview (no change)", "up (no change)"):
-                started = time.perf_counter()
-                if op.startswith("preview"):
-                    summary = stack.preview().change_summary
-                else:
-                    up = stack.up()
-                    assert up.summary.result == "succeeded", up.summary
-                    summary = up.summary.resource_changes
-                seconds = time.perf_counter() - started
-                resources = sum(summary.values())
-                changes = {str(k): v for k, v in summary.items()}
-                print(f"  {label:<10} {op:<20} {seconds:7.1f} s  {changes}", flush=True)
-                rows.append((label, op, len(objects), resources, seconds))
+        env = stack_env(tmp, qps, skip_checkpoints)
+        stack = auto.create_or_select_stack(
+            stack_name=cluster,
+            project_name="gpugov-bench",
+            program=lambda: run(root),
+            opts=auto.LocalWorkspaceOptions(
+                work_dir=str(tmp),
+                pulumi_home=env["PULUMI_HOME"],
+                env_vars=env,
+                pulumi_command=auto.PulumiCommand(root=str(TOOLS)),
+                project_settings=auto.ProjectSettings(name="gpugov-bench", runtime="python"),
+            ),
+        )
+        stack.set_config("gpugov:cluster", auto.ConfigValue(cluster))
+        stack.set_config("kubernetes:kubeconfig", auto.ConfigValue(cp.kubeconfig.read_text(), secret=True))
+        for op in ("preview", "up", "preview (no change)", "up (no change)"):
+            started = time.perf_counter()
+            if op.startswith("preview"):
+                summary = stack.preview().change_summary
+            else:
+                up = stack.up()
+                assert up.summary.result == "succeeded", up.summary
+                summary = up.summary.resource_changes
+            seconds = time.perf_counter() - started
+            resources = sum(summary.values())
+            changes = {str(k): v for k, v in summary.items()}
+            print(f"  {label:<10} {op:<20} {seconds:7.1f} s  {changes}", flush=True)
+            rows.append((label, op, len(objects), resources, seconds))
     return rows
 
 

@@ -137,6 +137,17 @@ def _repo_nodes(repo: Path) -> list[dict]:
     return simulated_nodes(result.model)
 
 
+def _repo_objects(repo: Path, cluster: str | None) -> list[dict]:
+    """Compile's objects of the repository for one cluster, for the sandbox's sample jobs."""
+    result = validate_repo(repo)
+    if result.model is None:
+        raise InputError(f"{repo}: declarations have errors; run gpugov validate {repo}")
+    try:
+        return compile(result.model, None, cluster)
+    except CompileError as exc:
+        raise InputError(str(exc)) from exc
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from gpugov.gitsource import GitError, resolve, revision_files
     from gpugov.plan import make_plan, to_json
@@ -384,7 +395,7 @@ def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:
         if exc.name and exc.name.split(".")[0] in ("kubernetes", "cryptography", "urllib3"):
             return []
         raise
-    return [lambda sub: sandbox(sub, nodes_from_repo=_repo_nodes)]
+    return [lambda sub: sandbox(sub, nodes_from_repo=_repo_nodes, objects_from_repo=_repo_objects)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

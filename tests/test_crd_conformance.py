@@ -227,7 +227,7 @@ def test_wrong_enum_value(crds, east_kueue) -> None:
 
 
 def test_hostname_must_be_the_lowest_topology_level(crds, east_kueue) -> None:
-    topology = first(east_kueue, "Topology")
+    topology = first(east_kueue, "Topology", lambda o: len(o["spec"]["levels"]) > 1)
     levels = topology["spec"]["levels"]
     topology["spec"]["levels"] = [{"nodeLabel": "kubernetes.io/hostname"}] + [
         level for level in levels if level["nodeLabel"] != "kubernetes.io/hostname"

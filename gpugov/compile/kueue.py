@@ -3,7 +3,12 @@
 How declarations map to Kueue:
 - GPUPool -> ResourceFlavor (nodeLabels = the pool label, or the pool's nodeSelector for
   selector-only pools; nodeTaints = pool taints, tolerations = the matching tolerations so
-  admitted pods tolerate the pool) and, with topology levels, a Topology of the same name.
+  admitted pods tolerate the pool) and a Topology of the same name: the pool's topology
+  levels, or kubernetes.io/hostname alone. Every flavor is topology-aware on purpose: Kueue
+  refuses a TAS flavor to a workload without a topology request unless EVERY flavor of its
+  ClusterQueue is a TAS flavor (flavorassigner checkPodSetAndFlavorMatchForTAS, "supports only
+  TopologyAwareScheduling"); with all of them TAS, ordinary jobs get implied TAS and use any
+  pool, and topology-aware jobs can still ask for a block.
 - Department -> Cohort (parentName = parent department; the department's own quotas are the
   cohort's resourceGroups, i.e. extra shared quota; fairSharing.weight).
 - Tenant -> ClusterQueue named after the tenant: cohortName = its department,
@@ -55,8 +60,7 @@ def resource_flavor(pool: GPUPool) -> Object:
         spec["tolerations"] = [
             {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in pool.taints
         ]
-    if pool.topology_levels:
-        spec["topologyName"] = pool.name
+    spec["topologyName"] = pool.name
     return {
         "apiVersion": API,
         "kind": "ResourceFlavor",
@@ -65,12 +69,20 @@ def resource_flavor(pool: GPUPool) -> Object:
     }
 
 
+HOSTNAME_LEVEL = "kubernetes.io/hostname"
+
+
+def topology_levels(pool: GPUPool) -> tuple[str, ...]:
+    """The declared levels (validate keeps hostname lowest), or the node level alone."""
+    return pool.topology_levels or (HOSTNAME_LEVEL,)
+
+
 def topology(pool: GPUPool) -> Object:
     return {
         "apiVersion": API,
         "kind": "Topology",
         "metadata": metadata(pool.name, pool, {LABEL_POOL: pool.name}),
-        "spec": {"levels": [{"nodeLabel": level} for level in pool.topology_levels]},
+        "spec": {"levels": [{"nodeLabel": level} for level in topology_levels(pool)]},
     }
 
 
@@ -233,8 +245,7 @@ def compile_kueue(scope: Scope) -> list[Object]:
     objects: list[Object] = []
     for pool in scope.pools.values():
         objects.append(resource_flavor(pool))
-        if pool.topology_levels:
-            objects.append(topology(pool))
+        objects.append(topology(pool))
     objects.extend(cohort(scope, name) for name in scope.departments)
     for tenant in scope.tenants.values():
         objects.append(cluster_queue(scope, tenant))

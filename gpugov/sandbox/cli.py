@@ -45,8 +45,9 @@ if TYPE_CHECKING:
     from gpugov.sandbox.controlplane import ControlPlane
 
 # Turns the org repo (REPO_DIR) into Node manifests, one per GPU server.
-GPU_OPERATOR_NAMESPACE = "gpu-operator"
 NodesFromRepo = Callable[[Path], list[dict[str, Any]]]
+# Compile's objects of the repo (REPO_DIR) for one cluster (None: the only one).
+ObjectsFromRepo = Callable[[Path, "str | None"], list[dict[str, Any]]]
 
 # The binary behind each process name in state.json, to recognise our own pids.
 BINARY_OF = {
@@ -66,12 +67,26 @@ class SandboxError(Exception):
 def _expected_errors() -> tuple[type[BaseException], ...]:
     """Failures reported as one line instead of a traceback."""
     from kubernetes.client.exceptions import ApiException
+    from kubernetes.config import ConfigException
+    from urllib3.exceptions import HTTPError
 
     from gpugov.sandbox.controlplane import ControlPlaneError
     from gpugov.sandbox.crds import CRDError
     from gpugov.sandbox.tools import ToolUnavailableError
+    from gpugov.validate import InputError
 
-    return (SandboxError, ControlPlaneError, ToolUnavailableError, CRDError, ApiException, OSError, ValueError)
+    return (
+        SandboxError,
+        ControlPlaneError,
+        ToolUnavailableError,
+        CRDError,
+        InputError,
+        ApiException,
+        ConfigException,
+        HTTPError,
+        OSError,
+        ValueError,
+    )
 
 
 def state_dir() -> Path:
@@ -79,8 +94,10 @@ def state_dir() -> Path:
     return Path(cache) / "sandbox"
 
 
-def register(subparsers: Any, nodes_from_repo: NodesFromRepo | None = None) -> argparse.ArgumentParser:
-    """Add ``sandbox up|status|down`` to an argparse subparsers object."""
+def register(
+    subparsers: Any, nodes_from_repo: NodesFromRepo | None = None, objects_from_repo: ObjectsFromRepo | None = None
+) -> argparse.ArgumentParser:
+    """Add ``sandbox up|status|jobs|down`` to an argparse subparsers object."""
     parser = subparsers.add_parser(
         "sandbox",
         help="run a living local cluster: Kueue, scheduler, controllers and simulated GPU nodes",
@@ -90,7 +107,7 @@ def register(subparsers: Any, nodes_from_repo: NodesFromRepo | None = None) -> a
             "the repository's GPU servers. Binaries are built from Go modules by tools/build."
         ),
     )
-    commands = parser.add_subparsers(dest="sandbox_command", metavar="{up,status,down}", required=True)
+    commands = parser.add_subparsers(dest="sandbox_command", metavar="{up,status,jobs,down}", required=True)
 
     up = commands.add_parser("up", help="start the sandbox in the background")
     up.add_argument("--kubeconfig", type=Path, metavar="PATH", help="also write the admin kubeconfig to PATH")
@@ -106,6 +123,27 @@ def register(subparsers: Any, nodes_from_repo: NodesFromRepo | None = None) -> a
 
     status = commands.add_parser("status", help="say which components run; exit 1 if one is down")
     status.set_defaults(func=functools.partial(_run, cmd_status))
+
+    jobs = commands.add_parser(
+        "jobs",
+        help="submit a sample Job per tenant and show where Kueue admits it",
+        description=(
+            "Submit one sample Job per tenant (its first queue, one accelerator of its first pool) to the "
+            "running sandbox, wait, and show the Workloads: admitted flavor, node, state. Run "
+            "`gpugov apply REPO --cluster C --kubeconfig ...` first."
+        ),
+    )
+    jobs.add_argument("repo_dir", nargs="?", type=Path, default=Path("."), metavar="REPO", help="org repository (default: .)")
+    jobs.add_argument("--cluster", help="the declared cluster whose queues to use (default: the only one)")
+    jobs.add_argument("--run-for", default="20s", metavar="DURATION", help="how long each job runs once started (default: 20s)")
+    jobs.add_argument(
+        "--until",
+        choices=("admitted", "finished"),
+        default="finished",
+        help="wait until every job is admitted or finished (default: finished)",
+    )
+    jobs.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="how long to wait (default: 120)")
+    jobs.set_defaults(func=functools.partial(_run, functools.partial(cmd_jobs, objects_from_repo=objects_from_repo)))
 
     down = commands.add_parser("down", help="stop every component and delete the sandbox's state")
     down.set_defaults(func=functools.partial(_run, cmd_down))
@@ -196,24 +234,11 @@ def cmd_up(args: argparse.Namespace, nodes_from_repo: NodesFromRepo | None = Non
 
 
 def _create_nodes(cp: ControlPlane, nodes: list[dict[str, Any]]) -> int:
-    from gpugov.sandbox.nodes import create_nodes
+    from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 
     count = len(create_nodes(cp.api_client(), nodes, kwok=True))
-    _create_operator_namespace(cp)
+    create_gpu_operator_footprint(cp.api_client())
     return count
-
-
-def _create_operator_namespace(cp: ControlPlane) -> None:
-    """The simulated GPU servers come with the NVIDIA GPU Operator installed: its namespace
-    is where gpugov's mig-parted ConfigMap goes."""
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        client.CoreV1Api(cp.api_client()).create_namespace({"metadata": {"name": GPU_OPERATOR_NAMESPACE}})
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
 
 
 def _copy_kubeconfig(cp: ControlPlane, target: Path | None) -> list[Path]:
@@ -260,10 +285,40 @@ def cmd_status(args: argparse.Namespace) -> int:
             word, problems = "UNHEALTHY", [*problems, f"{component.name} does not answer {component.health_url}"]
         else:
             word = "running"
-        print(f"  {component.name:<24} {component.version:<9} {word:<9} pid {component.pid or '-'}")
+        print(f"  {component.name:<24} {component.version:<9} {word:<9} pid {component.recorded_pid}")
     for problem in problems:
         print(f"gpugov sandbox: error: {problem}", file=sys.stderr)
     return 1 if problems else 0
+
+
+# -- jobs ----------------------------------------------------------------------
+
+
+def cmd_jobs(args: argparse.Namespace, objects_from_repo: ObjectsFromRepo | None = None) -> int:
+    from kubernetes import config as kube_config
+
+    from gpugov.sandbox import samples
+    from gpugov.sandbox.cluster import read_state
+
+    if objects_from_repo is None:
+        raise SandboxError("sample jobs need gpugov's compiler, which this build does not have")
+    state = read_state(state_dir())
+    if state is None or not running_pids(state_dir()):
+        raise SandboxError("no sandbox is running; start one with: gpugov sandbox up")
+    if not args.repo_dir.is_dir():
+        raise SandboxError(f"REPO {args.repo_dir} is not a directory")
+    jobs = samples.sample_jobs(objects_from_repo(args.repo_dir, args.cluster))
+    if not jobs:
+        raise SandboxError(f"{args.repo_dir}: no tenant has a LocalQueue and an accelerator quota on this cluster")
+    api = kube_config.new_client_from_config(config_file=state["kubeconfig"])
+    samples.submit(api, jobs, args.run_for)
+    print(f"submitted {len(jobs)} sample Jobs (each runs {args.run_for}); waiting until {args.until} ...", file=sys.stderr)
+    seen = samples.wait(api, jobs, args.until, args.timeout)
+    print(samples.table(seen))
+    done = all(o.finished if args.until == "finished" else o.admitted for o in seen)
+    if not done:
+        print(f"gpugov sandbox: not every job is {args.until} after {args.timeout:.0f}s", file=sys.stderr)
+    return 0 if done else 1
 
 
 # -- down ----------------------------------------------------------------------

@@ -246,6 +246,7 @@ def detached_components(state: dict[str, Any], is_ours: Callable[[int, str], boo
             health_url=str(proc["health"]),
             version=str(proc.get("version", "")),
         )
+        component.recorded_pid = pid
         component.pid = pid if is_ours(pid, component.name) else None
         components.append(component)
     return components

@@ -53,6 +53,7 @@ class Component:
     version: str = ""
     cwd: Path | None = None
     pid: int | None = None
+    recorded_pid: int | None = None  # a detached component's pid as recorded, for reports
     _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self, detach: bool = False) -> None:
@@ -108,7 +109,7 @@ class Component:
     def death_report(self) -> str:
         code = self.exit_code()
         how = f"exited with code {code}" if code is not None else "is not running"
-        return f"{self.name} (pid {self.pid}) {how}\n--- last lines of {self.log_path} ---\n{log_tail(self.log_path)}"
+        return f"{self.name} (pid {self.pid or self.recorded_pid}) {how}\n--- last lines of {self.log_path} ---\n{log_tail(self.log_path)}"
 
     def stop(self, timeout: float = 20.0) -> None:
         """End the component's process group. Idempotent."""

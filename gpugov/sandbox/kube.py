@@ -15,6 +15,7 @@ from pathlib import Path
 from gpugov.sandbox.components import Component
 from gpugov.sandbox.controlplane import ControlPlane
 
+
 def _common_args(cp: ControlPlane, port: int, cert_dir: Path) -> list[str]:
     kubeconfig = str(cp.kubeconfig)
     return [

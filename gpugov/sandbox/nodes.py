@@ -80,3 +80,24 @@ def create_nodes(api_client: client.ApiClient, nodes: list[dict[str, Any]], kwok
         _create_or_update(core, body)
         result.append(core.patch_node_status(name, {"status": status}))
     return result
+
+
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+NVIDIA_RUNTIME_CLASS = "nvidia"
+
+
+def create_gpu_operator_footprint(api_client: client.ApiClient) -> None:
+    """What the NVIDIA GPU Operator leaves in a cluster that gpugov's objects use: its
+    namespace (where the mig-parted ConfigMap goes) and the ``nvidia`` RuntimeClass (which
+    the node agent DaemonSet runs with). The simulated GPU servers stand for servers
+    where the operator runs."""
+    core, node = client.CoreV1Api(api_client), client.NodeV1Api(api_client)
+    for create, body in (
+        (core.create_namespace, {"metadata": {"name": GPU_OPERATOR_NAMESPACE}}),
+        (node.create_runtime_class, {"metadata": {"name": NVIDIA_RUNTIME_CLASS}, "handler": NVIDIA_RUNTIME_CLASS}),
+    ):
+        try:
+            create(body)
+        except ApiException as exc:
+            if exc.status != _CONFLICT:
+                raise

@@ -46,13 +46,19 @@ def repo_root() -> Path:
     return root
 
 
+_BUILT: set[tuple[Path, str]] = set()  # tools already checked by this process
+
+
 def _run_build(root: Path, tool: str) -> None:
-    """Run tools/build; it is quick (hash + symlink) when the binary is cached."""
+    """Run tools/build once per tool and process; it is quick (hash + symlink) when cached."""
+    if (root, tool) in _BUILT:
+        return
     # Output is passed through: a cold build runs for many minutes and its
     # progress/errors are what the user needs to see.
     result = subprocess.run([str(root / "tools" / "build"), tool], check=False)
     if result.returncode != 0:
         raise ToolUnavailableError(f"tools/build {tool} failed with exit code {result.returncode}")
+    _BUILT.add((root, tool))
 
 
 def binary_env(binary: str) -> str:

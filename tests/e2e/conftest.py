@@ -1,8 +1,13 @@
-"""End-to-end fixtures: one real kube-apiserver (+ etcd) per test session.
+"""End-to-end fixtures: a real kube-apiserver (+ etcd), and the living sandbox.
 
-The server binary comes from ``tools/build k8s`` (cached; the first cold build
-takes minutes). Without Go and without a prebuilt binary the e2e tests are
-skipped — unless ``GPUGOV_REQUIRE_E2E=1`` (CI), where that is a failure.
+``controlplane`` is one bare kube-apiserver per test session (schemas, CEL rules,
+server-side apply, RBAC). ``living`` is one living sandbox per session: the same
+apiserver plus kube-controller-manager, kube-scheduler, KWOK and the real Kueue
+controller, for the tests where something must schedule, admit or reconcile.
+
+The binaries come from ``tools/build`` (cached; the first cold builds take
+minutes). Without Go and without prebuilt binaries the e2e tests are skipped —
+unless ``GPUGOV_REQUIRE_E2E=1`` (CI), where that is a failure.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
 from gpugov.sandbox import ControlPlane, ToolUnavailableError
-from gpugov.sandbox.tools import controlplane_binary
+from gpugov.sandbox.cluster import Sandbox
+from gpugov.sandbox.tools import TOOL_OF, controlplane_binary, tool_binary
 
 REQUIRE_ENV = "GPUGOV_REQUIRE_E2E"
 E2E_DIR = Path(__file__).resolve().parent
@@ -36,14 +42,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
 
 
+def skip_or_fail(reason: str) -> None:
+    """Skip with ``reason``, or fail where GPUGOV_REQUIRE_E2E=1 forbids skipping."""
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{reason} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
+    pytest.skip(reason)
+
+
 def _binary_or_skip() -> Path:
     try:
         return controlplane_binary()
     except ToolUnavailableError as exc:
-        reason = f"e2e: no control plane binary: {exc}"
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{reason} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
-        pytest.skip(reason)
+        skip_or_fail(f"e2e: no control plane binary: {exc}")
+        raise
+
+
+@pytest.fixture(scope="session")
+def sandbox_binaries(controlplane_binary_path: Path) -> dict[str, Path]:
+    """Every binary of the living sandbox, built or reused once per session."""
+    try:
+        return {name: tool_binary(name) for name in TOOL_OF}
+    except ToolUnavailableError as exc:
+        skip_or_fail(f"e2e: the living sandbox's binaries are missing: {exc}")
+        raise
+
+
+@pytest.fixture(scope="session")
+def living(sandbox_binaries: dict[str, Path]) -> Iterator[Sandbox]:
+    """One living sandbox (apiserver, controllers, scheduler, KWOK, Kueue) for the session.
+
+    At teardown every component must still run: a component that died during the
+    tests fails the session instead of passing unnoticed.
+    """
+    with Sandbox() as sandbox:
+        yield sandbox
+        problems = sandbox.problems()
+    assert not problems, "\n".join(problems)
 
 
 @pytest.fixture(scope="session")

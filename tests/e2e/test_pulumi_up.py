@@ -2,9 +2,11 @@
 
 The CLI and provider come from tools/bin (`tools/build pulumi pulumi-k8s`), driven through
 the Automation API with an inline program (gpugov.deploy.run), local file state and a
-passphrase secrets provider, against a control plane of this module's own: it runs without
-a garbage collector (see gpugov.deploy.sandbox), and objects another test applied with
-field manager gpugov would make Pulumi's server-side apply conflict.
+passphrase secrets provider, against a living sandbox of this module's own (real garbage
+collector, ResourceQuota and DaemonSet controllers, scheduler, KWOK nodes and Kueue: Pulumi's
+awaits finish because the real controllers reconcile, with no stand-in anywhere); its own,
+because objects another test applied with field manager gpugov would make Pulumi's
+server-side apply conflict.
 
 The tests build on each other, in file order: up, a no-op up, a quota raise in preview, a
 removed tenant, destroy. Then the committed project files (Pulumi.yaml, __main__.py,
@@ -30,7 +32,8 @@ from kubernetes.dynamic.exceptions import NotFoundError
 from gpugov.compile import compile, object_key
 from gpugov.plan import object_changes
 from gpugov.sandbox import ControlPlane
-from gpugov.sandbox.nodes import create_nodes
+from gpugov.sandbox.cluster import Sandbox as LivingSandbox
+from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.simulate import simulated_nodes
 from gpugov.validate import validate_repo
 from tests.conftest import REPO
@@ -84,18 +87,16 @@ class Sandbox:
 
 
 @pytest.fixture(scope="module")
-def sandbox(pulumi_tools, controlplane_binary_path: Path) -> Iterator[Sandbox]:
-    from gpugov.deploy.sandbox import SANDBOX_APISERVER_ARGS, SimulatedControllers
-
-    with ControlPlane(binary=controlplane_binary_path, extra_args=SANDBOX_APISERVER_ARGS) as cp:
-        api = cp.api_client()
+def sandbox(pulumi_tools, sandbox_binaries: dict[str, Path]) -> Iterator[Sandbox]:
+    with LivingSandbox() as living:
+        api = living.cp.api_client()
         model = validate_repo(REPO).model
         assert model is not None
-        create_nodes(api, simulated_nodes(model))  # NodePatch needs the nodes to exist
-        client.CoreV1Api(api).create_namespace({"metadata": {"name": "gpu-operator"}})  # the MIG ConfigMap's
-        with SimulatedControllers(api) as controllers:
-            yield Sandbox(cp, api, cp.dynamic_client())
-        assert controllers.errors == []
+        create_nodes(api, simulated_nodes(model), kwok=True)  # NodePatch needs the nodes to exist
+        create_gpu_operator_footprint(api)  # the MIG ConfigMap's namespace, the agent's RuntimeClass
+        yield Sandbox(living.cp, api, living.cp.dynamic_client())
+        problems = living.problems()
+    assert not problems, "\n".join(problems)
 
 
 def workspace_env(tmp: Path) -> dict[str, str]:
