@@ -26,7 +26,7 @@ ACTIONLINT := $(or $(GPUGOV_CACHE),$(HOME)/.cache/gpugov)/bin/actionlint-$(ACTIO
 
 test: $(VENV)/.installed lint
 	@if command -v go >/dev/null 2>&1; then \
-		tools/build && \
+		GPUGOV_BUILD_JOBS=$${GPUGOV_BUILD_JOBS:-2} tools/build && \
 		{ [ -x "$(ACTIONLINT)" ] || GOBIN="$(dir $(ACTIONLINT))" go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION); } && \
 		ln -sf "$(ACTIONLINT)" tools/bin/actionlint; \
 	else echo "Go not found: end-to-end tests and actionlint checks will be skipped"; fi

@@ -193,12 +193,13 @@ def wait(
 
 
 def table(seen: list[Observed]) -> str:
-    header = f"{'TENANT':<15} {'JOB':<28} {'QUEUE':<12} {'ASKS':<24} {'ADMITTED TO':<12} {'NODE':<12} STATE"
-    lines = [header]
+    """The samples as a plain-text table, one row per Job."""
+    rows = [("TENANT", "JOB", "QUEUE", "ASKS", "ADMITTED TO", "NODE", "STATE")]
     for o in seen:
-        state = "Succeeded" if o.finished else (o.phase or ("waiting: " + o.reason if not o.admitted else "admitted"))
-        lines.append(
-            f"{o.job.tenant:<15} {o.job.namespace + '/' + o.job.name:<28} {o.job.queue:<12} "
-            f"{'1 ' + o.job.resource:<24} {o.flavor or '-':<12} {o.node or '-':<12} {state}"
+        state = "Succeeded" if o.finished else (o.phase or ("admitted" if o.admitted else "waiting: " + o.reason))
+        rows.append(
+            (o.job.tenant, f"{o.job.namespace}/{o.job.name}", o.job.queue, f"1 {o.job.resource}", o.flavor or "-",
+             o.node or "-", state)
         )
-    return "\n".join(lines)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1] for row in rows)
