@@ -37,6 +37,7 @@ spec:
   cluster: lab
   accelerator: {model: A100-80GB}
   acceleratorsPerNode: 4
+  nodeResources: {cpu: 64, memory: 512Gi}
   migLayouts:
     small: {1g.10gb: 7}
     spare: {7g.80gb: 1}

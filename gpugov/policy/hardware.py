@@ -38,6 +38,37 @@ NO_NODES = rule(
     "A pool lists no nodes and no nodeCount, so its capacity is zero.",
     "List the pool's nodes, or give nodeSelector with nodeCount.",
 )
+CPU_MEMORY_UNKNOWN = rule(
+    "GG054",
+    "pool-cpu-memory-unknown",
+    Level.ERROR,
+    "A Kueue pool declares no nodeResources cpu or memory while a tenant's quota there leaves them undeclared, "
+    "so its ClusterQueue gets 0 of them and Kueue admits no pod that requests CPU or memory on that pool.",
+    "Declare spec.nodeResources (cpu and memory per node) on the pool, or cpu and memory in the tenant's quota.",
+)
+
+
+@check
+def check_cpu_memory_known(model: Model) -> Iterator[Finding]:
+    """Every ClusterQueue covers cpu and memory; an unknown pool size would compile to nominal 0."""
+    for tenant_name in sorted(model.tenants):
+        tenant = model.tenants[tenant_name]
+        for quota in tenant.quotas:
+            pool = model.pools.get(quota.pool)
+            cluster = model.pool_cluster(pool) if pool else None
+            if pool is None or cluster is None or model.cluster(cluster).backend != "kueue":
+                continue
+            declared = {rq.key for rq in quota.resources}
+            missing = [r for r in ("cpu", "memory") if r not in declared and r not in pool.capacity]
+            if missing:
+                yield make(
+                    CPU_MEMORY_UNKNOWN,
+                    f"tenant '{tenant.name}' has quota on pool '{pool.name}', which declares no nodeResources "
+                    f"{' or '.join(missing)}: its ClusterQueue would get 0 {' and '.join(missing)} there, so no pod "
+                    "requesting them is admitted",
+                    tenant.at("quotas", quota.index, "pool"),
+                    pool.doc.locate(("metadata", "name")),
+                )
 
 
 @check
