@@ -100,7 +100,7 @@ def test_expected_allocatable_comes_from_the_compiled_mig_config(org) -> None:
 def test_over_quota_and_pool_without_quota(org) -> None:
     model, objects = org
     live = in_sync(model, objects)
-    # inference may hold at most 56 whole GPUs (its ResourceQuota: all whole GPUs its cohort has)
+    # inference may hold at most its nominal 16 whole GPUs (it runs non-preemptible work, so it never borrows)
     for i in range(8):
         live.pods.append({"metadata": {"name": f"big-{i}", "namespace": "inference",
                                        "labels": {"kueue.x-k8s.io/queue-name": "serving"}},
@@ -112,7 +112,7 @@ def test_over_quota_and_pool_without_quota(org) -> None:
                       "spec": {"nodeName": "a100-04", "containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]},
                       "status": {"phase": "Running"}})
     findings = {f.rule: f for f in check(model, objects, live, "kueue", "east")}
-    assert (dict(findings["GD020"].details)["live"], dict(findings["GD020"].details)["declared"]) == ("64", "56")
+    assert (dict(findings["GD020"].details)["live"], dict(findings["GD020"].details)["declared"]) == ("64", "16")
     assert dict(findings["GD023"].details)["object"] == "Pod nlp-train/lost"
 
 

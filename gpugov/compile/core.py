@@ -51,12 +51,13 @@ def role_binding(tenant: Tenant, name: str) -> Object | None:
 def accelerator_ceiling(scope: Scope, tenant: Tenant) -> dict[str, Decimal]:
     """Most of each accelerator resource the tenant can hold: nominal + borrowable, capped by capacity.
 
-    Without a department it holds its nominal quota only. With one it may borrow in every pool
-    of its queue: up to its borrowingLimit where one is set, else up to all the pool has."""
+    Without a department (or when it must never borrow, see Model.never_borrows) it holds its
+    nominal quota only. With one it may borrow in every pool of its queue: up to its
+    borrowingLimit where one is set, else up to all the pool has."""
     flavors, covered = queue_flavors(scope, tenant)
     accelerators = [r for r in covered if r not in NON_ACCELERATOR]
     quotas = [(q.pool, rq) for q in scope.quotas[tenant.name] for rq in q.resources]
-    if not tenant.department:
+    if not tenant.department or scope.model.never_borrows(tenant):
         nominal = dict.fromkeys(accelerators, Decimal(0))
         for _, rq in quotas:
             if rq.resource in nominal:

@@ -20,6 +20,9 @@ How declarations map to Kueue:
   order (its preference), then every other pool its cohort tree has quota in, listed with
   nominalQuota 0 so the tenant can borrow there. cpu/memory that a quota leaves undeclared
   get the pool's full CPU/memory: accelerators gate admission, not CPU.
+  A tenant whose queues admit a non-preemptible priority class, in a cohort that reclaims
+  with `Any`, never borrows (borrowingLimit 0 everywhere, no borrow-only flavors): Kueue
+  reclaims from any workload of a borrowing ClusterQueue, whatever its priority.
 - Tenant queue -> LocalQueue in its namespace pointing at the tenant's ClusterQueue; the
   allowed priority classes are recorded in an annotation.
 - PriorityClass -> WorkloadPriorityClass (value, description).
@@ -96,9 +99,17 @@ def _quota_entry(name: str, amount: Decimal, borrowing: Decimal | None, lending:
 
 
 def _resource_group(
-    flavors: list[str], covered: list[str], quotas: tuple[PoolQuota, ...], default_for: dict[str, dict[str, Decimal]]
+    flavors: list[str],
+    covered: list[str],
+    quotas: tuple[PoolQuota, ...],
+    default_for: dict[str, dict[str, Decimal]],
+    never_borrow: bool = False,
 ) -> dict[str, Any]:
-    """One resourceGroup; each flavor lists every covered resource in coveredResources order."""
+    """One resourceGroup; each flavor lists every covered resource in coveredResources order.
+
+    ``never_borrow``: every resource gets borrowingLimit 0 unless one is declared (validate
+    refuses a declared one above 0 for such tenants, GG063)."""
+    default_borrowing = Decimal(0) if never_borrow else None
     declared = {(q.pool, rq.resource): rq for q in quotas for rq in q.resources}
     group_flavors = []
     for flavor in flavors:
@@ -112,10 +123,11 @@ def _resource_group(
             for resource in covered:
                 rq = declared.get((flavor, resource))
                 if rq is not None:
-                    resources.append(_quota_entry(resource, rq.nominal, rq.borrowing_limit, rq.lending_limit))
+                    borrowing = default_borrowing if rq.borrowing_limit is None else rq.borrowing_limit
+                    resources.append(_quota_entry(resource, rq.nominal, borrowing, rq.lending_limit))
                 else:
                     fallback = (defaults or {}).get(resource, Decimal(0))
-                    resources.append(_quota_entry(resource, fallback, None, None))
+                    resources.append(_quota_entry(resource, fallback, default_borrowing, None))
         group_flavors.append({"name": flavor, "resources": resources})
     return {"coveredResources": covered, "flavors": group_flavors}
 
@@ -128,7 +140,7 @@ def queue_flavors(scope: Scope, tenant: Tenant) -> tuple[list[str], list[str]]:
     own = [q.pool for q in scope.quotas[tenant.name]]
     resources = {rq.resource for q in scope.quotas[tenant.name] for rq in q.resources}
     borrowable: frozenset[str] = frozenset()
-    if tenant.department:
+    if tenant.department and not scope.model.never_borrows(tenant):
         offer_pools, offer_resources = scope.cohort_offers.get(
             scope.root_of(tenant.department), (frozenset(), frozenset())
         )
@@ -170,7 +182,9 @@ def cluster_queue(scope: Scope, tenant: Tenant) -> Object:
     spec["queueingStrategy"] = policy.queueing_strategy
     spec["preemption"] = preemption
     if flavors:
-        spec["resourceGroups"] = [_resource_group(flavors, covered, quotas, defaults)]
+        spec["resourceGroups"] = [
+            _resource_group(flavors, covered, quotas, defaults, never_borrow=scope.model.never_borrows(tenant))
+        ]
     spec["fairSharing"] = {"weight": str(tenant.weight or 1)}
     return {
         "apiVersion": API,

@@ -7,7 +7,9 @@ flavors, so a pool is expressed as a node group):
   guarantee  = sum of (nominal - lendingLimit) where a lendingLimit is set: the part never lent;
   capability = nominal + borrowingLimit per resource when every pool quota of that resource
                sets a borrowingLimit; otherwise the resource is left out (no ceiling). A tenant
-               without a department cannot borrow: capability = deserved.
+               without a department cannot borrow, and one that runs non-preemptible work
+               must not (Model.never_borrows: what it borrowed could never be given back,
+               since its queue is not reclaimable): capability = deserved.
   So guarantee <= deserved <= capability per resource, as Volcano's webhook demands.
   weight = fairSharing.weight (proportion plugin); reclaimable = false when every queue of the
   tenant only admits non-preemptible priority classes (its work must not be reclaimed), else
@@ -82,7 +84,7 @@ def _queue(name: str, decl: Any, labels: dict[str, str], spec: dict[str, Any]) -
 def tenant_queue(scope: Scope, tenant: Tenant, hierarchical: bool) -> tuple[Object, Amounts, Amounts]:
     quotas = scope.quotas[tenant.name]
     deserved, guarantee, capability = _sums(quotas)
-    if not tenant.department:
+    if not tenant.department or scope.model.never_borrows(tenant):
         capability = dict(deserved)
     spec: dict[str, Any] = {"weight": tenant.weight or 1, "reclaimable": _reclaimable(scope, tenant)}
     if hierarchical and tenant.department:

@@ -247,6 +247,20 @@ class Model:
         names = self.cluster_names()
         return names[0] if len(names) == 1 else None
 
+    def protected_classes(self, tenant: Tenant) -> list[str]:
+        """The non-preemptible priority classes the tenant's queues admit."""
+        names = {pc for queue in tenant.queues for pc in queue.priority_classes}
+        return sorted(n for n in names if n in self.priority_classes and not self.priority_classes[n].preemptible)
+
+    def never_borrows(self, tenant: Tenant) -> bool:
+        """Whether the tenant must not borrow: it runs non-preemptible work in a cohort that
+        reclaims with `Any`. Kueue reclaims from ANY workload of a borrowing ClusterQueue,
+        whatever its priority (pkg/scheduler/preemption findCandidates), so only a queue that
+        never borrows keeps such work from being evicted."""
+        return bool(tenant.department) and self.policy.reclaim_within_cohort == "Any" and bool(
+            self.protected_classes(tenant)
+        )
+
     def ancestors(self, department: str) -> list[str]:
         """Parents of a department, nearest first; stops at a cycle or a dangling parent."""
         chain: list[str] = []

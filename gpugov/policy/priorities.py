@@ -31,6 +31,35 @@ PREEMPTION_CONFLICT = rule(
     "Set borrowWithinCohort.policy to Never, or allow reclaiming within the cohort.",
 )
 
+PROTECTED_BORROWS = rule(
+    "GG063",
+    "non-preemptible-borrows",
+    Level.ERROR,
+    "A tenant whose queues admit a non-preemptible priority class declares a borrowingLimit above 0 while the "
+    "cohort reclaims with Any: Kueue reclaims from any workload of a borrowing ClusterQueue, so that work "
+    "could be evicted.",
+    "Drop the borrowingLimit (such tenants never borrow), run the non-preemptible queue as a tenant of its own, "
+    "or set reclaimWithinCohort to LowerPriority.",
+)
+
+
+@check
+def check_protected_tenants_do_not_borrow(model: Model) -> Iterator[Finding]:
+    for name in sorted(model.tenants):
+        tenant = model.tenants[name]
+        if not model.never_borrows(tenant):
+            continue
+        classes = ", ".join(model.protected_classes(tenant))
+        for quota in tenant.quotas:
+            for rq in quota.resources:
+                if rq.borrowing_limit:
+                    yield make(
+                        PROTECTED_BORROWS,
+                        f"tenant '{tenant.name}' runs non-preemptible {classes} and may borrow "
+                        f"{rq.key} in pool '{quota.pool}': a lender reclaiming its quota could evict that work",
+                        tenant.at("quotas", quota.index, "resources", rq.key, "borrowingLimit"),
+                    )
+
 
 @check
 def check_priorities(model: Model) -> Iterator[Finding]:

@@ -22,6 +22,7 @@ from kubernetes.dynamic import DynamicClient
 from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 SAMPLE_LABEL = "sandbox.gpugov.io/sample"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 # Not pulled by anyone: KWOK runs no containers.
@@ -84,23 +85,31 @@ def sample_jobs(objects: list[dict[str, Any]]) -> list[SampleJob]:
     return sorted(samples.values(), key=lambda s: s.tenant)
 
 
-def job_manifest(sample: SampleJob, run_for: str) -> dict[str, Any]:
-    requests = {sample.resource: "1", "cpu": "1", "memory": "1Gi"}
+def job_manifest(
+    sample: SampleJob, run_for: str | None, pods: int = 1, amount: int = 1, priority_class: str | None = None
+) -> dict[str, Any]:
+    """A suspended Job of ``pods`` pods, each asking ``amount`` of the sample's resource.
+
+    ``run_for`` None: the pods run until deleted. ``priority_class``: a WorkloadPriorityClass.
+    """
+    requests = {sample.resource: str(amount), "cpu": "1", "memory": "1Gi"}
+    labels = {QUEUE_LABEL: sample.queue, SAMPLE_LABEL: "true"}
+    if priority_class:
+        labels[PRIORITY_LABEL] = priority_class
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {
-            "name": sample.name,
-            "namespace": sample.namespace,
-            "labels": {QUEUE_LABEL: sample.queue, SAMPLE_LABEL: "true"},
-        },
+        "metadata": {"name": sample.name, "namespace": sample.namespace, "labels": labels},
         "spec": {
             "suspend": True,
-            "parallelism": 1,
-            "completions": 1,
+            "parallelism": pods,
+            "completions": pods,
             "backoffLimit": 0,
             "template": {
-                "metadata": {"annotations": {RUN_FOR_ANNOTATION: run_for}, "labels": {SAMPLE_LABEL: "true"}},
+                "metadata": {
+                    "annotations": {RUN_FOR_ANNOTATION: run_for} if run_for else {},
+                    "labels": {SAMPLE_LABEL: "true"},
+                },
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [

@@ -17,15 +17,22 @@ import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
+from gpugov.apply import apply_objects
+from gpugov.compile import compile
 from gpugov.sandbox import ControlPlane, ToolUnavailableError
 from gpugov.sandbox.cluster import Sandbox
+from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.tools import TOOL_OF, controlplane_binary, tool_binary
+from gpugov.simulate import simulated_nodes
+from gpugov.validate import validate_repo
+from tests.conftest import REPO
 
 REQUIRE_ENV = "GPUGOV_REQUIRE_E2E"
 E2E_DIR = Path(__file__).resolve().parent
@@ -78,6 +85,19 @@ def living(sandbox_binaries: dict[str, Path]) -> Iterator[Sandbox]:
         yield sandbox
         problems = sandbox.problems()
     assert not problems, "\n".join(problems)
+
+
+@pytest.fixture(scope="session")
+def living_org(living: Sandbox) -> list[dict[str, Any]]:
+    """Cluster east of the example org applied to the living sandbox, on its KWOK nodes."""
+    model = validate_repo(REPO).model
+    assert model is not None
+    api = living.cp.api_client()
+    create_nodes(api, simulated_nodes(model, "east"), kwok=True)
+    create_gpu_operator_footprint(api)
+    objects = compile(model, "kueue", "east")
+    assert not apply_objects(api, objects).missing
+    return objects
 
 
 @pytest.fixture(scope="session")

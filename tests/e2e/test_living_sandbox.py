@@ -2,8 +2,8 @@
 KWOK runs and completes pods on the simulated GPU servers, and the real Kueue controller
 admits Jobs through its webhooks, with its visibility API behind the apiserver.
 
-One session-wide sandbox (``living``); the example organisation's cluster ``east`` is
-applied to it once for this module.
+One session-wide sandbox (``living``) with the example organisation's cluster ``east``
+applied to it (``living_org``).
 """
 
 from __future__ import annotations
@@ -18,15 +18,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpugov.apply import apply_objects
-from gpugov.compile import compile
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION
-from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
-from gpugov.simulate import simulated_nodes
-from gpugov.validate import validate_repo
-from tests.conftest import REPO
 
 pytestmark = pytest.mark.e2e
 
@@ -47,16 +41,8 @@ def eventually(probe: Callable[[], T | None], timeout: float = 60.0, what: str =
 
 
 @pytest.fixture(scope="module")
-def org(living: Sandbox) -> list[dict[str, Any]]:
-    """Cluster east of the example org applied to the living sandbox, on its KWOK nodes."""
-    model = validate_repo(REPO).model
-    assert model is not None
-    api = living.cp.api_client()
-    create_nodes(api, simulated_nodes(model, "east"), kwok=True)
-    create_gpu_operator_footprint(api)
-    objects = compile(model, "kueue", "east")
-    assert not apply_objects(api, objects).missing
-    return objects
+def org(living_org: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return living_org
 
 
 @pytest.fixture

@@ -1,0 +1,104 @@
+"""The governance contract: what the example organisation's declarations promise, held by the
+real Kueue controller v0.17.0 in the living sandbox, with Jobs submitted as users submit them.
+
+Each test states the declaration it proves. The example org's cluster ``east`` is applied once
+(``living_org``); every test removes its Jobs and waits until their quota is free again.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.dynamic import DynamicClient
+
+from gpugov.sandbox import samples
+from gpugov.sandbox.cluster import Sandbox
+
+pytestmark = pytest.mark.e2e
+
+MIG = "nvidia.com/mig-1g.10gb"
+KUEUE = "kueue.x-k8s.io/v1beta2"
+
+
+class Submitter:
+    """Submits Jobs for one test and removes them afterwards."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = api
+        self.jobs: list[samples.SampleJob] = []
+        self.workloads = DynamicClient(api).resources.get(api_version=KUEUE, kind="Workload")
+
+    def submit(self, tenant: str, namespace: str, queue: str, pods: int, amount: int, priority: str) -> samples.SampleJob:
+        job = samples.SampleJob(tenant, namespace, f"c-{tenant}-{uuid.uuid4().hex[:6]}", queue, tenant, "", MIG)
+        manifest = samples.job_manifest(job, run_for=None, pods=pods, amount=amount, priority_class=priority)
+        client.BatchV1Api(self.api).create_namespaced_job(namespace, manifest)
+        self.jobs.append(job)
+        return job
+
+    def workload(self, job: samples.SampleJob) -> dict[str, Any]:
+        items = self.workloads.get(namespace=job.namespace).to_dict().get("items", [])
+        for item in items:
+            if any(o.get("name") == job.name for o in item["metadata"].get("ownerReferences", [])):
+                return dict(item)
+        return {}
+
+    def conditions(self, job: samples.SampleJob) -> dict[str, str]:
+        return {c["type"]: c["status"] for c in self.workload(job).get("status", {}).get("conditions", [])}
+
+    def admitted(self, job: samples.SampleJob) -> bool:
+        return self.conditions(job).get("Admitted") == "True"
+
+    def wait_admitted(self, job: samples.SampleJob, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.admitted(job):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{job.namespace}/{job.name} not admitted: {self.workload(job).get('status')}")
+            time.sleep(0.5)
+
+    def evictions(self, job: samples.SampleJob) -> list[dict[str, Any]]:
+        return [
+            c
+            for c in self.workload(job).get("status", {}).get("conditions", [])
+            if c["type"] in ("Evicted", "Preempted") and c["status"] == "True"
+        ]
+
+    def cleanup(self) -> None:
+        batch = client.BatchV1Api(self.api)
+        for job in self.jobs:
+            batch.delete_namespaced_job(job.name, job.namespace, propagation_policy="Foreground")
+        deadline = time.monotonic() + 60
+        while any(self.workload(job) for job in self.jobs) and time.monotonic() < deadline:
+            time.sleep(0.5)
+
+
+@pytest.fixture
+def jobs(living: Sandbox, living_org: list[dict[str, Any]]) -> Iterator[Submitter]:
+    submitter = Submitter(living.cp.api_client())
+    yield submitter
+    submitter.cleanup()
+
+
+def test_non_preemptible_inference_is_never_reclaimed(jobs: Submitter) -> None:
+    """tenants/inference.yaml: queue `serving` runs only `inference-critical`, a priority class with
+    `preemptible: false` ("Its pods never preempted"), in department `product`, whose
+    SchedulingPolicy says `reclaimWithinCohort: Any`. Kueue reclaims from any workload of a
+    borrowing ClusterQueue, whatever its priority; so a tenant that admits non-preemptible work
+    must never borrow. inference fills its nominal 64 MIG slices, asks for 10 more (it must wait,
+    not borrow data-platform's idle slices), then data-platform takes its own nominal 24: no
+    inference workload is ever evicted."""
+    serving = jobs.submit("inference", "inference", "serving", pods=2, amount=32, priority="inference-critical")
+    jobs.wait_admitted(serving)
+    beyond = jobs.submit("inference", "inference", "serving", pods=1, amount=10, priority="inference-critical")
+    time.sleep(5)  # Kueue decides within a scheduling cycle or two
+    assert not jobs.admitted(beyond), "inference borrowed beyond its nominal quota"
+
+    lender = jobs.submit("data-platform", "data-batch", "batch", pods=1, amount=24, priority="batch-low")
+    jobs.wait_admitted(lender)
+    time.sleep(5)
+    assert jobs.evictions(serving) == [] and jobs.evictions(beyond) == []
+    assert jobs.admitted(serving)
