@@ -44,6 +44,13 @@ KINDS: dict[tuple[str, str], Kind] = {
         Kind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False),
         Kind("batch/v1", "CronJob", "cronjobs", True),
         Kind("apps/v1", "DaemonSet", "daemonsets", True),
+        Kind("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False),
+        Kind(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            False,
+        ),
         Kind("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors", False),
         Kind("kueue.x-k8s.io/v1beta2", "Topology", "topologies", False),
         Kind("kueue.x-k8s.io/v1beta2", "Cohort", "cohorts", False),

@@ -44,6 +44,9 @@ CORE_KINDS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ("batch/v1", "CronJob"),
     ("apps/v1", "DaemonSet"),
+    # the admission policies that make queues binding: built-in, proven on the real apiserver (e2e)
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"),
 }
 EXPECTED_KINDS = {
     "kueue": {"WorkloadPriorityClass", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue"},

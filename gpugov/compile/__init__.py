@@ -9,6 +9,7 @@ names. Pulumi, render, plan and drift all call it.
 
 from __future__ import annotations
 
+from gpugov.compile.admission import admission_objects
 from gpugov.compile.common import CompileError, Object, Scope, select
 from gpugov.compile.core import compile_core
 from gpugov.compile.kueue import compile_kueue
@@ -37,6 +38,8 @@ APPLY_ORDER = (
     "Queue",
     "CronJob",
     "DaemonSet",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
     "Node",
 )
 
@@ -47,7 +50,7 @@ def compile(model: Model, backend: str | None = None, cluster: str | None = None
         raise CompileError(f"unknown backend '{backend}' (choose {' or '.join(BACKENDS)})")
     scope = select(model, cluster, backend)
     objects = compile_core(scope) + mig_configmap(scope)
-    objects += compile_kueue(scope) if scope.backend == "kueue" else compile_volcano(scope)
+    objects += compile_kueue(scope) + admission_objects(scope) if scope.backend == "kueue" else compile_volcano(scope)
     objects += compile_nodes(scope)
     objects += operations_objects(scope, objects)
     rank = {kind: index for index, kind in enumerate(APPLY_ORDER)}

@@ -102,3 +102,67 @@ def test_non_preemptible_inference_is_never_reclaimed(jobs: Submitter) -> None:
     time.sleep(5)
     assert jobs.evictions(serving) == [] and jobs.evictions(beyond) == []
     assert jobs.admitted(serving)
+
+
+def _refusal(create: Any) -> str:
+    """The apiserver's message when ``create()`` is refused; fails if it is accepted."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        create()
+    except ApiException as exc:
+        assert exc.status in (403, 422), exc
+        return str(exc.body)
+    raise AssertionError("the apiserver accepted it")
+
+
+def test_disallowed_priority_class_is_refused_at_creation(jobs: Submitter) -> None:
+    """tenants/nlp.yaml: queue `training` allows `training-high` and `batch-low` only. A Job that
+    asks for `inference-critical` there, by label or by its pods' priorityClassName, is refused
+    when it is created, with a message naming the queue and the allowed classes."""
+    batch = client.BatchV1Api(jobs.api)
+    job = samples.SampleJob("nlp", "nlp-train", f"c-nlp-{uuid.uuid4().hex[:6]}", "training", "nlp", "", "nvidia.com/gpu")
+    by_label = samples.job_manifest(job, run_for="1s", priority_class="inference-critical")
+    message = _refusal(lambda: batch.create_namespaced_job(job.namespace, by_label))
+    assert "priority class inference-critical is not allowed on queue nlp-train/training" in message
+    assert "allowed: batch-low, training-high" in message
+
+    by_pod = samples.job_manifest(job, run_for="1s")
+    by_pod["spec"]["template"]["spec"]["priorityClassName"] = "system-cluster-critical"
+    message = _refusal(lambda: batch.create_namespaced_job(job.namespace, by_pod))
+    assert "priorityClassName system-cluster-critical is not allowed on queue nlp-train/training" in message
+
+    allowed = jobs.submit("nlp", "nlp-train", "training", pods=1, amount=1, priority="training-high")
+    jobs.wait_admitted(allowed)
+
+
+def test_queue_of_another_namespace_is_refused(jobs: Submitter) -> None:
+    """tenants/vision.yaml declares queue `training` in namespace `vision` only: a Job in
+    `nlp-dev` (tenant nlp) cannot name a queue that is not declared for its namespace."""
+    job = samples.SampleJob("nlp", "nlp-dev", f"c-nlp-{uuid.uuid4().hex[:6]}", "training", "nlp", "", "nvidia.com/gpu")
+    manifest = samples.job_manifest(job, run_for="1s")
+    message = _refusal(lambda: client.BatchV1Api(jobs.api).create_namespaced_job(job.namespace, manifest))
+    assert "queue nlp-dev/training is not declared for namespace nlp-dev" in message
+
+
+def test_accelerator_work_without_a_queue_is_refused(jobs: Submitter) -> None:
+    """Every accelerator goes through a queue: a GPU Pod or Job without a queue label is refused
+    in a tenant namespace and in any other non-system namespace; CPU-only pods are not."""
+    core, batch = client.CoreV1Api(jobs.api), client.BatchV1Api(jobs.api)
+    for namespace in ("vision", "default"):
+        pod = {
+            "metadata": {"name": f"sneaky-{uuid.uuid4().hex[:6]}"},
+            "spec": {"containers": [{"name": "main", "image": samples.IMAGE,
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+        }
+        message = _refusal(lambda pod=pod, namespace=namespace: core.create_namespaced_pod(namespace, pod))
+        assert f"Pod {namespace}/{pod['metadata']['name']} requests accelerators without a queue" in message
+    job = samples.SampleJob("vision", "vision", f"c-vis-{uuid.uuid4().hex[:6]}", "training", "vision", "", MIG)
+    manifest = samples.job_manifest(job, run_for="1s")
+    del manifest["metadata"]["labels"][samples.QUEUE_LABEL]
+    message = _refusal(lambda: batch.create_namespaced_job("vision", manifest))
+    assert "requests accelerators without a queue" in message
+    cpu_only = {"metadata": {"name": f"cpu-{uuid.uuid4().hex[:6]}"},
+                "spec": {"containers": [{"name": "main", "image": samples.IMAGE}]}}
+    created = core.create_namespaced_pod("vision", cpu_only)
+    core.delete_namespaced_pod(created.metadata.name, "vision")
