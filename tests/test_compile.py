@@ -191,3 +191,29 @@ def test_core_objects(model) -> None:
     assert hard["requests.nvidia.com/mig-3g.40gb"] == "8"
     names = {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"}
     assert "llm-pretrain" not in names and "speech" in names  # tenants follow their pools' clusters
+
+
+def test_undeclared_cpu_memory_follow_the_accelerator_share(model) -> None:
+    """Per pool, the tenants' own cpu/memory add up to at most the pool's, each in proportion
+    to its accelerators; non-preemptible tenants never borrow; later pools before borrowing."""
+    from gpugov.quantity import parse_quantity
+
+    queues = by_kind(compile(model, "kueue", "east"), "ClusterQueue")
+    totals: dict[tuple[str, str], Decimal] = {}
+    for cq in queues.values():
+        assert cq["spec"]["flavorFungibility"] == {"whenCanBorrow": "TryNextFlavor"}
+        for flavor in cq["spec"]["resourceGroups"][0]["flavors"]:
+            for resource in flavor["resources"]:
+                if resource["name"] in ("cpu", "memory"):
+                    key = (flavor["name"], resource["name"])
+                    totals[key] = totals.get(key, Decimal(0)) + parse_quantity(resource["nominalQuota"])
+    for (pool, resource), total in totals.items():
+        assert total <= model.pools[pool].capacity[resource], (pool, resource, total)
+    data_platform = {f["name"]: {r["name"]: r for r in f["resources"]}
+                     for f in queues["data-platform"]["spec"]["resourceGroups"][0]["flavors"]}
+    # 24 x 1g.10gb (1/7 GPU each) + 4 x 2g.20gb (2/7) = 32/7 of the pool's 32 GPUs, of 4 x 128 cores
+    # and 4 x 1Ti, rounded down to millicores and Mi
+    assert data_platform["a100-mig"]["cpu"]["nominalQuota"] == "73142m"
+    assert data_platform["a100-mig"]["memory"]["nominalQuota"] == "599186Mi"
+    inference = [r for f in queues["inference"]["spec"]["resourceGroups"][0]["flavors"] for r in f["resources"]]
+    assert inference and all(r.get("borrowingLimit") == "0" for r in inference)

@@ -19,7 +19,10 @@ How declarations map to Kueue:
   CPU can never land on two pools' node labels. Flavors: the tenant's own pools in declared
   order (its preference), then every other pool its cohort tree has quota in, listed with
   nominalQuota 0 so the tenant can borrow there. cpu/memory that a quota leaves undeclared
-  get the pool's full CPU/memory: accelerators gate admission, not CPU.
+  get the tenant's share of the pool's CPU/memory, in proportion to its share of the pool's
+  accelerators in GPU equivalents (a MIG slice counts its compute slices) (so CPU-heavy work is held by its own tenant's quota instead of being admitted
+  to GPU nodes it cannot fit on); flavorFungibility.whenCanBorrow = TryNextFlavor, so a tenant
+  uses its nominal quota on a later pool before it borrows on an earlier one.
   A tenant whose queues admit a non-preemptible priority class, in a cohort that reclaims
   with `Any`, never borrows (borrowingLimit 0 everywhere, no borrow-only flavors): Kueue
   reclaims from any workload of a borrowing ClusterQueue, whatever its priority.
@@ -33,6 +36,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from gpugov.catalog import mig_resource_name
+from gpugov.catalog.mig import GEOMETRIES
 from gpugov.compile.common import (
     LABEL_DEPARTMENT,
     LABEL_POOL,
@@ -132,6 +137,40 @@ def _resource_group(
     return {"coveredResources": covered, "flavors": group_flavors}
 
 
+def gpu_equivalents(pool: GPUPool) -> dict[str, Decimal]:
+    """How much of one physical accelerator each of the pool's resources is: 1 for a whole
+    device, compute slices / the GPU's compute slices for a MIG profile (1g.10gb = 1/7 on A100)."""
+    weights = {pool.model.resource: Decimal(1)}
+    if pool.model.mig_geometry:
+        total, _, slots = GEOMETRIES[pool.model.mig_geometry]
+        for profile in pool.model.mig_profiles.values():
+            weights[mig_resource_name(profile.name)] = Decimal(slots[profile.slot][0]) / Decimal(total)
+    return weights
+
+
+def accelerator_share(scope: Scope, quota: PoolQuota) -> Decimal:
+    """The tenant's part of a pool's accelerators, in GPU equivalents, at most 1."""
+    pool = scope.pools[quota.pool]
+    weights = gpu_equivalents(pool)
+    whole = sum((amount * weights.get(r, Decimal(0)) for r, amount in pool.capacity.items()), Decimal(0))
+    if not whole:
+        return Decimal(0)
+    own = sum((rq.nominal * weights.get(rq.resource, Decimal(0)) for rq in quota.resources), Decimal(0))
+    return min(own / whole, Decimal(1))
+
+
+def cpu_memory_share(scope: Scope, quota: PoolQuota) -> dict[str, Decimal]:
+    """Undeclared cpu/memory in proportion to the accelerator share: whole millicores of CPU,
+    whole Mi of memory, rounded down so the tenants' parts never add up to more than the pool."""
+    capacity = scope.pools[quota.pool].capacity
+    share = accelerator_share(scope, quota)
+    result = {}
+    for resource, unit in (("cpu", Decimal("0.001")), ("memory", Decimal(2**20))):
+        if resource in capacity:
+            result[resource] = (capacity[resource] * share / unit).to_integral_value(rounding="ROUND_FLOOR") * unit
+    return result
+
+
 def queue_flavors(scope: Scope, tenant: Tenant) -> tuple[list[str], list[str]]:
     """(flavors in preference order, covered resources in canonical order) of a tenant's queue.
 
@@ -156,12 +195,8 @@ def cluster_queue(scope: Scope, tenant: Tenant) -> Object:
     policy = scope.model.policy
     quotas = scope.quotas[tenant.name]
     flavors, covered = queue_flavors(scope, tenant)
-    own_pools = {q.pool for q in quotas}
-    # Undeclared cpu/memory on an own pool: the pool's whole CPU/memory (see module doc).
-    defaults = {
-        pool: {r: scope.pools[pool].capacity[r] for r in ("cpu", "memory") if r in scope.pools[pool].capacity}
-        for pool in own_pools
-    }
+    # Undeclared cpu/memory on an own pool: the tenant's share of it (see module doc).
+    defaults = {quota.pool: cpu_memory_share(scope, quota) for quota in quotas}
     preemption: dict[str, Any] = {
         "reclaimWithinCohort": policy.reclaim_within_cohort,
         "withinClusterQueue": policy.within_cluster_queue,
@@ -181,6 +216,8 @@ def cluster_queue(scope: Scope, tenant: Tenant) -> Object:
     }
     spec["queueingStrategy"] = policy.queueing_strategy
     spec["preemption"] = preemption
+    # Use nominal quota on a later pool before borrowing on an earlier one.
+    spec["flavorFungibility"] = {"whenCanBorrow": "TryNextFlavor"}
     if flavors:
         spec["resourceGroups"] = [
             _resource_group(flavors, covered, quotas, defaults, never_borrow=scope.model.never_borrows(tenant))

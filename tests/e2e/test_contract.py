@@ -166,3 +166,28 @@ def test_accelerator_work_without_a_queue_is_refused(jobs: Submitter) -> None:
                 "spec": {"containers": [{"name": "main", "image": samples.IMAGE}]}}
     created = core.create_namespaced_pod("vision", cpu_only)
     core.delete_namespaced_pod(created.metadata.name, "vision")
+
+
+def test_cpu_beyond_the_tenants_share_is_borrowed_not_owned(jobs: Submitter) -> None:
+    """tenants/data-platform.yaml declares MIG slices on a100-mig and no cpu: its cpu quota is its
+    share of the pool's CPU in proportion to its accelerators in GPU equivalents (24 x 1/7 +
+    4 x 2/7 of the pool's 32 GPUs, of 4 x 128 cores = 73.142), not the whole pool's 512. A job
+    of 3 pods x 30 cores is admitted only by borrowing the 16.858 cores beyond that share from
+    its cohort, and Kueue accounts them as borrowed."""
+    job = samples.SampleJob("data-platform", "data-batch", f"c-dp-{uuid.uuid4().hex[:6]}", "batch", "data-platform",
+                            "", MIG)
+    manifest = samples.job_manifest(job, run_for=None, pods=3, amount=1, priority_class="batch-low")
+    for container in manifest["spec"]["template"]["spec"]["containers"]:
+        container["resources"]["requests"]["cpu"] = container["resources"]["limits"]["cpu"] = "30"
+    client.BatchV1Api(jobs.api).create_namespaced_job(job.namespace, manifest)
+    jobs.jobs.append(job)
+    jobs.wait_admitted(job)
+    custom = client.CustomObjectsApi(jobs.api)
+    deadline = time.monotonic() + 30
+    borrowed: dict[str, str] = {}
+    while time.monotonic() < deadline and borrowed.get("cpu") != "16858m":
+        status = custom.get_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", "data-platform")["status"]
+        usage = next(f for f in status.get("flavorsUsage", []) if f["name"] == "a100-mig")
+        borrowed = {r["name"]: str(r.get("borrowed", "0")) for r in usage["resources"]}
+        time.sleep(0.5)
+    assert borrowed["cpu"] == "16858m", borrowed
