@@ -191,3 +191,61 @@ def test_cpu_beyond_the_tenants_share_is_borrowed_not_owned(jobs: Submitter) -> 
         borrowed = {r["name"]: str(r.get("borrowed", "0")) for r in usage["resources"]}
         time.sleep(0.5)
     assert borrowed["cpu"] == "16858m", borrowed
+
+
+GPU = "nvidia.com/gpu"
+
+
+def _gpu_job(jobs: Submitter, tenant: str, namespace: str, queue: str, pods: int, gpus: int,
+             priority: str, run_for: str | None = None) -> samples.SampleJob:
+    job = samples.SampleJob(tenant, namespace, f"c-{tenant}-{uuid.uuid4().hex[:6]}", queue, tenant, "", GPU)
+    manifest = samples.job_manifest(job, run_for=run_for, pods=pods, amount=gpus, priority_class=priority)
+    client.BatchV1Api(jobs.api).create_namespaced_job(namespace, manifest)
+    jobs.jobs.append(job)
+    return job
+
+
+def _reason(jobs: Submitter, job: samples.SampleJob) -> str:
+    conditions = jobs.workload(job).get("status", {}).get("conditions", [])
+    return next((c["message"] for c in conditions if c["type"] == "QuotaReserved"), "")
+
+
+def test_borrowing_stops_at_the_borrowing_limit(jobs: Submitter) -> None:
+    """tenants/vision.yaml: h100 `{nominal: 8, borrowingLimit: 8}` in department research-vision
+    under research. With the research tree idle, vision runs 16 GPUs (8 of them borrowed), and
+    one GPU more waits although the cohort still has unused GPUs."""
+    full = _gpu_job(jobs, "vision", "vision", "training", pods=2, gpus=8, priority="training-high")
+    jobs.wait_admitted(full)
+    one_more = _gpu_job(jobs, "vision", "vision", "training", pods=1, gpus=1, priority="training-high")
+    time.sleep(5)
+    assert not jobs.admitted(one_more), "vision borrowed past its borrowingLimit"
+    assert "h100" in _reason(jobs, one_more)
+
+
+def test_lending_limit_keeps_the_lenders_share_and_reclaim_requeues_the_borrower(jobs: Submitter) -> None:
+    """tenants/nlp.yaml: h100 `{nominal: 16, lendingLimit: 8}`; tenants/speech.yaml has no h100
+    quota and borrows there through department research. speech can borrow what the research
+    tree lends (nlp's 8, vision's 8, the department's own 4): 20 GPUs, not 24. nlp then gets its
+    unlent 8 at once, without preemption; when it wants its whole 16, reclaim (reclaimWithinCohort:
+    Any) evicts the borrower, which is requeued and finishes after nlp's job ends."""
+    too_much = _gpu_job(jobs, "speech", "speech", "default", pods=3, gpus=8, priority="batch-low")
+    time.sleep(5)
+    assert not jobs.admitted(too_much), "speech borrowed more than the research tree lends"
+    client.BatchV1Api(jobs.api).delete_namespaced_job(too_much.name, too_much.namespace, propagation_policy="Foreground")
+    jobs.jobs.remove(too_much)
+
+    borrower = _gpu_job(jobs, "speech", "speech", "default", pods=5, gpus=4, priority="batch-low", run_for="5s")
+    jobs.wait_admitted(borrower)
+    guaranteed = _gpu_job(jobs, "nlp", "nlp-train", "training", pods=1, gpus=8, priority="batch-low", run_for="30s")
+    jobs.wait_admitted(guaranteed)
+    assert jobs.evictions(borrower) == [], "nlp's unlent share needed no preemption"
+
+    reclaim = _gpu_job(jobs, "nlp", "nlp-train", "training", pods=1, gpus=8, priority="batch-low", run_for="3s")
+    jobs.wait_admitted(reclaim, timeout=60)
+    evicted = jobs.evictions(borrower)
+    assert evicted and "reclamation within the cohort" in evicted[0]["message"], jobs.workload(borrower).get("status")
+
+    deadline = time.monotonic() + 120
+    while not (client.BatchV1Api(jobs.api).read_namespaced_job(borrower.name, borrower.namespace).status.succeeded or 0) >= 5:
+        assert time.monotonic() < deadline, "the preempted job never finished after it was requeued"
+        time.sleep(1)
