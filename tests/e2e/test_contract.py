@@ -249,3 +249,43 @@ def test_lending_limit_keeps_the_lenders_share_and_reclaim_requeues_the_borrower
     while not (client.BatchV1Api(jobs.api).read_namespaced_job(borrower.name, borrower.namespace).status.succeeded or 0) >= 5:
         assert time.monotonic() < deadline, "the preempted job never finished after it was requeued"
         time.sleep(1)
+
+
+RACK = "topology.gpugov.io/rack"
+
+
+def test_topology_aware_job_lands_within_one_rack(jobs: Submitter) -> None:
+    """hardware/h100.yaml: topology levels block > rack > hostname, three nodes per rack. nlp asks
+    for 3 pods x 8 GPUs within one rack: every pod lands on a node of the same rack. 4 pods x 6
+    GPUs (within its quota) cannot fit any rack, one pod per node, and wait with a topology
+    reason, though the pool as a whole has room for them."""
+    core = client.CoreV1Api(jobs.api)
+
+    def rack_job(pods: int, gpus: int = 8) -> samples.SampleJob:
+        job = samples.SampleJob("nlp", "nlp-train", f"c-tas-{uuid.uuid4().hex[:6]}", "training", "nlp", "", GPU)
+        manifest = samples.job_manifest(job, run_for=None, pods=pods, amount=gpus, priority_class="training-high")
+        manifest["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = RACK
+        client.BatchV1Api(jobs.api).create_namespaced_job(job.namespace, manifest)
+        jobs.jobs.append(job)
+        return job
+
+    fits = rack_job(3)
+    jobs.wait_admitted(fits)
+    deadline = time.monotonic() + 60
+    nodes: set[str] = set()
+    while time.monotonic() < deadline and len(nodes) < 3:
+        pods = core.list_namespaced_pod("nlp-train", label_selector=f"job-name={fits.name}").items
+        nodes = {p.spec.node_name for p in pods if p.spec.node_name}
+        time.sleep(0.5)
+    racks = {core.read_node(n).metadata.labels[RACK] for n in nodes}
+    assert len(nodes) == 3 and len(racks) == 1, (nodes, racks)
+
+    client.BatchV1Api(jobs.api).delete_namespaced_job(fits.name, fits.namespace, propagation_policy="Foreground")
+    deadline = time.monotonic() + 60
+    while jobs.workload(fits) and time.monotonic() < deadline:  # its quota must be free again
+        time.sleep(0.5)
+    jobs.jobs.remove(fits)
+    too_wide = rack_job(4, gpus=6)
+    time.sleep(8)
+    assert not jobs.admitted(too_wide)
+    assert "topology" in _reason(jobs, too_wide), _reason(jobs, too_wide)
