@@ -216,6 +216,19 @@ def _changed_fields(old: Object, new: Object) -> tuple[str, ...]:
     return tuple(fields)
 
 
+def immutable_change(kind: str, old: Object, new: Object) -> str | None:
+    """Which of Kueue's immutable fields differ (its CRDs' CEL rules refuse such an update in place)."""
+    if kind == "LocalQueue" and old["spec"].get("clusterQueue") != new["spec"].get("clusterQueue"):
+        return "spec.clusterQueue"
+    if kind == "Topology" and old["spec"].get("levels") != new["spec"].get("levels"):
+        return "spec.levels"
+    if kind == "ResourceFlavor" and old["spec"].get("topologyName"):
+        # "nodeLabels/tolerations/topologyName are immutable when topologyName is set"
+        changed = [f for f in ("nodeLabels", "tolerations", "topologyName") if old["spec"].get(f) != new["spec"].get(f)]
+        return ", ".join(f"spec.{f}" for f in changed) or None
+    return None
+
+
 def object_changes(cluster: str, base: list[Object], head: list[Object]) -> list[ObjectChange]:
     old = {object_key(o): _without_source(o) for o in base}
     new = {object_key(o): _without_source(o) for o in head}
@@ -229,10 +242,8 @@ def object_changes(cluster: str, base: list[Object], head: list[Object]) -> list
             changes.append(ObjectChange(cluster, "retain" if kind == "Namespace" else "delete", kind, namespace, name))
         elif old[key] != new[key]:
             fields = _changed_fields(old[key], new[key])
-            repoint = kind == "LocalQueue" and old[key]["spec"].get("clusterQueue") != new[key]["spec"].get(
-                "clusterQueue"
-            )
-            changes.append(ObjectChange(cluster, "replace" if repoint else "update", kind, namespace, name, fields))
+            replace = immutable_change(kind, old[key], new[key]) is not None
+            changes.append(ObjectChange(cluster, "replace" if replace else "update", kind, namespace, name, fields))
     return changes
 
 
@@ -272,9 +283,13 @@ def _risks(plan: Plan, head: Model) -> list[Risk]:
             risks.append(Risk("protected-priority-class", f"non-preemptible priority class {change.name} changes "
                               f"({change.before or 'absent'} -> {change.after or 'absent'})"))
     for change in plan.objects:
-        if change.action == "replace":
+        if change.action == "replace" and change.kind == "LocalQueue":
             risks.append(Risk("localqueue-repointed", f"LocalQueue {change.namespace}/{change.name} moves to another "
                               "ClusterQueue: clusterQueue is immutable, so it is deleted and recreated"))
+        elif change.action == "replace":
+            risks.append(Risk("kueue-immutable", f"{change.kind} {change.name}: {', '.join(change.fields)} cannot change "
+                              "in place (Kueue refuses it); it must be deleted and recreated, and the queues that use "
+                              "it stop admitting meanwhile"))
     limit = head.limits.max_quota_change
     moved = sum((abs(c.nominal_delta) for c in plan.quotas if c.resource not in NON_ACCELERATOR), Decimal(0))
     if limit is not None and moved > limit:

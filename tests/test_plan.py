@@ -165,3 +165,21 @@ def test_unknown_revision_is_a_usage_error(tmp_path: Path, capsys) -> None:
     repo = make_repo(tmp_path, raise_quota)
     code, _, err = run(capsys, "plan", str(repo), "--base", "nope")
     assert code == 2 and "unknown revision 'nope'" in err
+
+
+def taint_pool(repo: Path) -> None:
+    path = repo / "hardware/h100.yaml"
+    path.write_text(path.read_text().replace("  nodeResources:", "  taints:\n    - {key: gpu, value: h100, effect: NoSchedule}\n  nodeResources:", 1))
+
+
+def test_flavor_change_kueue_refuses_in_place_is_a_risk(tmp_path: Path, capsys) -> None:
+    """Every flavor is topology-aware, and Kueue's CRD makes nodeLabels, tolerations and
+    topologyName immutable once topologyName is set: a new pool taint means a new flavor."""
+    repo = make_repo(tmp_path, taint_pool)
+    code, out, _ = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "json")
+    data = json.loads(out)
+    assert code == 0
+    flavor = next(o for o in data["objects"] if o["kind"] == "ResourceFlavor" and o["name"] == "h100")
+    assert flavor["action"] == "replace"
+    (risk,) = [r for r in data["risks"] if r["id"] == "kueue-immutable"]
+    assert risk["message"].startswith("ResourceFlavor h100:") and "spec.tolerations" in risk["message"]
