@@ -79,4 +79,24 @@ def test_nodes_carry_hardware_facts_and_gpugov_patches(api_client, org) -> None:
     assert node.status.allocatable["nvidia.com/mig-1g.10gb"] == "56"
     assert node.status.allocatable["nvidia.com/gpu"] == "0"
     h100 = client.CoreV1Api(api_client).read_node("h100-01")
-    assert [(t.key, t.effect) for t in h100.spec.taints] == [("gpugov.io/pool", "NoSchedule")]
+    # gpugov's taint, beside the apiserver's own node.kubernetes.io/not-ready (no kubelet here):
+    # applying gpugov's taints never removes anyone else's.
+    assert ("gpugov.io/pool", "NoSchedule") in [(t.key, t.effect) for t in h100.spec.taints]
+
+
+def test_apply_keeps_taints_that_are_not_gpugovs(api_client, org) -> None:
+    """Node.spec.taints is an atomic list for server-side apply: applying gpugov's pool taint
+    must not drop a taint that an admin (or the autoscaler, or the GPU Operator) set."""
+    core = client.CoreV1Api(api_client)
+    admin = {"key": "maintenance", "value": "planned", "effect": "PreferNoSchedule"}
+    node = core.read_node("h100-02")
+    others = [t.to_dict() for t in node.spec.taints or [] if t.key != admin["key"]]
+    core.patch_node("h100-02", {"spec": {"taints": [*[{k: v for k, v in t.items() if v is not None} for t in others],
+                                                    admin]}})
+    apply_objects(api_client, compile(org, "kueue", "east"))
+    taints = {(t.key, t.value, t.effect) for t in core.read_node("h100-02").spec.taints or []}
+    assert ("maintenance", "planned", "PreferNoSchedule") in taints
+    assert ("gpugov.io/pool", "h100", "NoSchedule") in taints
+    apply_objects(api_client, compile(org, "kueue", "east"))  # and again: nothing piles up
+    again = [(t.key, t.value, t.effect) for t in core.read_node("h100-02").spec.taints or []]
+    assert sorted(again) == sorted(taints)
