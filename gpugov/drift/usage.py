@@ -22,6 +22,9 @@ from gpugov.policy.conformance import source_location
 from gpugov.quantity import QuantityError, format_quantity, parse_quantity
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# What Kueue puts on the pods of a workload it admitted (a Job's pods carry no queue-name label).
+ADMITTED_LABEL = "kueue.x-k8s.io/local-queue-name"
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
 _WHOLE_DEVICES = frozenset(model.resource for model in MODELS.values())
 
@@ -43,6 +46,13 @@ def accelerator_requests(pod: dict[str, Any]) -> dict[str, Decimal]:
                 except QuantityError:
                     continue
     return {r: v for r, v in totals.items() if v}
+
+
+def went_through_kueue(pod: dict[str, Any]) -> bool:
+    """Queued by its user (queue-name label) or admitted by Kueue as part of a workload."""
+    labels = pod["metadata"].get("labels") or {}
+    annotations = pod["metadata"].get("annotations") or {}
+    return QUEUE_LABEL in labels or ADMITTED_LABEL in labels or WORKLOAD_ANNOTATION in annotations
 
 
 def _pod_name(pod: dict[str, Any]) -> str:
@@ -79,8 +89,7 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
         if phase == "Running":
             for resource, amount in requests.items():
                 used[tenant][resource] += amount
-        labels = pod["metadata"].get("labels") or {}
-        bypass = QUEUE_LABEL not in labels if backend == "kueue" else (pod.get("spec") or {}).get(
+        bypass = not went_through_kueue(pod) if backend == "kueue" else (pod.get("spec") or {}).get(
             "schedulerName") != "volcano"
         if bypass:
             how = f"no {QUEUE_LABEL} label" if backend == "kueue" else "not scheduled by volcano"

@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.e2e
 
@@ -225,3 +226,26 @@ def test_pod_without_run_for_keeps_running(org: list[dict[str, Any]], api: clien
     assert core.read_namespaced_pod(name, "default").status.phase == "Running"
     assert RUN_FOR_ANNOTATION not in (core.read_namespaced_pod(name, "default").metadata.annotations or {})
     core.delete_namespaced_pod(name, "default")
+
+
+def test_drift_counts_kueue_admitted_job_pods_as_queued(
+    org: list[dict[str, Any]], api: client.ApiClient, living: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Job's pods carry no queue-name label (Kueue labels the Job); once Kueue admits the
+    workload it labels them with their LocalQueue. Drift must not call them queue bypasses
+    (GD021), which it did for every admitted Job before."""
+    from gpugov.cli import main
+
+    jobs = samples.sample_jobs(org)
+    samples.submit(api, jobs, run_for="120s")
+    seen = samples.wait(api, jobs, until="admitted", timeout=60)
+    assert all(o.admitted for o in seen), samples.table(seen)
+    core = client.CoreV1Api(api)
+    eventually(lambda: all(core.list_namespaced_pod(j.namespace, label_selector=f"job-name={j.name}").items
+                           for j in jobs), what="the sample pods")
+    capsys.readouterr()
+    main(["drift", str(REPO), "--cluster", "east", "--kubeconfig", str(living.cp.kubeconfig), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert [f for f in report["findings"] if f["rule"] == "GD021"] == []
+    for job in jobs:
+        client.BatchV1Api(api).delete_namespaced_job(job.name, job.namespace, propagation_policy="Background")
