@@ -183,7 +183,11 @@ def test_core_objects(model) -> None:
     bindings = [o for o in objects if o["kind"] == "RoleBinding" and o["metadata"]["namespace"] == "inference"]
     assert bindings[0]["roleRef"]["name"] == "edit"
     assert {s["name"] for s in bindings[0]["subjects"]} == {"dave@example.com", "serving-oncall"}
-    quotas = [o for o in objects if o["kind"] == "ResourceQuota" and o["metadata"]["namespace"] == "vision"]
+    # Kueue: no ResourceQuota (the admission policies and the ClusterQueue hold the ceiling);
+    # Volcano keeps it as a backstop.
+    assert not [o for o in objects if o["kind"] == "ResourceQuota"]
+    volcano = compile(model, "volcano", "east")
+    quotas = [o for o in volcano if o["kind"] == "ResourceQuota" and o["metadata"]["namespace"] == "vision"]
     hard = quotas[0]["spec"]["hard"]
     # vision: 8 H100 + borrowingLimit 8, plus the 8 whole A100s of a100-mig, which its cohort
     # tree has quota in and it may borrow without limit; 3g.40gb: no limit, so the pool's 8

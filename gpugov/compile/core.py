@@ -90,7 +90,12 @@ def compile_core(scope: Scope) -> list[Object]:
     for tenant in scope.tenants.values():
         for name in sorted(tenant.namespaces):
             objects.append(namespace(scope, tenant, name))
-            for extra in (role_binding(tenant, name), resource_quota(scope, tenant, name)):
+            # Kueue: no ResourceQuota. The admission policies send every accelerator through a
+            # queue and the ClusterQueue holds the tenant's ceiling across all its namespaces and
+            # pools; a per-namespace quota would repeat that ceiling in every namespace and refuse
+            # the gated pods of Kueue's pod integration at creation instead of letting them queue.
+            backstop = resource_quota(scope, tenant, name) if scope.backend == "volcano" else None
+            for extra in (role_binding(tenant, name), backstop):
                 if extra is not None:
                     objects.append(extra)
     return objects

@@ -57,7 +57,7 @@ class GpuPool(Component):
 
 
 class Tenant(Component):
-    """A tenant's namespaces, RoleBindings, ResourceQuotas, its queue and LocalQueues."""
+    """A tenant's namespaces, RoleBindings, ResourceQuotas (Volcano), its queue and LocalQueues."""
 
     TYPE = f"{PACKAGE}:Tenant"
 

@@ -25,7 +25,7 @@ def check(model: Model, objects: list[Object], live: LiveState, backend: str, cl
         *object_findings(objects, live),
         *hardware_findings(model, objects, live),
         *agent_findings(model, objects, live.agent_snapshots),
-        *usage_findings(model, objects, live, backend, ignore),
+        *usage_findings(model, objects, live, backend, cluster, ignore),
         *idle_findings(live, float(limits.idle_below_percent), limits.idle_window),
     ]
     return sorted(findings, key=lambda f: (f.rule, f.message))

@@ -35,7 +35,7 @@ MIG_ALLOCATABLE = rule("GD017", "mig-allocatable-mismatch", Level.ERROR,
                        "Check mig-manager and the device plugin (mixed strategy) on the node.")
 OVER_QUOTA = rule("GD020", "tenant-over-quota", Level.ERROR,
                   "A tenant's running pods request more accelerators than its nominal quota plus what it may borrow.",
-                  "Find pods that bypass the queues; check the ResourceQuota backstop.")
+                  "Find pods that bypass the queues; check the admission policies (Kueue) or the ResourceQuota backstop (Volcano).")
 QUEUE_BYPASS = rule("GD021", "queue-bypass", Level.ERROR,
                     "A GPU pod in a tenant namespace is not submitted through a queue.",
                     "Kueue: label it kueue.x-k8s.io/queue-name; Volcano: schedulerName volcano.")

@@ -1,7 +1,8 @@
 """Usage drift: who holds accelerators, and whether they got them through the queues.
 
-The tenant ceilings are the compiled ResourceQuota backstops (nominal plus what may be
-borrowed); which pool a node is in comes from the compiled node patches.
+The tenant ceilings are what compile gives each tenant (nominal plus what it may borrow,
+capped by the pools: the Volcano ResourceQuota backstop's numbers); which pool a node is in
+comes from the compiled node patches.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ from typing import Any
 
 from gpugov.catalog import MODELS
 from gpugov.compile import Object
-from gpugov.compile.common import LABEL_POOL, LABEL_TENANT
-from gpugov.compile.core import RESOURCEQUOTA_NAME
+from gpugov.compile.common import LABEL_POOL, select
+from gpugov.compile.core import accelerator_ceiling
 from gpugov.declarations.model import Model
 from gpugov.drift.live import LiveState
 from gpugov.drift.rules import BORROWING, FOREIGN_NAMESPACE, OVER_QUOTA, PENDING, POOL_WITHOUT_QUOTA, QUEUE_BYPASS
 from gpugov.findings import Finding, make
-from gpugov.policy.conformance import source_location
 from gpugov.quantity import QuantityError, format_quantity, parse_quantity
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -59,18 +59,13 @@ def _pod_name(pod: dict[str, Any]) -> str:
     return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
 
 
-def usage_findings(model: Model, objects: list[Object], live: LiveState, backend: str,
+def usage_findings(model: Model, objects: list[Object], live: LiveState, backend: str, cluster: str,
                    ignore_namespaces: frozenset[str] = frozenset()) -> list[Finding]:
     findings: list[Finding] = []
     owner_of = model.tenant_of_namespace()
     node_pool = {o["metadata"]["name"]: o["metadata"]["labels"][LABEL_POOL] for o in objects if o["kind"] == "Node"}
-    ceilings: dict[str, dict[str, Decimal]] = {}
-    quota_source: dict[str, Object] = {}
-    for obj in objects:
-        if obj["kind"] == "ResourceQuota" and obj["metadata"]["name"] == RESOURCEQUOTA_NAME:
-            tenant = obj["metadata"]["labels"][LABEL_TENANT]
-            ceilings[tenant] = {k.removeprefix("requests."): parse_quantity(v) for k, v in obj["spec"]["hard"].items()}
-            quota_source[tenant] = obj
+    scope = select(model, cluster, backend)
+    ceilings = {name: accelerator_ceiling(scope, tenant) for name, tenant in scope.tenants.items()}
     used: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     ignored = SYSTEM_NAMESPACES | ignore_namespaces
     for pod in live.pods:
@@ -105,10 +100,9 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
         for resource, amount in sorted(amounts.items()):
             limit = ceiling.get(resource, Decimal(0))
             if amount > limit:
-                source = quota_source.get(tenant)
                 findings.append(make(OVER_QUOTA, f"tenant {tenant}: running pods request {format_quantity(amount)} "
                                      f"{resource}, its quota allows at most {format_quantity(limit)}",
-                                     source_location(source) if source else None, object=f"Tenant {tenant}",
+                                     model.tenants[tenant].at("quotas"), object=f"Tenant {tenant}",
                                      declared=format_quantity(limit), live=format_quantity(amount)))
     findings.extend(queue_status_findings(live))
     return findings
