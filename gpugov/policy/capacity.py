@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpugov.declarations.model import Decl, Department, Model, PoolQuota
+from gpugov.declarations.model import Decl, Department, Model, PoolQuota, Tenant
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.policy import check
 from gpugov.quantity import format_quantity
@@ -51,6 +51,40 @@ DEPARTMENT_LIMIT_ON_ROOT = rule(
     "A top-level department sets borrowingLimit or lendingLimit (Kueue: must be nil when parent is empty).",
     "Only sub-departments can limit borrowing from or lending to their parent.",
 )
+VOLCANO_POOLS_MERGED = rule(
+    "GG036",
+    "volcano-pools-share-a-resource",
+    Level.ERROR,
+    "On a Volcano cluster a tenant or department holds quota of the same accelerator resource in two pools: "
+    "a Volcano Queue has one deserved amount per resource name and no flavors, so the two quotas merge and "
+    "either pool could be used for all of it.",
+    "Give such a tenant quota in one of the pools only (or one tenant per pool), or run the cluster on Kueue.",
+)
+
+
+@check
+def check_volcano_pools_distinct(model: Model) -> Iterator[Finding]:
+    for owner_name, kind in sorted(
+        [(n, "tenant") for n in model.tenants] + [(n, "department") for n in model.departments]
+    ):
+        owner: Tenant | Department = model.tenants[owner_name] if kind == "tenant" else model.departments[owner_name]
+        first: dict[tuple[str, str], str] = {}
+        for quota in owner.quotas:
+            pool = model.pools.get(quota.pool)
+            cluster = model.pool_cluster(pool) if pool else None
+            if pool is None or cluster is None or model.cluster(cluster).backend != "volcano":
+                continue
+            for rq in quota.resources:
+                if rq.resource in ("cpu", "memory", "pods"):
+                    continue
+                seen = first.setdefault((cluster, rq.resource), quota.pool)
+                if seen != quota.pool:
+                    yield make(
+                        VOLCANO_POOLS_MERGED,
+                        f"{kind} '{owner.name}' holds {rq.resource} in pools '{seen}' and '{quota.pool}' of Volcano "
+                        f"cluster '{cluster}': its Queue's deserved {rq.resource} would merge them",
+                        owner.at("quotas", quota.index, "pool"),
+                    )
 
 
 def _owners_of_quota(model: Model) -> Iterator[tuple[Decl, PoolQuota, bool]]:
