@@ -13,7 +13,8 @@ the sandbox sets up by hand, as Kueue's own integration tests do:
 - the visibility API (an aggregated API server on 127.0.0.1) behind an
   APIService and an ExternalName Service, reached through the apiserver's
   front-proxy (requestheader) flags;
-- integrations batch/job and pod; no leader election; internal cert management off.
+- integrations batch/job and pod; fair sharing on (so ClusterQueue weights act); no leader
+  election; internal cert management off.
 
 Kueue v0.17.0 reads two certificate pairs from fixed paths when its internal cert
 management is off: ``/etc/kueue/metrics/certs`` (metrics) and ``/visibility``
@@ -69,6 +70,8 @@ def configuration(workdir: Path, ports: dict[str, int]) -> dict[str, Any]:
         "visibilityServer": {"bindAddress": "127.0.0.1", "bindPort": ports["visibility"]},
         "manageJobsWithoutQueueName": False,
         "integrations": {"frameworks": ["batch/job", "pod"]},
+        # What gpugov's fairSharing.weight needs: without this block Kueue ignores the weights.
+        "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
     }
 
 

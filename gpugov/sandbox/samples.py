@@ -158,6 +158,12 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
     return next((c for c in obj.get("status", {}).get("conditions", []) if c.get("type") == kind), {})
 
 
+def _waiting_reason(workload: dict[str, Any]) -> str:
+    if not workload:
+        return "no Workload yet"
+    return str(_condition(workload, "QuotaReserved").get("message", "not evaluated by Kueue yet"))
+
+
 def observe(api: client.ApiClient, samples: list[SampleJob]) -> list[Observed]:
     """What Kueue, the scheduler and KWOK made of each sample Job, now."""
     dynamic = DynamicClient(api)
@@ -183,7 +189,7 @@ def observe(api: client.ApiClient, samples: list[SampleJob]) -> list[Observed]:
                 node=(pod.spec.node_name or "") if pod else "",
                 phase=(pod.status.phase or "") if pod and pod.status else "",
                 finished=finished,
-                reason="" if admitted else str(_condition(workload, "QuotaReserved").get("message", "no Workload yet")),
+                reason="" if admitted else _waiting_reason(workload),
             )
         )
     return result

@@ -193,8 +193,9 @@ def test_pending_workloads_through_the_visibility_api(
         pending = eventually(listed, what="the workload in pendingworkloads")
         assert pending[0]["localQueueName"] == "default"
         assert pending[0]["positionInClusterQueue"] == 0
-        seen = samples.observe(api, [too_big])[0]
-        assert not seen.admitted and "insufficient" in seen.reason
+        seen = eventually(lambda: next((o for o in samples.observe(api, [too_big]) if "insufficient" in o.reason), None),
+                          what="Kueue's reason for the wait")
+        assert not seen.admitted
     finally:
         batch.delete_namespaced_job(too_big.name, too_big.namespace, propagation_policy="Background")
 
