@@ -10,7 +10,8 @@ How declarations map to Kueue:
   TopologyAwareScheduling"); with all of them TAS, ordinary jobs get implied TAS and use any
   pool, and topology-aware jobs can still ask for a block.
 - Department -> Cohort (parentName = parent department; the department's own quotas are the
-  cohort's resourceGroups, i.e. extra shared quota; fairSharing.weight).
+  cohort's resourceGroups, i.e. extra shared quota, with their share of the pools' cpu/memory as
+  for tenants; fairSharing.weight).
 - Tenant -> ClusterQueue named after the tenant: cohortName = its department,
   namespaceSelector = exactly its namespaces (always explicit: null would admit none),
   preemption and queueingStrategy from SchedulingPolicy, fairSharing.weight.
@@ -248,8 +249,12 @@ def cohort(scope: Scope, name: str) -> Object:
     quotas = scope.department_quotas.get(name, ())
     if quotas:
         flavors = [q.pool for q in quotas]
-        covered = sorted({rq.resource for q in quotas for rq in q.resources}, key=resource_order)
-        spec["resourceGroups"] = [_resource_group(flavors, covered, quotas, {})]
+        # The department's own accelerators come with their share of the pools' CPU and memory,
+        # as a tenant's do: shared GPUs without CPU could never be used.
+        defaults = {quota.pool: cpu_memory_share(scope, quota) for quota in quotas}
+        resources = {rq.resource for q in quotas for rq in q.resources} | {r for d in defaults.values() for r in d}
+        covered = sorted(resources, key=resource_order)
+        spec["resourceGroups"] = [_resource_group(flavors, covered, quotas, defaults)]
     if department.weight is not None:
         spec["fairSharing"] = {"weight": str(department.weight)}
     return {
