@@ -50,7 +50,8 @@ def compile(model: Model, backend: str | None = None, cluster: str | None = None
         raise CompileError(f"unknown backend '{backend}' (choose {' or '.join(BACKENDS)})")
     scope = select(model, cluster, backend)
     objects = compile_core(scope) + mig_configmap(scope)
-    objects += compile_kueue(scope) + admission_objects(scope) if scope.backend == "kueue" else compile_volcano(scope)
+    objects += compile_kueue(scope) if scope.backend == "kueue" else compile_volcano(scope)
+    objects += admission_objects(scope)
     objects += compile_nodes(scope)
     objects += operations_objects(scope, objects)
     rank = {kind: index for index, kind in enumerate(APPLY_ORDER)}

@@ -1,4 +1,4 @@
-"""Admission rules that make a tenant's queues binding (Kueue backend).
+"""Admission rules that make a tenant's queues binding (Kueue and Volcano).
 
 Kueue itself checks neither which priority class a job asks for nor whether a GPU pod goes
 through a queue at all. compile therefore emits native ValidatingAdmissionPolicies (CEL in
@@ -13,6 +13,15 @@ the apiserver, no webhook to run or to fail) with their bindings:
 - ``gpugov-accelerators-need-a-queue``: outside the system namespaces, a Job or Pod that
   requests an accelerator of the cluster's pools must carry a queue label; pods that a Job
   owns are left to the Job's own check (Kueue's job integration labels the Job, not its pods).
+
+On **Volcano** the same two doors are shut with Volcano's own names:
+
+- ``gpugov-volcano-queue-access``: a PodGroup (``spec.queue``), a Volcano Job (``spec.queue``)
+  or a Pod (``scheduling.volcano.sh/queue-name`` annotation) in a tenant's namespace may only
+  name that tenant's leaf Queue; elsewhere no gpugov Queue at all. Department (parent) Queues
+  run no jobs, so no PodGroup may aim at one.
+- ``gpugov-volcano-accelerators-need-volcano``: outside the system namespaces, a Pod or Job
+  that requests an accelerator must be scheduled by ``volcano``.
 
 The declarations are written into the CEL as literals, so the policy needs no parameter
 objects and always matches the compiled queues.
@@ -178,17 +187,81 @@ def need_a_queue_policy(scope: Scope) -> Object:
     )
 
 
+VOLCANO_QUEUE_ACCESS = "gpugov-volcano-queue-access"
+VOLCANO_NEED_VOLCANO = "gpugov-volcano-accelerators-need-volcano"
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+_VOLCANO_RULES = [
+    {"apiGroups": ["scheduling.volcano.sh"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
+     "resources": ["podgroups"]},
+    {"apiGroups": ["batch.volcano.sh"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]},
+    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
+]
+
+
+def volcano_queue_access_policy(scope: Scope) -> Object:
+    own = {ns: tenant.name for tenant in scope.tenants.values() for ns in sorted(tenant.namespaces)}
+    every = sorted({*scope.tenants, *scope.departments})
+    queue = (
+        f"object.kind == 'Pod' ? (has(object.metadata.annotations) && '{VOLCANO_QUEUE_ANNOTATION}' in "
+        f"object.metadata.annotations ? object.metadata.annotations['{VOLCANO_QUEUE_ANNOTATION}'] : '') : "
+        "(has(object.spec.queue) ? object.spec.queue : 'default')"
+    )
+    return _policy(
+        scope,
+        VOLCANO_QUEUE_ACCESS,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _VOLCANO_RULES},
+            "variables": [
+                {"name": "own", "expression": _cel(own)},
+                {"name": "gpugovQueues", "expression": _cel(every)},
+                {"name": "queue", "expression": queue},
+            ],
+            "validations": [
+                {
+                    "expression": "variables.queue == '' || (request.namespace in variables.own ? "
+                    "variables.queue == variables.own[request.namespace] : !(variables.queue in variables.gpugovQueues))",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' may not use Volcano queue ' + variables.queue + (request.namespace in variables.own ? "
+                    "'; namespace ' + request.namespace + ' uses queue ' + variables.own[request.namespace] : "
+                    "': it belongs to a gpugov tenant or department')",
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    )
+
+
+def volcano_need_volcano_policy(scope: Scope) -> Object:
+    policy = need_a_queue_policy(scope)
+    pod_spec = _pod_spec()
+    spec = policy["spec"]
+    policy["metadata"]["name"] = VOLCANO_NEED_VOLCANO
+    spec["matchConditions"] = [
+        {"name": "not-volcano", "expression": f"!has({pod_spec}.schedulerName) || {pod_spec}.schedulerName != 'volcano'"}
+    ]
+    spec["validations"][0]["messageExpression"] = (
+        "object.kind + ' ' + request.namespace + '/' + object.metadata.name + ' requests accelerators but is not "
+        "scheduled by volcano: set schedulerName: volcano and a queue (gpugov: every accelerator goes through a queue)'"
+    )
+    return policy
+
+
 def admission_objects(scope: Scope) -> list[Object]:
     if not scope.tenants:
         return []
     exempt = sorted({*SYSTEM_NAMESPACES, scope.cluster.mig_config_namespace, scope.cluster.operations_namespace})
+    not_system = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": exempt}]}
+    if scope.backend == "volcano":
+        return [
+            volcano_queue_access_policy(scope),
+            _binding(scope, VOLCANO_QUEUE_ACCESS),
+            volcano_need_volcano_policy(scope),
+            _binding(scope, VOLCANO_NEED_VOLCANO, not_system),
+        ]
     return [
         queue_access_policy(scope),
         _binding(scope, QUEUE_ACCESS),
         need_a_queue_policy(scope),
-        _binding(
-            scope,
-            NEED_A_QUEUE,
-            {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": exempt}]},
-        ),
+        _binding(scope, NEED_A_QUEUE, not_system),
     ]

@@ -1,0 +1,91 @@
+"""Volcano's queues made binding by gpugov's admission policies, on a real apiserver with the
+real Volcano CRDs (no Volcano scheduler runs here: only admission is proven, not scheduling).
+
+A server of its own: the Kueue policies of the other tests would also judge these pods."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from gpugov.apply import apply_objects
+from gpugov.compile import compile
+from gpugov.sandbox import ControlPlane
+from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
+from gpugov.simulate import simulated_nodes
+from gpugov.validate import validate_repo
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def api(controlplane_binary_path: Path) -> Iterator[client.ApiClient]:
+    model = validate_repo(REPO).model
+    assert model is not None
+    with ControlPlane(binary=controlplane_binary_path) as cp:
+        api = cp.api_client()
+        create_nodes(api, simulated_nodes(model, "east"))
+        create_gpu_operator_footprint(api)
+        assert not apply_objects(api, compile(model, "volcano", "east")).missing
+        yield api
+
+
+def podgroup(api: client.ApiClient, namespace: str, queue: str) -> dict[str, Any]:
+    body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": f"pg-{uuid.uuid4().hex[:6]}"}, "spec": {"minMember": 1, "queue": queue}}
+    return dict(client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", body))
+
+
+def refused(create: Callable[[], Any]) -> str:
+    """The apiserver's refusal message (eventually: the policy cache may lag the first apply)."""
+    import time
+
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            create()
+        except ApiException as exc:
+            assert exc.status in (403, 422), exc
+            return str(exc.body)
+        if time.monotonic() > deadline:
+            raise AssertionError("the apiserver accepted it")
+        time.sleep(0.5)
+
+
+def test_a_namespace_may_use_only_its_tenants_queue(api: client.ApiClient) -> None:
+    """tenants/nlp.yaml: namespace nlp-train belongs to tenant nlp, whose Volcano Queue is `nlp`.
+    A PodGroup there may not aim at vision's queue nor at the department (parent) queue
+    `research`, which runs no jobs; it may use `nlp`."""
+    message = refused(lambda: podgroup(api, "nlp-train", "vision"))
+    assert "may not use Volcano queue vision; namespace nlp-train uses queue nlp" in message
+    message = refused(lambda: podgroup(api, "nlp-train", "research"))
+    assert "may not use Volcano queue research" in message
+    assert podgroup(api, "nlp-train", "nlp")["spec"]["queue"] == "nlp"
+    client.CoreV1Api(api).create_namespace({"metadata": {"name": "outsider"}})
+    message = refused(lambda: podgroup(api, "outsider", "nlp"))
+    assert "it belongs to a gpugov tenant or department" in message
+
+
+def test_accelerator_pods_must_be_scheduled_by_volcano(api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+
+    def pod(scheduler: str | None) -> dict[str, Any]:
+        spec: dict[str, Any] = {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                                "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
+        if scheduler:
+            spec["schedulerName"] = scheduler
+        return {"metadata": {"name": f"p-{uuid.uuid4().hex[:6]}",
+                             "annotations": {"scheduling.volcano.sh/queue-name": "vision"}}, "spec": spec}
+
+    message = refused(lambda: core.create_namespaced_pod("vision", pod(None)))
+    assert "requests accelerators but is not scheduled by volcano" in message
+    created = core.create_namespaced_pod("vision", pod("volcano"))
+    assert created.spec.scheduler_name == "volcano"
