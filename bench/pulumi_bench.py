@@ -1,6 +1,6 @@
 """Benchmark: `pulumi preview` and `pulumi up` of the example org and a synthetic org.
 
-    python bench/pulumi_bench.py [--tenants 200 --pools 10 --nodes 100] [--skip-example]
+    python bench/pulumi_bench.py [--tenants 200 --pools 10 --nodes 100] [--skip-example] [--tenants 0]
 
 Each org gets a fresh living sandbox (real controllers, scheduler, KWOK nodes, Kueue) and a
 fresh file-state stack, driven like tests/e2e/test_pulumi_up.py: the
@@ -104,7 +104,7 @@ def bench_org(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tenants", type=int, default=200)
+    parser.add_argument("--tenants", type=int, default=200, help="synthetic org size; 0 skips the synthetic org")
     parser.add_argument("--pools", type=int, default=10)
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--skip-example", action="store_true")
@@ -119,10 +119,11 @@ def main() -> int:
         tmp = Path(tmp_name)
         if not args.skip_example:
             rows += bench_org("example", ROOT, "east", tmp / "example", args.qps, args.skip_checkpoints)
-        synthetic = generate(tmp / "synthetic-org", tenants=args.tenants, pools=args.pools, nodes=args.nodes)
-        rows += bench_org(
-            f"synth-{args.tenants}", synthetic, "synthetic", tmp / "synthetic", args.qps, args.skip_checkpoints
-        )
+        if args.tenants > 0:
+            synthetic = generate(tmp / "synthetic-org", tenants=args.tenants, pools=args.pools, nodes=args.nodes)
+            rows += bench_org(
+                f"synth-{args.tenants}", synthetic, "synthetic", tmp / "synthetic", args.qps, args.skip_checkpoints
+            )
     print(f"\n{'org':<10} {'operation':<20} {'objects':>7} {'resources':>9} {'seconds':>8} {'ms/resource':>11}")
     for label, op, objects, resources, seconds in rows:
         print(f"{label:<10} {op:<20} {objects:>7} {resources:>9} {seconds:>8.1f} {1000 * seconds / resources:>11.1f}")
