@@ -10,10 +10,14 @@ apply and its taints are merged: gpugov's taints (the ones it declares now, and 
 it recorded in the ``gpugov.io/taints`` annotation last time) are replaced, every other
 taint is kept, written with the Node's resourceVersion so a concurrent writer is never
 overwritten.
+
+Volcano's hierarchical Queues are applied in an order its webhook accepts, see
+``queue_apply_plan``.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,6 +27,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
+
+from gpugov.quantity import format_quantity, parse_quantity
 
 FIELD_MANAGER = "gpugov"
 TAINTS_ANNOTATION = "gpugov.io/taints"  # the taints gpugov set on a Node, to remove them when undeclared
@@ -45,7 +51,8 @@ def apply_objects(api: client.ApiClient, objects: list[dict[str, Any]], force: b
     then read every applied object back from the server."""
     dynamic = DynamicClient(api)
     result = ApplyResult()
-    for obj in objects:
+    seen: set[tuple[str, str, str]] = set()
+    for obj in _in_apply_order(dynamic, objects):
         resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
         meta = obj["metadata"]
         if obj["kind"] == "Node":
@@ -74,7 +81,10 @@ def apply_objects(api: client.ApiClient, objects: list[dict[str, Any]], force: b
             raise ApplyError(
                 f"{obj['kind']} {where}{meta['name']}: {exc.status} {exc.reason}: {_message(exc)}"
             ) from exc
-        result.applied.append((obj["kind"], meta.get("namespace", ""), meta["name"]))
+        applied = (obj["kind"], meta.get("namespace", ""), meta["name"])
+        if applied not in seen:  # a Volcano parent Queue is applied twice (widened, then settled)
+            seen.add(applied)
+            result.applied.append(applied)
     for obj in objects_applied(objects, result):
         resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
         try:
@@ -82,6 +92,18 @@ def apply_objects(api: client.ApiClient, objects: list[dict[str, Any]], force: b
         except NotFoundError:
             result.missing.append((obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
     return result
+
+
+def _in_apply_order(dynamic: DynamicClient, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """compile's order, with Volcano's Queues as queue_apply_plan orders them (at their first place)."""
+    queues = [o for o in objects if is_volcano_queue(o)]
+    if not queues:
+        return objects
+    api = dynamic.resources.get(api_version=QUEUE_API, kind="Queue")
+    live = {q["metadata"]["name"]: q for q in api.get().to_dict().get("items", [])}
+    first = objects.index(queues[0])
+    rest = [o for o in objects if not is_volcano_queue(o)]
+    return rest[:first] + queue_apply_plan(queues, live) + rest[first:]
 
 
 def _taint_key(taint: dict[str, Any]) -> str:
@@ -153,3 +175,81 @@ def list_managed(api: client.ApiClient, kinds: Iterable[tuple[str, str]]) -> lis
         items = resource.get(label_selector="app.kubernetes.io/managed-by=gpugov").items
         found.extend((kind, item.metadata.namespace or "", item.metadata.name) for item in items)
     return sorted(found)
+
+
+# -- Volcano queue order ------------------------------------------------------
+#
+# The order in which Volcano's hierarchical Queues can be updated.
+#
+# Volcano's queue webhook checks, on every create and update, that the children's deserved and
+# guarantee add up to no more than their parent's, that a child's capability stays within its
+# ancestors', and that a parent exists before its children. So applying compile's Queues in one
+# pass breaks: parents first fails a decrease (the parent shrinks below its current children),
+# children first fails an increase. ``queue_apply_plan`` gives an order that holds at every step:
+#
+# 1. parents top-down: a new parent at its desired values, an existing one widened to the larger
+#    of its live and desired values per resource (an absent capability is the widest);
+# 2. every Queue bottom-up at its desired values: children shrink or grow under widened parents,
+#    then each parent settles once its children have.
+
+QUEUE_API = "scheduling.volcano.sh/v1beta1"
+Queue = dict[str, Any]
+
+
+def is_volcano_queue(obj: dict[str, Any]) -> bool:
+    return obj.get("apiVersion") == QUEUE_API and obj.get("kind") == "Queue"
+
+
+def _wider(live: dict[str, Any] | None, desired: dict[str, Any] | None, absent_is_widest: bool) -> dict[str, Any] | None:
+    if live is None or desired is None:
+        if absent_is_widest:
+            return None
+        return dict(live or desired or {}) or None
+    result = {}
+    for resource in sorted(set(live) | set(desired)):
+        if resource in live and resource in desired:
+            result[resource] = format_quantity(max(parse_quantity(live[resource]), parse_quantity(desired[resource])))
+        elif not absent_is_widest:
+            result[resource] = live.get(resource, desired.get(resource))
+    return result
+
+
+def widened(desired: Queue, live: Queue) -> Queue:
+    """``desired`` with deserved, guarantee and capability at least as large as ``live``'s."""
+    body = copy.deepcopy(desired)
+    spec, live_spec = body.setdefault("spec", {}), live.get("spec") or {}
+    for name, absent_is_widest in (("deserved", False), ("capability", True)):
+        value = _wider(live_spec.get(name), spec.get(name), absent_is_widest)
+        if value is None:
+            spec.pop(name, None)
+        else:
+            spec[name] = value
+    guarantee = _wider((live_spec.get("guarantee") or {}).get("resource"), (spec.get("guarantee") or {}).get("resource"),
+                       False)
+    if guarantee:
+        spec["guarantee"] = {"resource": guarantee}
+    return body
+
+
+def _depth(name: str, parent_of: dict[str, str]) -> int:
+    depth, seen = 0, set()
+    while name in parent_of and name not in seen:
+        seen.add(name)
+        name = parent_of[name]
+        depth += 1
+    return depth
+
+
+def queue_apply_plan(desired: Iterable[Queue], live: dict[str, Queue]) -> list[Queue]:
+    """Queue bodies to apply, in order (see the module doc). ``live``: existing Queues by name."""
+    queues = list(desired)
+    parent_of = {q["metadata"]["name"]: q["spec"]["parent"] for q in queues if (q.get("spec") or {}).get("parent")}
+    parents = set(parent_of.values())
+    by_depth = sorted(queues, key=lambda q: _depth(q["metadata"]["name"], parent_of))
+    plan = []
+    for queue in by_depth:  # top-down
+        name = queue["metadata"]["name"]
+        if name in parents:
+            plan.append(widened(queue, live[name]) if name in live else queue)
+    plan.extend(reversed(by_depth))  # bottom-up, at the desired values
+    return plan

@@ -3,8 +3,11 @@
 How declarations map to Volcano (queues are cluster-wide per resource name; Volcano has no
 flavors, so a pool is expressed as a node group):
 - Tenant -> leaf Queue named after the tenant.
-  deserved   = sum of its nominal quotas per resource name (capacity plugin: its fair share);
+  deserved   = sum of its nominal accelerator quotas per resource name (capacity plugin: its
+               fair share; cpu and memory are left out, or CPU use alone would make the queue
+               reclaimable);
   guarantee  = sum of (nominal - lendingLimit) where a lendingLimit is set: the part never lent;
+               accelerators only, as deserved;
   capability = nominal + borrowingLimit per resource when every pool quota of that resource
                sets a borrowingLimit; otherwise the resource is left out (no ceiling). A tenant
                without a department cannot borrow, and one that runs non-preemptible work
@@ -33,6 +36,7 @@ from typing import Any
 from gpugov.compile.common import (
     LABEL_DEPARTMENT,
     LABEL_PRIORITY_CLASS,
+    NON_ACCELERATOR,
     Object,
     Scope,
     metadata,
@@ -58,9 +62,12 @@ def _sums(quotas: tuple[PoolQuota, ...]) -> tuple[Amounts, Amounts, Amounts | No
     unlimited: set[str] = set()
     for quota in quotas:
         for rq in quota.resources:
-            deserved[rq.resource] += rq.nominal
-            if rq.lending_limit is not None:
-                guarantee[rq.resource] += rq.nominal - rq.lending_limit
+            if rq.resource not in NON_ACCELERATOR:
+                # Accelerators only: with cpu or memory in deserved, a queue that uses more CPU
+                # than that share becomes reclaimable even while its GPUs are within their share.
+                deserved[rq.resource] += rq.nominal
+                if rq.lending_limit is not None:
+                    guarantee[rq.resource] += rq.nominal - rq.lending_limit
             if rq.borrowing_limit is None:
                 unlimited.add(rq.resource)
             else:

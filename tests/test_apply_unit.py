@@ -1,0 +1,102 @@
+"""apply's pure parts: node taints merged (the list is atomic for SSA), Volcano queue order."""
+
+from __future__ import annotations
+
+from gpugov.apply import TAINTS_ANNOTATION, merged_taints, taint_annotation, without_taints
+
+ADMIN = {"key": "maintenance", "value": "planned", "effect": "PreferNoSchedule"}
+POOL = {"key": "gpugov.io/pool", "value": "h100", "effect": "NoSchedule"}
+
+
+def test_declared_taints_join_the_others() -> None:
+    assert merged_taints([ADMIN], "", [POOL]) == [ADMIN, POOL]
+    assert merged_taints([ADMIN, POOL], "gpugov.io/pool=h100:NoSchedule", [POOL]) == [ADMIN, POOL]
+
+
+def test_a_changed_value_replaces_gpugovs_taint() -> None:
+    new = {**POOL, "value": "h100-sxm"}
+    assert merged_taints([POOL, ADMIN], "gpugov.io/pool=h100:NoSchedule", [new]) == [ADMIN, new]
+
+
+def test_a_taint_gpugov_no_longer_declares_is_removed_others_stay() -> None:
+    assert merged_taints([ADMIN, POOL], "gpugov.io/pool=h100:NoSchedule", []) == [ADMIN]
+    # without the record, a taint that is not gpugov's is never touched
+    assert merged_taints([ADMIN, POOL], "", []) == [ADMIN, POOL]
+
+
+def test_the_ssa_body_carries_labels_and_the_record_not_the_taints() -> None:
+    patch = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "labels": {"a": "b"}},
+             "spec": {"taints": [POOL]}}
+    body = without_taints(patch)
+    assert "spec" not in body and body["metadata"]["labels"] == {"a": "b"}
+    assert body["metadata"]["annotations"][TAINTS_ANNOTATION] == taint_annotation(patch) == "gpugov.io/pool=h100:NoSchedule"
+    assert "annotations" not in patch["metadata"]  # the compiled object is left as it was
+
+
+# -- Volcano queue order --------------------------------------------------------------------
+
+from gpugov.apply import queue_apply_plan  # noqa: E402
+from gpugov.quantity import parse_quantity  # noqa: E402
+
+
+def queue(name: str, gpus: int, parent: str | None = None, guarantee: int | None = None) -> dict:
+    spec: dict = {"deserved": {"nvidia.com/gpu": str(gpus)}}
+    if parent:
+        spec["parent"] = parent
+    if guarantee is not None:
+        spec["guarantee"] = {"resource": {"nvidia.com/gpu": str(guarantee)}}
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+def webhook_accepts(state: dict[str, dict], body: dict) -> bool:
+    """Volcano's hierarchy rule (reference kueue-volcano.md, queue webhook): a parent exists
+    before its children, and the children's deserved add up to no more than their parent's."""
+    after = {**state, body["metadata"]["name"]: body}
+    for name, q in after.items():
+        parent = q["spec"].get("parent")
+        if parent and parent not in after:
+            return False
+        children = [c for c in after.values() if c["spec"].get("parent") == name]
+        total = sum(parse_quantity(c["spec"]["deserved"]["nvidia.com/gpu"]) for c in children)
+        if children and total > parse_quantity(q["spec"]["deserved"]["nvidia.com/gpu"]):
+            return False
+    return True
+
+
+def run(plan: list[dict], live: dict[str, dict]) -> dict[str, dict]:
+    state = dict(live)
+    for body in plan:
+        assert webhook_accepts(state, body), f"refused: {body['metadata']['name']} {body['spec']}"
+        state[body["metadata"]["name"]] = body
+    return state
+
+
+def test_a_quota_decrease_shrinks_children_before_the_parent() -> None:
+    live = {q["metadata"]["name"]: q for q in (queue("dept", 16), queue("a", 8, "dept"), queue("b", 8, "dept"))}
+    desired = [queue("dept", 8), queue("a", 4, "dept"), queue("b", 4, "dept")]  # compile's order: parents first
+    state = dict(live)
+    assert not webhook_accepts(state, desired[0])  # what applying in compile's order would do
+    final = run(queue_apply_plan(desired, live), live)
+    assert {n: q["spec"]["deserved"]["nvidia.com/gpu"] for n, q in final.items()} == {"dept": "8", "a": "4", "b": "4"}
+
+
+def test_an_increase_and_a_new_parent_go_parents_first() -> None:
+    live = {q["metadata"]["name"]: q for q in (queue("dept", 8), queue("a", 8, "dept"))}
+    desired = [queue("root-dept", 24), queue("dept", 16, "root-dept"), queue("a", 16, "dept"), queue("c", 8, "root-dept")]
+    plan = queue_apply_plan(desired, live)
+    assert plan[0]["metadata"]["name"] == "root-dept"
+    final = run(plan, live)
+    assert final["a"]["spec"]["deserved"]["nvidia.com/gpu"] == "16"
+    assert final["dept"]["spec"]["deserved"]["nvidia.com/gpu"] == "16"
+
+
+def test_widening_keeps_the_larger_value_and_drops_a_capability_only_one_side_has() -> None:
+    from gpugov.apply import widened
+
+    live = queue("dept", 16, guarantee=4)
+    live["spec"]["capability"] = {"nvidia.com/gpu": "16"}
+    desired = queue("dept", 8, guarantee=6)
+    wide = widened(desired, live)
+    assert wide["spec"]["deserved"] == {"nvidia.com/gpu": "16"}
+    assert wide["spec"]["guarantee"] == {"resource": {"nvidia.com/gpu": "6"}}
+    assert "capability" not in wide["spec"]  # no capability = no ceiling, the widest
