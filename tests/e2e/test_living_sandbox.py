@@ -209,6 +209,11 @@ def test_every_tenant_sample_is_admitted_to_its_own_pool(org: list[dict[str, Any
     assert [(o.job.tenant, o.flavor, o.finished) for o in seen] == [(j.tenant, j.flavor, True) for j in jobs], (
         samples.table(seen)
     )
+    # MIG slices land on MIG nodes, whole GPUs on nodes that offer whole GPUs
+    core = client.CoreV1Api(api)
+    for o in seen:
+        allocatable = core.read_node(o.node).status.allocatable
+        assert int(allocatable.get(o.job.resource, "0")) > 0, (o.job.tenant, o.node, o.job.resource)
 
 
 def test_pod_without_run_for_keeps_running(org: list[dict[str, Any]], api: client.ApiClient) -> None:
