@@ -69,9 +69,12 @@ def binary_env(binary: str) -> str:
 
 
 def tool_binary(binary: str, build: bool = True) -> Path:
-    """Any of the sandbox's binaries (see ``TOOL_OF``), built with tools/build if needed and possible."""
-    if binary == CONTROLPLANE_BINARY:
-        return controlplane_binary(build)
+    """Any of the sandbox's binaries (see ``TOOL_OF``), built if needed and possible.
+
+    Order: $GPUGOV_<BINARY>_BIN; ``tools/build <tool>`` when Go is installed (so a changed
+    wrapper go.mod is never served by a stale binary); an existing ``tools/bin`` link when
+    Go is not installed.
+    """
     env = binary_env(binary)
     override = os.environ.get(env)
     if override:
@@ -117,25 +120,5 @@ def kueue_config_dir(kueue: Path) -> Path:
 
 
 def controlplane_binary(build: bool = True) -> Path:
-    """Return the gpugov-controlplane binary, building it if needed and possible.
-
-    Order: $GPUGOV_CONTROLPLANE_BIN; ``tools/build k8s`` when Go is installed
-    (so a changed tools/k8s/go.mod is never served by a stale binary); an
-    existing ``tools/bin`` link when Go is not installed.
-    """
-    override = os.environ.get(BINARY_ENV)
-    if override:
-        path = Path(override)
-        if not os.access(path, os.X_OK):
-            raise ToolUnavailableError(f"{BINARY_ENV}={override} is not an executable file")
-        return path
-    root = repo_root()
-    link = root / "tools" / "bin" / CONTROLPLANE_BINARY
-    if build and shutil.which("go"):
-        _run_build(root, "k8s")
-    if link.exists() and os.access(link, os.X_OK):
-        return link
-    raise ToolUnavailableError(
-        f"{CONTROLPLANE_BINARY} is not built and cannot be: 'go' is not on PATH. "
-        "Install Go >= 1.26 and run tools/build k8s"
-    )
+    """The gpugov-controlplane binary (kube-apiserver + etcd), see ``tool_binary``."""
+    return tool_binary(CONTROLPLANE_BINARY, build)

@@ -12,6 +12,7 @@ unless ``GPUGOV_REQUIRE_E2E=1`` (CI), where that is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import uuid
@@ -85,6 +86,24 @@ def living(sandbox_binaries: dict[str, Path]) -> Iterator[Sandbox]:
         yield sandbox
         problems = sandbox.problems()
     assert not problems, "\n".join(problems)
+
+
+@contextlib.contextmanager
+def own_org_sandbox(root: Path, files: dict[str, str]) -> Iterator[client.ApiClient]:
+    """A living sandbox of its own with the organisation ``files`` (path -> YAML) written to
+    ``root``, validated, its GPU servers as KWOK nodes and its single cluster applied."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    result = validate_repo(root)
+    assert result.model is not None and not result.errors, result.errors
+    with Sandbox() as sandbox:
+        api = sandbox.cp.api_client()
+        create_nodes(api, simulated_nodes(result.model), kwok=True)
+        create_gpu_operator_footprint(api)
+        assert not apply_objects(api, compile(result.model, "kueue")).missing
+        yield api
 
 
 @pytest.fixture(scope="session")

@@ -11,14 +11,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from gpugov.apply import apply_objects
-from gpugov.compile import compile
 from gpugov.sandbox import samples
-from gpugov.sandbox.cluster import Sandbox
-from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
-from gpugov.simulate import simulated_nodes
-from gpugov.validate import validate_repo
-from tests.conftest import write
+from tests.e2e.conftest import own_org_sandbox
 
 pytestmark = pytest.mark.e2e
 
@@ -80,16 +74,7 @@ spec:
 
 @pytest.fixture(scope="module")
 def lab(sandbox_binaries: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
-    root = tmp_path_factory.mktemp("fair-sharing")
-    for rel, text in ORG.items():
-        write(root, rel, text)
-    result = validate_repo(root)
-    assert result.model is not None and not result.errors, result.errors
-    with Sandbox() as sandbox:
-        api = sandbox.cp.api_client()
-        create_nodes(api, simulated_nodes(result.model), kwok=True)
-        create_gpu_operator_footprint(api)
-        assert not apply_objects(api, compile(result.model, "kueue")).missing
+    with own_org_sandbox(tmp_path_factory.mktemp("fair-sharing"), ORG) as api:
         yield api
 
 
