@@ -21,8 +21,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -107,7 +105,7 @@ class Sandbox:
             config_dir = kueue_config_dir(binaries[KUEUE_BINARY])
             begin = time.monotonic()
             self.controlplane = ControlPlane(
-                workdir=self._workdir(),
+                workdir=self._given_workdir,  # None: a temporary one that ControlPlane.stop() removes
                 crd_dirs=_volcano_crd_dirs(),
                 detach=True,  # this class supervises it; its own atexit would race ours
                 startup_timeout=self._timeout,
@@ -145,12 +143,6 @@ class Sandbox:
             atexit.register(self.stop)
         return self
 
-    def _workdir(self) -> Path:
-        if self._given_workdir is None:
-            return Path(tempfile.mkdtemp(prefix="gpugov-sandbox-"))
-        self._given_workdir.mkdir(parents=True, exist_ok=True)
-        return self._given_workdir
-
     def _record(self, name: str, version: str, pid: int, begin: float, log: Path) -> None:
         self.started.append(Started(name, version, pid, time.monotonic() - begin, log))
 
@@ -177,11 +169,8 @@ class Sandbox:
                 component.stop()
         self.components = []
         if self.controlplane is not None:
-            workdir = self.controlplane.workdir if self._given_workdir is None else None
-            self.controlplane.stop()
+            self.controlplane.stop()  # after the components, whose logs live in its work directory
             self.controlplane = None
-            if workdir is not None:
-                shutil.rmtree(workdir, ignore_errors=True)
 
     def __enter__(self) -> Sandbox:
         return self.start()
