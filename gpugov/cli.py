@@ -174,6 +174,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if base.errors or base.model is None:
         sys.stderr.write(REPORTERS["text"](base.findings, len(base.files)))
         return _fail(f"the base {base_label} does not validate; fix it or plan against another base")
+    known = sorted(set(base.model.cluster_names()) | set(head.model.cluster_names()))
+    if args.cluster is not None and args.cluster not in known:
+        return _fail(f"unknown cluster '{args.cluster}' (declared: {', '.join(known)})")
     try:
         plan = make_plan(base.model, head.model, base_label, head_label, args.cluster)
     except CompileError as exc:

@@ -470,6 +470,12 @@ def test_cli_count_failure_exits_3(capsys):
     assert "cannot count the GPUs" in capsys.readouterr().err
 
 
+def test_bad_listen_is_bad_usage_even_without_a_driver(capsys):
+    """A typo in --listen is the caller's mistake (2), not a missing driver (3)."""
+    assert agent_cli.cmd_agent(parse("--listen", "nonsense"), nvml=FakeNVML(init_error="LibraryNotFound")) == 2
+    assert "expected HOST:PORT" in capsys.readouterr().err
+
+
 def test_cli_serve_reports_bad_listen_and_busy_port(capsys):
     fake = FakeNVML()
     assert agent_cli.cmd_agent(parse("--listen", "nonsense"), nvml=fake) == 2

@@ -183,3 +183,10 @@ def test_flavor_change_kueue_refuses_in_place_is_a_risk(tmp_path: Path, capsys) 
     assert flavor["action"] == "replace"
     (risk,) = [r for r in data["risks"] if r["id"] == "kueue-immutable"]
     assert risk["message"].startswith("ResourceFlavor h100:") and "spec.tolerations" in risk["message"]
+
+
+def test_unknown_cluster_is_a_usage_error(tmp_path: Path, capsys) -> None:
+    repo = make_repo(tmp_path, raise_quota)
+    code, out, err = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--cluster", "nope")
+    assert code == 2 and out == ""
+    assert "unknown cluster 'nope' (declared: lab)" in err

@@ -45,6 +45,13 @@ def _node_name(explicit: str | None) -> str:
 
 def cmd_agent(args: argparse.Namespace, nvml: Any | None = None) -> int:
     node = _node_name(args.node)
+    if not args.once:
+        from gpugov.agent.server import parse_listen
+
+        try:  # a bad address is bad usage, whatever the node's NVML says
+            parse_listen(args.listen)
+        except ValueError as exc:
+            return _fail(str(exc), EXIT_USAGE)
     try:
         reader = NvmlReader(nvml).open()
     except NvmlUnavailable as exc:

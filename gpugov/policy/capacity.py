@@ -51,6 +51,33 @@ DEPARTMENT_LIMIT_ON_ROOT = rule(
     "A top-level department sets borrowingLimit or lendingLimit (Kueue: must be nil when parent is empty).",
     "Only sub-departments can limit borrowing from or lending to their parent.",
 )
+FRACTIONAL_DEVICE = rule(
+    "GG037",
+    "fractional-device",
+    Level.ERROR,
+    "A quota of whole devices or MIG instances (nominal, borrowingLimit or lendingLimit) is not a whole number: "
+    "extended resources are integers, so the scheduler would be asked for e.g. 17500m GPUs.",
+    "Use whole numbers of accelerators and MIG instances.",
+)
+
+
+@check
+def check_whole_devices(model: Model) -> Iterator[Finding]:
+    for owner, quota in model.quota_holders():
+        for rq in quota.resources:
+            if rq.resource in ("cpu", "memory", "pods"):
+                continue
+            for name, value in (("nominal", rq.nominal), ("borrowingLimit", rq.borrowing_limit),
+                                ("lendingLimit", rq.lending_limit)):
+                if value is not None and value != value.to_integral_value():
+                    yield make(
+                        FRACTIONAL_DEVICE,
+                        f"{owner.name}: {name} of {rq.key} in pool '{quota.pool}' is {value.normalize()}, "
+                        f"not a whole number of {rq.resource}",
+                        owner.at("quotas", quota.index, "resources", rq.key),
+                    )
+
+
 VOLCANO_POOLS_MERGED = rule(
     "GG036",
     "volcano-pools-share-a-resource",
