@@ -379,7 +379,10 @@ def _describe(doc: SourceDoc, kind: str, error: jsonschema.ValidationError) -> l
 
 def _anyof_name(error: jsonschema.ValidationError) -> str:
     description = str(error.schema.get("description", "value"))
-    return description.split(":")[0].split(";")[0].rstrip(".").lower()
+    name = description.split(":")[0].split(";")[0].rstrip(".").lower()
+    for article in ("a ", "an "):  # "is not a valid quota", never "a valid a quota"
+        name = name.removeprefix(article)
+    return name
 
 
 def _dotted(path: tuple[Any, ...]) -> str:
