@@ -30,7 +30,7 @@ from typing import Any
 
 from gpugov.sandbox import crds as crd_mod
 from gpugov.sandbox.components import Component, ComponentError
-from gpugov.sandbox.controlplane import ControlPlane, free_ports, log_tail
+from gpugov.sandbox.controlplane import ControlPlane, free_ports, log_tail, process_alive
 from gpugov.sandbox.kube import controller_manager, scheduler
 from gpugov.sandbox.kueue import Kueue
 from gpugov.sandbox.kwok import kwok
@@ -149,7 +149,7 @@ class Sandbox:
     def problems(self) -> list[str]:
         """One report per component that is not running or not healthy (empty: all fine)."""
         reports = []
-        if self.controlplane is not None and not _alive(self.controlplane.pid):
+        if self.controlplane is not None and not process_alive(self.controlplane.pid):
             reports.append(
                 f"kube-apiserver (pid {self.controlplane.pid}) is not running\n"
                 f"--- last lines of {self.controlplane.log_path} ---\n{log_tail(self.controlplane.log_path)}"
@@ -204,12 +204,6 @@ def _health(sandbox: Sandbox, name: str) -> str:
     if name == "kube-apiserver":
         return f"{sandbox.cp.server}/readyz"
     return next(c.health_url for c in sandbox.components if c.name == name)
-
-
-def _alive(pid: int) -> bool:
-    from gpugov.sandbox.controlplane import process_alive
-
-    return process_alive(pid)
 
 
 def read_state(directory: Path) -> dict[str, Any] | None:

@@ -88,6 +88,21 @@ def living(sandbox_binaries: dict[str, Path]) -> Iterator[Sandbox]:
     assert not problems, "\n".join(problems)
 
 
+# The scheduling policy and priority class of the small organisations some tests build.
+SMALL_ORG_POLICIES = """\
+apiVersion: gpugov.io/v1alpha1
+kind: SchedulingPolicy
+metadata: {name: default}
+spec:
+  preemption: {reclaimWithinCohort: Any, withinClusterQueue: LowerPriority, borrowWithinCohort: {policy: Never}}
+---
+apiVersion: gpugov.io/v1alpha1
+kind: PriorityClass
+metadata: {name: batch}
+spec: {value: 100}
+"""
+
+
 @contextlib.contextmanager
 def own_org_sandbox(root: Path, files: dict[str, str]) -> Iterator[client.ApiClient]:
     """A living sandbox of its own with the organisation ``files`` (path -> YAML) written to

@@ -12,23 +12,12 @@ import pytest
 from kubernetes import client
 
 from gpugov.sandbox import samples
-from tests.e2e.conftest import own_org_sandbox
+from tests.e2e.conftest import SMALL_ORG_POLICIES, own_org_sandbox
 
 pytestmark = pytest.mark.e2e
 
 ORG = {
-    "policies/org.yaml": """\
-apiVersion: gpugov.io/v1alpha1
-kind: SchedulingPolicy
-metadata: {name: default}
-spec:
-  preemption: {reclaimWithinCohort: Any, withinClusterQueue: LowerPriority, borrowWithinCohort: {policy: Never}}
----
-apiVersion: gpugov.io/v1alpha1
-kind: PriorityClass
-metadata: {name: batch}
-spec: {value: 100}
-""",
+    "policies/org.yaml": SMALL_ORG_POLICIES,
     "hardware/pools.yaml": """\
 apiVersion: gpugov.io/v1alpha1
 kind: GPUPool
