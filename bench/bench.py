@@ -25,13 +25,13 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.synthetic import generate
+from gpugov.app.pipeline import validate_files, validate_repo
 from gpugov.compile import compile
 from gpugov.declarations.loader import discover
-from gpugov.gitsource import revision_files
+from gpugov.manifests import manifest_files
 from gpugov.plan import make_plan
-from gpugov.plan_report import markdown
-from gpugov.render import manifest_files
-from gpugov.validate import validate_files, validate_repo
+from gpugov.plan.report import markdown
+from gpugov.sources.git import revision_files
 
 
 def parse_only(root: Path) -> None:

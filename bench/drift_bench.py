@@ -28,14 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kubernetes import client
 
 from bench.synthetic import generate
-from gpugov.apply import apply_objects
+from gpugov.app.pipeline import validate_repo
+from gpugov.cluster.apply import apply_objects
+from gpugov.cluster.observe import observe
 from gpugov.compile import compile
-from gpugov.drift.kube import observe
-from gpugov.kinds import KINDS
+from gpugov.kube.kinds import KINDS
 from gpugov.sandbox import ControlPlane
 from gpugov.sandbox.nodes import create_nodes
-from gpugov.simulate import simulated_nodes
-from gpugov.validate import validate_repo
+from gpugov.sandbox.simulated import simulated_nodes
 
 
 def _load(api: client.ApiClient, objects: list[dict], model, pods: int) -> None:

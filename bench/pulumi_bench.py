@@ -26,12 +26,12 @@ from kubernetes.client.exceptions import ApiException
 from pulumi import automation as auto
 
 from bench.synthetic import generate
+from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
 from gpugov.deploy import run
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
-from gpugov.simulate import simulated_nodes
-from gpugov.validate import validate_repo
+from gpugov.sandbox.simulated import simulated_nodes
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ROOT / "tools"

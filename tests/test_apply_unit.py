@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpugov.apply import TAINTS_ANNOTATION, merged_taints, taint_annotation, without_taints
+from gpugov.cluster.apply import TAINTS_ANNOTATION, merged_taints, taint_annotation, without_taints
 
 ADMIN = {"key": "maintenance", "value": "planned", "effect": "PreferNoSchedule"}
 POOL = {"key": "gpugov.io/pool", "value": "h100", "effect": "NoSchedule"}
@@ -35,8 +35,8 @@ def test_the_ssa_body_carries_labels_and_the_record_not_the_taints() -> None:
 
 # -- Volcano queue order --------------------------------------------------------------------
 
-from gpugov.apply import queue_apply_plan  # noqa: E402
-from gpugov.quantity import parse_quantity  # noqa: E402
+from gpugov.cluster.apply import queue_apply_plan  # noqa: E402
+from gpugov.kube.quantity import parse_quantity  # noqa: E402
 
 
 def queue(name: str, gpus: int, parent: str | None = None, guarantee: int | None = None) -> dict:
@@ -91,7 +91,7 @@ def test_an_increase_and_a_new_parent_go_parents_first() -> None:
 
 
 def test_widening_keeps_the_larger_value_and_drops_a_capability_only_one_side_has() -> None:
-    from gpugov.apply import widened
+    from gpugov.cluster.apply import widened
 
     live = queue("dept", 16, guarantee=4)
     live["spec"]["capability"] = {"nvidia.com/gpu": "16"}

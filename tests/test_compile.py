@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from gpugov.app.pipeline import validate_repo
 from gpugov.compile import APPLY_ORDER, compile, object_key
 from gpugov.compile.common import ANNOTATION_SOURCE, MANAGED_BY
-from gpugov.render import manifest_files
-from gpugov.validate import validate_repo
+from gpugov.manifests import manifest_files
 from tests.conftest import REPO
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -200,7 +200,7 @@ def test_core_objects(model) -> None:
 def test_undeclared_cpu_memory_follow_the_accelerator_share(model) -> None:
     """Per pool, the tenants' own cpu/memory add up to at most the pool's, each in proportion
     to its accelerators; non-preemptible tenants never borrow; later pools before borrowing."""
-    from gpugov.quantity import parse_quantity
+    from gpugov.kube.quantity import parse_quantity
 
     queues = by_kind(compile(model, "kueue", "east"), "ClusterQueue")
     totals: dict[tuple[str, str], Decimal] = {}

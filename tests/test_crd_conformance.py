@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
-from gpugov.validate import validate_repo
 from tests.conftest import REPO
 from tests.crd_conformance import (
     REFERENCE_ENV,

@@ -21,10 +21,10 @@ from pulumi.runtime import rpc  # noqa: E402
 from pulumi.runtime.mocks import MockMonitor  # noqa: E402
 from pulumi.runtime.settings import ROOT  # noqa: E402
 
+from gpugov.app.pipeline import validate_repo  # noqa: E402
 from gpugov.compile import compile, object_key  # noqa: E402
 from gpugov.deploy import load_objects, run  # noqa: E402
 from gpugov.deploy.layout import owner, references, resource_name  # noqa: E402
-from gpugov.validate import validate_repo  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
 PROVIDER_TYPE = "pulumi:providers:kubernetes"

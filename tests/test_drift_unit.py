@@ -12,15 +12,15 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile, object_key
 from gpugov.drift import check
 from gpugov.drift.hardware import expected_allocatable, mig_geometry
-from gpugov.drift.idle import PrometheusError, utilisation
 from gpugov.drift.live import LiveState
 from gpugov.drift.objects import changed_by, differences
 from gpugov.drift.usage import accelerator_requests
-from gpugov.simulate import simulated_nodes
-from gpugov.validate import validate_repo
+from gpugov.sandbox.simulated import simulated_nodes
+from gpugov.sources.prometheus import PrometheusError, utilisation
 from tests.conftest import REPO
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from gpugov.app.pipeline import validate_repo
 from gpugov.findings import RULES
 from gpugov.policy import load_families
-from gpugov.validate import validate_repo
 from tests.conftest import EXAMPLES, REPO, overlay_repo
 
 MARKER = re.compile(r"#\s*expect:\s*(GG\d{3})")

@@ -24,6 +24,7 @@ import pytest
 import requests
 
 from gpugov.findings import Finding, Level, Location
+from gpugov.findings.report import as_json
 from gpugov.notify import NotifyConfigError, RetryPolicy, SendError, Transport, build_sinks, notify
 from gpugov.notify import cli as notify_cli
 from gpugov.notify.dedup import fingerprint, load_state
@@ -31,7 +32,6 @@ from gpugov.notify.message import Alert, clip_bytes
 from gpugov.notify.redact import REDACTED, url_fragments
 from gpugov.notify.sinks import dingtalk_sign, feishu_sign
 from gpugov.notify.transport import retry_after_seconds
-from gpugov.report import as_json
 
 # Credentials as the platforms shape them: in the path (Slack, Feishu) or the query (DingTalk, WeCom).
 SLACK_PATH = "/services/T0SECRET1/B0SECRET2/xoxbSlackHookToken9f8e7d6c"

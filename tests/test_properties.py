@@ -13,8 +13,8 @@ from gpugov.compile import compile
 from gpugov.declarations.loader import parse_documents
 from gpugov.declarations.model import build_model
 from gpugov.findings import Level
+from gpugov.kube.quantity import parse_quantity
 from gpugov.policy import run_policy
-from gpugov.quantity import parse_quantity
 
 API = "gpugov.io/v1alpha1"
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
 from gpugov.sandbox import kueue, samples
 from gpugov.sandbox.components import Component, ComponentError
 from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION, STAGES
-from gpugov.validate import validate_repo
 from tests.conftest import REPO
 
 URL, CA = "https://127.0.0.1:9443", "Q0E="

@@ -9,8 +9,8 @@ import pytest
 
 from gpugov.catalog import MODELS, layout_fits, mig_resource_name
 from gpugov.declarations.loader import LoadError, parse_documents
+from gpugov.kube.quantity import QuantityError, format_quantity, parse_quantity, quantities_equal
 from gpugov.policy.conformance import check_objects
-from gpugov.quantity import QuantityError, format_quantity, parse_quantity, quantities_equal
 
 
 @pytest.mark.parametrize(

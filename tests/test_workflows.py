@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpugov import codeowners
+from gpugov.app.pipeline import validate_repo
 from gpugov.cli import build_parser
-from gpugov.validate import validate_repo
+from gpugov.compile import codeowners
 from tests.conftest import REPO
 
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))

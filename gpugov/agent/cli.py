@@ -11,8 +11,8 @@ import threading
 from typing import Any
 
 from gpugov.agent.nvml import NvmlReader, NvmlUnavailable
+from gpugov.app.exit import ExitCode
 
-EXIT_OK, EXIT_USAGE, EXIT_NO_NVML = 0, 2, 3
 DEFAULT_LISTEN = "0.0.0.0:9402"
 
 
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_agent)
 
 
-def _fail(message: str, code: int) -> int:
+def _fail(message: str, code: ExitCode) -> ExitCode:
     print(f"gpugov agent: {message}", file=sys.stderr)
     return code
 
@@ -43,7 +43,7 @@ def _node_name(explicit: str | None) -> str:
     return explicit or os.environ.get("NODE_NAME") or socket.gethostname()
 
 
-def cmd_agent(args: argparse.Namespace, nvml: Any | None = None) -> int:
+def cmd_agent(args: argparse.Namespace, nvml: Any | None = None) -> ExitCode:
     node = _node_name(args.node)
     if not args.once:
         from gpugov.agent.server import parse_listen
@@ -51,38 +51,38 @@ def cmd_agent(args: argparse.Namespace, nvml: Any | None = None) -> int:
         try:  # a bad address is bad usage, whatever the node's NVML says
             parse_listen(args.listen)
         except ValueError as exc:
-            return _fail(str(exc), EXIT_USAGE)
+            return _fail(str(exc), ExitCode.USAGE)
     try:
         reader = NvmlReader(nvml).open()
     except NvmlUnavailable as exc:
-        return _fail(str(exc), EXIT_NO_NVML)
+        return _fail(str(exc), ExitCode.INCOMPLETE)
     try:
         if args.once:
             try:
                 snapshot = reader.snapshot(node)
             except NvmlUnavailable as exc:
-                return _fail(str(exc), EXIT_NO_NVML)
+                return _fail(str(exc), ExitCode.INCOMPLETE)
             sys.stdout.write(snapshot.to_json())
-            return EXIT_OK
+            return ExitCode.OK
         return _serve(args, reader, node)
     finally:
         reader.close()
 
 
-def _serve(args: argparse.Namespace, reader: NvmlReader, node: str) -> int:
+def _serve(args: argparse.Namespace, reader: NvmlReader, node: str) -> ExitCode:
     from gpugov.agent.server import SnapshotCache, make_server
 
     try:
         import prometheus_client  # noqa: F401  # fail now, not at the first scrape
     except ImportError:
-        return _fail("prometheus-client is not installed (pip install 'gpugov[agent]')", EXIT_USAGE)
+        return _fail("prometheus-client is not installed (pip install 'gpugov[agent]')", ExitCode.USAGE)
     cache = SnapshotCache(lambda: reader.snapshot(node), ttl=args.cache_seconds)
     try:
         server = make_server(args.listen, cache)
     except ValueError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return _fail(str(exc), ExitCode.USAGE)
     except OSError as exc:
-        return _fail(f"cannot listen on {args.listen}: {exc.strerror or exc}", EXIT_USAGE)
+        return _fail(f"cannot listen on {args.listen}: {exc.strerror or exc}", ExitCode.USAGE)
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM from the kubelet: leave serve_forever and shut NVML down
@@ -99,4 +99,4 @@ def _serve(args: argparse.Namespace, reader: NvmlReader, node: str) -> int:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
         server.server_close()
-    return EXIT_OK
+    return ExitCode.OK

@@ -18,30 +18,10 @@ from gpugov.compile.nodes import compile_nodes
 from gpugov.compile.operations import operations_objects
 from gpugov.compile.volcano import compile_volcano
 from gpugov.declarations.model import Model
+from gpugov.kube.kinds import APPLY_ORDER
+from gpugov.kube.objects import object_key
 
 BACKENDS = ("kueue", "volcano")
-APPLY_ORDER = (
-    "Namespace",
-    "ServiceAccount",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "ConfigMap",
-    "ResourceQuota",
-    "RoleBinding",
-    "PriorityClass",
-    "WorkloadPriorityClass",
-    "Topology",
-    "ResourceFlavor",
-    "Cohort",
-    "ClusterQueue",
-    "LocalQueue",
-    "Queue",
-    "CronJob",
-    "DaemonSet",
-    "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionPolicyBinding",
-    "Node",
-)
 
 
 def compile(model: Model, backend: str | None = None, cluster: str | None = None) -> list[Object]:
@@ -57,12 +37,6 @@ def compile(model: Model, backend: str | None = None, cluster: str | None = None
     rank = {kind: index for index, kind in enumerate(APPLY_ORDER)}
     # Stable sort: within a kind keep the backend's order (parents before children).
     return sorted(objects, key=lambda obj: rank[obj["kind"]])
-
-
-def object_key(obj: Object) -> tuple[str, str, str, str]:
-    """(apiVersion, kind, namespace, name): identity of an object on a cluster."""
-    meta = obj["metadata"]
-    return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
 __all__ = ["APPLY_ORDER", "BACKENDS", "CompileError", "Object", "Scope", "compile", "object_key", "select"]

@@ -1,4 +1,4 @@
-"""What every compiled object shares: labels, the source annotation and the cluster scope."""
+"""What every compiled object shares: its metadata (vocabulary in gpugov.kube.objects) and the cluster scope."""
 
 from __future__ import annotations
 
@@ -9,19 +9,20 @@ from functools import cached_property
 from typing import Any
 
 from gpugov.declarations.model import Cluster, Decl, Department, GPUPool, Model, PoolQuota, Tenant
+from gpugov.kube.objects import (  # noqa: F401  (re-exported for the compile modules)
+    ANNOTATION_SOURCE,
+    LABEL_COST_CENTER,
+    LABEL_DEPARTMENT,
+    LABEL_POOL,
+    LABEL_PRIORITY_CLASS,
+    LABEL_TENANT,
+    MANAGED_BY,
+    MANAGER,
+    Object,
+)
 
-MANAGED_BY = "app.kubernetes.io/managed-by"
-MANAGER = "gpugov"
-LABEL_TENANT = "gpugov.io/tenant"
-LABEL_DEPARTMENT = "gpugov.io/department"
-LABEL_POOL = "gpugov.io/pool"
-LABEL_COST_CENTER = "gpugov.io/cost-center"
-LABEL_PRIORITY_CLASS = "gpugov.io/priority-class"
-ANNOTATION_SOURCE = "gpugov.io/source"
 NON_ACCELERATOR = ("cpu", "memory", "pods")
 _NOT_LABEL = re.compile(r"[^A-Za-z0-9._-]")
-
-Object = dict[str, Any]
 
 
 def metadata(

@@ -13,7 +13,7 @@ from typing import Any
 from gpugov.compile.common import NON_ACCELERATOR, Object, Scope, metadata, resource_order, tenant_labels
 from gpugov.compile.kueue import queue_flavors
 from gpugov.declarations.model import Tenant
-from gpugov.quantity import format_quantity
+from gpugov.kube.quantity import format_quantity
 
 OWNER_ROLE = "edit"
 ROLEBINDING_NAME = "gpugov-owners"

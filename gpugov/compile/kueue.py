@@ -50,7 +50,7 @@ from gpugov.compile.common import (
     tenant_labels,
 )
 from gpugov.declarations.model import GPUPool, PoolQuota, Tenant
-from gpugov.quantity import format_quantity
+from gpugov.kube.quantity import format_quantity
 
 API = "kueue.x-k8s.io/v1beta2"
 ALLOWED_PRIORITY_CLASSES = "gpugov.io/allowed-priority-classes"

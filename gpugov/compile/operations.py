@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpugov.compile.common import Object, Scope, metadata
-from gpugov.kinds import KINDS
+from gpugov.kube.kinds import KINDS
 
 COMPONENT = "gpugov.io/component"
 DRIFT = "gpugov-drift"

@@ -44,7 +44,7 @@ from gpugov.compile.common import (
     tenant_labels,
 )
 from gpugov.declarations.model import PoolQuota, Tenant
-from gpugov.quantity import format_quantity
+from gpugov.kube.quantity import format_quantity
 
 API = "scheduling.volcano.sh/v1beta1"
 NODEGROUP_LABEL = "volcano.sh/nodegroup-name"

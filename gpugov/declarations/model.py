@@ -17,7 +17,7 @@ from typing import Any
 from gpugov.catalog import MODELS, AcceleratorModel, mig_resource_name
 from gpugov.declarations.loader import SourceDoc
 from gpugov.findings import Finding, Level, Location, make, rule
-from gpugov.quantity import parse_quantity
+from gpugov.kube.quantity import parse_quantity
 
 DUPLICATE_NAME = rule(
     "GG010",

@@ -16,13 +16,11 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpugov.compile import CompileError, compile
-from gpugov.compile.common import Object
+from gpugov.app.desired import CompileError, InputError, InvalidDeclarations, desired_state
 from gpugov.deploy.components import Organisation
 from gpugov.deploy.resources import DeployError
-from gpugov.findings import Level
-from gpugov.report import text
-from gpugov.validate import InputError, validate_repo
+from gpugov.findings.report import text
+from gpugov.kube.objects import Object
 
 CONFIG = "gpugov"
 PROVIDER_NAME = "kubernetes"
@@ -31,21 +29,17 @@ PROVIDER_NAME = "kubernetes"
 def load_objects(root: Path, cluster: str, backend: str | None = None) -> list[Object]:
     """Compile's objects for `cluster`; pulumi.RunError (findings, no traceback) when invalid."""
     try:
-        result = validate_repo(root)
-    except InputError as exc:
+        state = desired_state(root, cluster, backend)
+    except (InputError, CompileError) as exc:
         raise pulumi.RunError(f"gpugov: {exc}") from None
-    if result.errors or result.model is None:
+    except InvalidDeclarations as exc:
         raise pulumi.RunError(
             f"gpugov: the declarations in {root} have errors; nothing was deployed.\n"
-            + text(result.findings, len(result.files))
-        )
-    warnings = [f for f in result.findings if f.level is Level.WARNING]
-    if warnings:
-        pulumi.log.warn(text(warnings, len(result.files)))
-    try:
-        return compile(result.model, backend, cluster)
-    except CompileError as exc:
-        raise pulumi.RunError(f"gpugov: {exc}") from None
+            + text(exc.findings, len(exc.validation.files))
+        ) from None
+    if state.warnings:
+        pulumi.log.warn(text(state.warnings, len(state.validation.files)))
+    return state.objects
 
 
 def kubernetes_provider(cluster: str) -> k8s.Provider:

@@ -7,12 +7,8 @@ really exist on each GPU, against the layout the compiled mig-parted config asks
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
-
-import requests
 
 from gpugov.compile import Object
 from gpugov.compile.common import LABEL_POOL
@@ -20,41 +16,9 @@ from gpugov.compile.mig import ALL_DISABLED
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import Model
 from gpugov.drift.hardware import mig_geometry
-from gpugov.drift.kube import CheckIncomplete
 from gpugov.drift.rules import GPU_COUNT, GPU_PRODUCT, MIG_ALLOCATABLE, MIG_STATE
 from gpugov.findings import Finding, make
-from gpugov.policy.conformance import source_location
-
-SNAPSHOT_KIND = "gpugov.agent.snapshot"
-TIMEOUT = (3, 10)
-
-
-def load_snapshots(folder: Path) -> dict[str, dict[str, Any]]:
-    """node -> snapshot, from `gpugov agent --once` outputs saved as *.json."""
-    snapshots = {}
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CheckIncomplete(f"agent snapshot {path}: {exc}") from exc
-        if data.get("kind") == SNAPSHOT_KIND:
-            snapshots[data["node"]] = data
-    return snapshots
-
-
-def fetch_snapshots(url_template: str, nodes: list[str]) -> dict[str, dict[str, Any]]:
-    """node -> snapshot from each node's agent, e.g. http://{node}:9402/snapshot.json."""
-    snapshots = {}
-    with requests.Session() as http:
-        for node in nodes:
-            url = url_template.format(node=node)
-            try:
-                response = http.get(url, timeout=TIMEOUT)
-                response.raise_for_status()
-                snapshots[node] = response.json()
-            except (requests.RequestException, ValueError) as exc:
-                raise CheckIncomplete(f"agent on {node}: {type(exc).__name__}") from exc
-    return snapshots
+from gpugov.kube.objects import source_location
 
 
 def agent_findings(model: Model, objects: list[Object], snapshots: dict[str, dict[str, Any]]) -> list[Finding]:

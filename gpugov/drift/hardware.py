@@ -27,8 +27,8 @@ from gpugov.drift.rules import (
     NODE_TAINT,
 )
 from gpugov.findings import Finding, make
-from gpugov.policy.conformance import source_location
-from gpugov.quantity import quantities_equal
+from gpugov.kube.objects import source_location
+from gpugov.kube.quantity import quantities_equal
 
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 

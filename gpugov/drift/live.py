@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-Key = tuple[str, str, str, str]  # apiVersion, kind, namespace, name (compile.object_key)
+from gpugov.kube.objects import Key
 
 
 @dataclass

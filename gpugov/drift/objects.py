@@ -12,12 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from gpugov.compile import Object, object_key
-from gpugov.compile.common import ANNOTATION_SOURCE, MANAGED_BY, MANAGER
 from gpugov.drift.live import LiveState
 from gpugov.drift.rules import OBJECT_CHANGED, OBJECT_MISSING, OBJECT_NOT_DESIRED
 from gpugov.findings import Finding, make
-from gpugov.policy.conformance import source_location
-from gpugov.quantity import QuantityError, parse_quantity
+from gpugov.kube.objects import MANAGED_BY, MANAGER, source_location, without_source
+from gpugov.kube.quantity import QuantityError, parse_quantity
 
 Path = tuple[str | int, ...]
 
@@ -71,11 +70,7 @@ def differences(desired: Any, live: Any, path: Path = ()) -> Iterator[tuple[Path
 
 def owned_view(obj: Object) -> Object:
     """The part of a desired object drift compares: everything but the source annotation."""
-    meta = {k: v for k, v in obj["metadata"].items() if k in ("labels", "annotations")}
-    annotations = {k: v for k, v in meta.get("annotations", {}).items() if k != ANNOTATION_SOURCE}
-    meta["annotations"] = annotations
-    if not annotations:
-        del meta["annotations"]
+    meta = without_source({k: v for k, v in obj["metadata"].items() if k in ("labels", "annotations")})
     return {**{k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}, "metadata": meta}
 
 

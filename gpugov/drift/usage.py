@@ -19,7 +19,7 @@ from gpugov.declarations.model import Model
 from gpugov.drift.live import LiveState
 from gpugov.drift.rules import BORROWING, FOREIGN_NAMESPACE, OVER_QUOTA, PENDING, POOL_WITHOUT_QUOTA, QUEUE_BYPASS
 from gpugov.findings import Finding, make
-from gpugov.quantity import QuantityError, format_quantity, parse_quantity
+from gpugov.kube.quantity import QuantityError, format_quantity, parse_quantity
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # What Kueue puts on the pods of a workload it admitted (a Job's pods carry no queue-name label).

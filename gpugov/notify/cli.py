@@ -16,12 +16,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
+from gpugov.app.exit import ExitCode
 from gpugov.findings import Finding, Level, Location
 from gpugov.notify.config import NotifyConfigError, build_sinks, spec_help
 from gpugov.notify.dispatch import DEFAULT_WINDOW, NotifyResult, notify
 from gpugov.notify.transport import Transport
 
-EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE = 0, 1, 2
 _DURATION = re.compile(r"(\d+)([smhd])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
@@ -131,7 +131,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_notify(
     args: argparse.Namespace, env: Mapping[str, str] | None = None, transport: Transport | None = None
-) -> int:
+) -> ExitCode:
     try:
         text = sys.stdin.read() if args.report == "-" else Path(args.report).read_text(encoding="utf-8")
         findings = load_findings(text)
@@ -149,9 +149,9 @@ def cmd_notify(
     state = args.notify_state or default_state_file(env)
     result = notify(findings, sinks, state, args.notify_window, args.title, max_findings=args.max_findings)
     print_result(result)
-    return EXIT_OK if result.ok else EXIT_SEND_FAILED
+    return ExitCode.OK if result.ok else ExitCode.FINDINGS
 
 
-def _fail(message: str) -> int:
+def _fail(message: str) -> ExitCode:
     print(f"gpugov notify: {message}", file=sys.stderr)
-    return EXIT_USAGE
+    return ExitCode.USAGE

@@ -33,7 +33,7 @@ class Alert:
     def summary(self) -> str:
         if self.resolved:
             return "resolved: no findings any more"
-        # "2 errors, 1 warning, 3 info": info is a mass noun, as in gpugov.report.summary
+        # "2 errors, 1 warning, 3 info": info is a mass noun, as in gpugov.findings.report.summary
         parts = [f"{n} {level}{'s' * (n != 1 and level != 'info')}" for level, n in self.counts.items() if n]
         return ", ".join(parts)
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 from gpugov.declarations.model import Decl, Department, Model, PoolQuota, Tenant
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.kube.quantity import format_quantity
 from gpugov.policy import check
-from gpugov.quantity import format_quantity
 
 OVER_CAPACITY = rule(
     "GG030",

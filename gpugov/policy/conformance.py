@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from gpugov.compile.common import ANNOTATION_SOURCE
-from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.findings import Finding, Level, make, rule
+from gpugov.kube.objects import source_location
 
 KUEUE_LIMITS = rule(
     "GG080",
@@ -53,13 +53,6 @@ DUPLICATE_OBJECT = rule(
     "department queue and a tenant queue with one name.",
     "Rename one of the declarations.",
 )
-
-
-def source_location(obj: dict[str, Any]) -> Location:
-    source = obj.get("metadata", {}).get("annotations", {}).get(ANNOTATION_SOURCE, "")
-    first = source.split(",")[0]
-    file, _, line = first.rpartition(":")
-    return Location(file, int(line), 1) if line.isdigit() else Location(source or "<compiled>")
 
 
 def check_objects(objects: list[dict[str, Any]]) -> list[Finding]:

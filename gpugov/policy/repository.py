@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Iterator
 from pathlib import Path
 
-from gpugov import codeowners
+from gpugov.compile import codeowners
 from gpugov.declarations.loader import DECLARATION_DIRS
 from gpugov.declarations.model import Decl, Model
 from gpugov.findings import Finding, Level, Location, make, rule

@@ -6,14 +6,6 @@ kubeconfig, ``state.json``) lives in ``${GPUGOV_CACHE:-~/.cache/gpugov}/sandbox/
 ``status`` says which components run and reports a dead one with its log tail;
 ``down`` stops every process and removes that directory. One sandbox at a time.
 
-Wiring (in gpugov/cli.py)::
-
-    from gpugov.sandbox import cli as sandbox_cli
-    sandbox_cli.register(subparsers, nodes_from_repo=my_nodes_function)
-    ...
-    args = parser.parse_args(argv)
-    return args.func(args)        # every sandbox command sets `func`
-
 Expected failures print one ``gpugov sandbox: error: ...`` line (plus a log
 tail where useful) and return 1; they never print a traceback.
 """
@@ -30,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from gpugov.app.exit import ExitCode
 from gpugov.sandbox.tools import (
     CONTROLLER_MANAGER_BINARY,
     CONTROLPLANE_BINARY,
@@ -43,11 +36,6 @@ from gpugov.sandbox.tools import (
 if TYPE_CHECKING:
     from gpugov.sandbox.cluster import Sandbox
     from gpugov.sandbox.controlplane import ControlPlane
-
-# Turns the org repo (REPO_DIR) into Node manifests, one per GPU server.
-NodesFromRepo = Callable[[Path], list[dict[str, Any]]]
-# Compile's objects of the repo (REPO_DIR) for one cluster (None: the only one).
-ObjectsFromRepo = Callable[[Path, "str | None"], list[dict[str, Any]]]
 
 # The binary behind each process name in state.json, to recognise our own pids.
 BINARY_OF = {
@@ -70,10 +58,10 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     from kubernetes.config import ConfigException
     from urllib3.exceptions import HTTPError
 
+    from gpugov.app.desired import CompileError, InputError, InvalidDeclarations
     from gpugov.sandbox.controlplane import ControlPlaneError
     from gpugov.sandbox.crds import CRDError
     from gpugov.sandbox.tools import ToolUnavailableError
-    from gpugov.validate import InputError
 
     return (
         SandboxError,
@@ -81,6 +69,8 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
         ToolUnavailableError,
         CRDError,
         InputError,
+        InvalidDeclarations,
+        CompileError,
         ApiException,
         ConfigException,
         HTTPError,
@@ -94,9 +84,7 @@ def state_dir() -> Path:
     return Path(cache) / "sandbox"
 
 
-def register(
-    subparsers: Any, nodes_from_repo: NodesFromRepo | None = None, objects_from_repo: ObjectsFromRepo | None = None
-) -> argparse.ArgumentParser:
+def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``sandbox up|status|jobs|down`` to an argparse subparsers object."""
     parser = subparsers.add_parser(
         "sandbox",
@@ -119,7 +107,7 @@ def register(
         metavar="REPO",
         help="org repository whose GPU servers become KWOK nodes (default: .)",
     )
-    up.set_defaults(func=functools.partial(_run, functools.partial(cmd_up, nodes_from_repo=nodes_from_repo)))
+    up.set_defaults(func=functools.partial(_run, cmd_up))
 
     status = commands.add_parser("status", help="say which components run; exit 1 if one is down")
     status.set_defaults(func=functools.partial(_run, cmd_status))
@@ -143,14 +131,14 @@ def register(
         help="wait until every job is admitted or finished (default: finished)",
     )
     jobs.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="how long to wait (default: 120)")
-    jobs.set_defaults(func=functools.partial(_run, functools.partial(cmd_jobs, objects_from_repo=objects_from_repo)))
+    jobs.set_defaults(func=functools.partial(_run, cmd_jobs))
 
     down = commands.add_parser("down", help="stop every component and delete the sandbox's state")
     down.set_defaults(func=functools.partial(_run, cmd_down))
     return cast(argparse.ArgumentParser, parser)
 
 
-def _run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+def _run(command: Callable[[argparse.Namespace], ExitCode], args: argparse.Namespace) -> ExitCode:
     """Run a command, turning expected errors into a message and exit code 1."""
     try:
         return command(args)
@@ -160,7 +148,7 @@ def _run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace)
         if not isinstance(exc, _expected_errors()):
             raise  # a bug: the traceback is what we need
         print(f"gpugov sandbox: error: {exc}", file=sys.stderr)
-    return 1
+    return ExitCode.FINDINGS
 
 
 # -- pid bookkeeping ---------------------------------------------------------
@@ -199,9 +187,11 @@ def running_pids(directory: Path) -> dict[str, int]:
 # -- up ------------------------------------------------------------------------
 
 
-def cmd_up(args: argparse.Namespace, nodes_from_repo: NodesFromRepo | None = None) -> int:
+def cmd_up(args: argparse.Namespace) -> ExitCode:
+    from gpugov.app.desired import valid_model
     from gpugov.sandbox.cluster import Sandbox
     from gpugov.sandbox.controlplane import KUBECONFIG_NAME
+    from gpugov.sandbox.simulated import simulated_nodes
 
     directory = state_dir()
     running = running_pids(directory)
@@ -213,7 +203,7 @@ def cmd_up(args: argparse.Namespace, nodes_from_repo: NodesFromRepo | None = Non
         )
     if not args.repo_dir.is_dir():
         raise SandboxError(f"REPO {args.repo_dir} is not a directory")
-    nodes = nodes_from_repo(args.repo_dir) if nodes_from_repo is not None else []
+    nodes = simulated_nodes(valid_model(args.repo_dir)[0])
     if directory.exists():
         print(f"removing stale sandbox state in {directory}", file=sys.stderr)
         shutil.rmtree(directory)
@@ -230,7 +220,7 @@ def cmd_up(args: argparse.Namespace, nodes_from_repo: NodesFromRepo | None = Non
         shutil.rmtree(directory, ignore_errors=True)
         raise
     _print_usage(sandbox, node_count, copies)
-    return 0
+    return ExitCode.OK
 
 
 def _create_nodes(cp: ControlPlane, nodes: list[dict[str, Any]]) -> int:
@@ -269,13 +259,13 @@ def _print_usage(sandbox: Sandbox, node_count: int, copies: list[Path]) -> None:
 # -- status --------------------------------------------------------------------
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def cmd_status(args: argparse.Namespace) -> ExitCode:
     from gpugov.sandbox.cluster import detached_components, read_state
 
     state = read_state(state_dir())
     if state is None:
         print("no sandbox is running")
-        return 1
+        return ExitCode.FINDINGS
     problems = []
     print(f"sandbox at {state.get('server', '?')}  (KUBECONFIG={state.get('kubeconfig', '?')})")
     for component in detached_components(state, _is_ours):
@@ -288,26 +278,25 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  {component.name:<24} {component.version:<9} {word:<9} pid {component.recorded_pid}")
     for problem in problems:
         print(f"gpugov sandbox: error: {problem}", file=sys.stderr)
-    return 1 if problems else 0
+    return ExitCode.FINDINGS if problems else ExitCode.OK
 
 
 # -- jobs ----------------------------------------------------------------------
 
 
-def cmd_jobs(args: argparse.Namespace, objects_from_repo: ObjectsFromRepo | None = None) -> int:
+def cmd_jobs(args: argparse.Namespace) -> ExitCode:
     from kubernetes import config as kube_config
 
+    from gpugov.app.desired import desired_state
     from gpugov.sandbox import samples
     from gpugov.sandbox.cluster import read_state
 
-    if objects_from_repo is None:
-        raise SandboxError("sample jobs need gpugov's compiler, which this build does not have")
     state = read_state(state_dir())
     if state is None or not running_pids(state_dir()):
         raise SandboxError("no sandbox is running; start one with: gpugov sandbox up")
     if not args.repo_dir.is_dir():
         raise SandboxError(f"REPO {args.repo_dir} is not a directory")
-    jobs = samples.sample_jobs(objects_from_repo(args.repo_dir, args.cluster))
+    jobs = samples.sample_jobs(desired_state(args.repo_dir, args.cluster).objects)
     if not jobs:
         raise SandboxError(f"{args.repo_dir}: no tenant has a LocalQueue and an accelerator quota on this cluster")
     api = kube_config.new_client_from_config(config_file=state["kubeconfig"])
@@ -318,19 +307,19 @@ def cmd_jobs(args: argparse.Namespace, objects_from_repo: ObjectsFromRepo | None
     done = all(o.finished if args.until == "finished" else o.admitted for o in seen)
     if not done:
         print(f"gpugov sandbox: not every job is {args.until} after {args.timeout:.0f}s", file=sys.stderr)
-    return 0 if done else 1
+    return ExitCode.OK if done else ExitCode.FINDINGS
 
 
 # -- down ----------------------------------------------------------------------
 
 
-def cmd_down(args: argparse.Namespace) -> int:
+def cmd_down(args: argparse.Namespace) -> ExitCode:
     from gpugov.sandbox.cluster import detached_components, read_state
 
     directory = state_dir()
     if not directory.exists():
         print("no sandbox is running")
-        return 0
+        return ExitCode.OK
     state = read_state(directory) or {}
     components = detached_components(state, _is_ours)
     stopped = [c.name for c in components if c.pid is not None]
@@ -339,7 +328,7 @@ def cmd_down(args: argparse.Namespace) -> int:
     _remove_kubeconfig_copies(directory)
     shutil.rmtree(directory)
     print(f"sandbox stopped ({', '.join(stopped)})" if stopped else "removed stale sandbox state (it was not running)")
-    return 0
+    return ExitCode.OK
 
 
 def _remove_kubeconfig_copies(directory: Path) -> None:
@@ -355,15 +344,3 @@ def _remove_kubeconfig_copies(directory: Path) -> None:
         with contextlib.suppress(OSError):
             if path.read_bytes() == ours:  # never delete a file the user has since changed
                 path.unlink()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Standalone entry point: ``python -m gpugov.sandbox.cli sandbox up``."""
-    parser = argparse.ArgumentParser(prog="gpugov")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

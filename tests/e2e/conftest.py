@@ -25,14 +25,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from gpugov.apply import apply_objects
+from gpugov.app.pipeline import validate_repo
+from gpugov.cluster.apply import apply_objects
 from gpugov.compile import compile
 from gpugov.sandbox import ControlPlane, ToolUnavailableError
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
+from gpugov.sandbox.simulated import simulated_nodes
 from gpugov.sandbox.tools import TOOL_OF, controlplane_binary, tool_binary
-from gpugov.simulate import simulated_nodes
-from gpugov.validate import validate_repo
 from tests.conftest import REPO
 
 REQUIRE_ENV = "GPUGOV_REQUIRE_E2E"

@@ -14,11 +14,11 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from gpugov.apply import apply_objects
+from gpugov.app.pipeline import validate_repo
+from gpugov.cluster.apply import apply_objects
 from gpugov.compile import compile
 from gpugov.sandbox.nodes import create_nodes
-from gpugov.simulate import simulated_nodes
-from gpugov.validate import validate_repo
+from gpugov.sandbox.simulated import simulated_nodes
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.e2e

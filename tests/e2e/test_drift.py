@@ -20,14 +20,15 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from gpugov.apply import apply_objects
+from gpugov.app.pipeline import validate_repo
 from gpugov.cli import main
+from gpugov.cluster.apply import apply_objects
+from gpugov.cluster.observe import observe
 from gpugov.compile import compile
-from gpugov.drift.kube import CheckIncomplete, observe
 from gpugov.sandbox import ControlPlane
 from gpugov.sandbox.nodes import create_nodes
-from gpugov.simulate import simulated_nodes
-from gpugov.validate import validate_repo
+from gpugov.sandbox.simulated import simulated_nodes
+from gpugov.sources import CheckIncomplete
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.e2e

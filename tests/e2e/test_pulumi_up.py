@@ -29,13 +29,13 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
+from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile, object_key
 from gpugov.plan import object_changes
 from gpugov.sandbox import ControlPlane
 from gpugov.sandbox.cluster import Sandbox as LivingSandbox
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
-from gpugov.simulate import simulated_nodes
-from gpugov.validate import validate_repo
+from gpugov.sandbox.simulated import simulated_nodes
 from tests.conftest import REPO
 from tests.e2e.conftest import REQUIRE_ENV
 

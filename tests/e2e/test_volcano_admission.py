@@ -14,12 +14,12 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpugov.apply import apply_objects
+from gpugov.app.pipeline import validate_repo
+from gpugov.cluster.apply import apply_objects
 from gpugov.compile import compile
 from gpugov.sandbox import ControlPlane
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
-from gpugov.simulate import simulated_nodes
-from gpugov.validate import validate_repo
+from gpugov.sandbox.simulated import simulated_nodes
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.e2e

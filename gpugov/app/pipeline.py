@@ -1,4 +1,4 @@
-"""validate: load -> schema -> model -> policy -> compile conformance, as one pass."""
+"""The validation pipeline: load -> schema -> model -> policy -> compile conformance, as one pass."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpugov.app.exit import ExitCode
 from gpugov.compile import compile
 from gpugov.declarations.loader import DECLARATION_DIRS, UNREADABLE, SourceFile, load_files, tree_files
 from gpugov.declarations.model import Model, build_model
@@ -37,12 +38,12 @@ class Validation:
     def unreadable(self) -> bool:
         return any(f.rule == UNREADABLE.id for f in self.findings)
 
-    def exit_code(self, strict: bool = False) -> int:
+    def exit_code(self, strict: bool = False) -> ExitCode:
         if self.unreadable:
-            return 2
+            return ExitCode.USAGE
         if self.errors or (strict and self.findings):
-            return 1
-        return 0
+            return ExitCode.FINDINGS
+        return ExitCode.OK
 
 
 def check_root(root: Path) -> None:

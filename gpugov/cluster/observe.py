@@ -19,14 +19,11 @@ from urllib3.exceptions import HTTPError
 from gpugov.compile import Object, object_key
 from gpugov.compile.common import MANAGED_BY, MANAGER
 from gpugov.drift.live import LiveState, live_key
-from gpugov.kinds import KINDS, Kind, kind_of
+from gpugov.kube.kinds import KINDS, Kind, kind_of
+from gpugov.sources import CheckIncomplete
 
 PAGE_SIZE = 500
 TIMEOUT = (10, 60)  # connect, read (seconds)
-
-
-class CheckIncomplete(Exception):
-    """The cluster could not be read completely; drift exits 3."""
 
 
 def _get(api: client.ApiClient, path: str, query: list[tuple[str, str]]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from gpugov.quantity import format_quantity, parse_quantity
+from gpugov.kube.quantity import format_quantity, parse_quantity
 
 FIELD_MANAGER = "gpugov"
 TAINTS_ANNOTATION = "gpugov.io/taints"  # the taints gpugov set on a Node, to remove them when undeclared

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from gpugov.plan import QUOTA_FIELDS, Plan, QuotaChange
-from gpugov.quantity import format_quantity
+from gpugov.kube.quantity import format_quantity
+from gpugov.plan.diff import QUOTA_FIELDS, Plan, QuotaChange
 
 MARKER = "<!-- gpugov-plan -->"  # lets the workflow find and update its one sticky comment
 MAX_OBJECT_ROWS = 200
@@ -48,7 +48,7 @@ def markdown(plan: Plan) -> str:
         return "\n".join(out) + "\n"
     if plan.risks:
         out.append(f"**Risks ({len(plan.risks)})**")
-        out.extend(f"- **{risk.id}**: {risk.message}" for risk in plan.risks)
+        out.extend(f"- **{risk.id}** ({risk.rule}): {risk.message}" for risk in plan.risks)
     else:
         out.append("**No risks found.**")
     out.append("")
@@ -111,7 +111,7 @@ def markdown(plan: Plan) -> str:
 
 def text(plan: Plan) -> str:
     out = [f"gpugov plan: {plan.base} -> {plan.head}"]
-    out += [f"RISK {r.id}: {r.message}" for r in plan.risks]
+    out += [f"RISK {r.id} ({r.rule}): {r.message}" for r in plan.risks]
     out += [f"tenant added: {n}" for n in plan.tenants_added] + [f"tenant removed: {n}" for n in plan.tenants_removed]
     for c in plan.quotas:
         fields = ", ".join(f"{f.replace('_', ' ')} {_cell(c, f)}" for f in QUOTA_FIELDS if c.before[f] != c.after[f])

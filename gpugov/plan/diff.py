@@ -14,11 +14,23 @@ from decimal import Decimal
 from typing import Any
 
 from gpugov.compile import Object, compile, object_key
-from gpugov.compile.common import ANNOTATION_SOURCE, NON_ACCELERATOR
+from gpugov.compile.common import NON_ACCELERATOR
 from gpugov.compile.mig import compiled_mig_configs
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import Model, ResourceQuota, Tenant
-from gpugov.quantity import format_quantity
+from gpugov.kube.objects import without_source
+from gpugov.kube.quantity import format_quantity
+from gpugov.plan.risks import (
+    KUEUE_IMMUTABLE,
+    LOCALQUEUE_REPOINTED,
+    MIG_RECONFIGURATION,
+    NEEDS_APPROVAL,
+    PROTECTED_PRIORITY,
+    QUOTA_DECREASE,
+    TENANT_REMOVED,
+    Risk,
+    risk,
+)
 
 QUOTA_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
 
@@ -89,12 +101,6 @@ class ObjectChange:
     namespace: str
     name: str
     fields: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Risk:
-    id: str
-    message: str
 
 
 @dataclass
@@ -194,13 +200,7 @@ def priority_changes(base: Model, head: Model) -> list[PriorityChange]:
 
 def _without_source(obj: Object) -> Object:
     """Objects compare without the source annotation: moving a line is no change."""
-    meta = dict(obj["metadata"])
-    annotations = {k: v for k, v in meta.get("annotations", {}).items() if k != ANNOTATION_SOURCE}
-    if annotations:
-        meta["annotations"] = annotations
-    else:
-        meta.pop("annotations", None)
-    return {**obj, "metadata": meta}
+    return {**obj, "metadata": without_source(obj["metadata"])}
 
 
 def _changed_fields(old: Object, new: Object) -> tuple[str, ...]:
@@ -269,32 +269,32 @@ def _risks(plan: Plan, head: Model) -> list[Risk]:
     risks = []
     for change in plan.quotas:
         if change.decreases and change.after["nominal"] is not None:
-            risks.append(Risk("quota-decrease", f"{change.holder} {change.name}: {change.resource} in {change.pool} "
+            risks.append(risk(QUOTA_DECREASE, f"{change.holder} {change.name}: {change.resource} in {change.pool} "
                               f"goes down ({_pair(change.before, change.after)}); running work may be preempted"))
     for name in plan.tenants_removed:
-        risks.append(Risk("tenant-removed", f"tenant {name} is removed: drain its ClusterQueue first "
+        risks.append(risk(TENANT_REMOVED, f"tenant {name} is removed: drain its ClusterQueue first "
                           "(stopPolicy: HoldAndDrain); its namespaces are kept"))
     nodes = sorted({m.node for m in plan.mig})
     if nodes:
-        risks.append(Risk("mig-reconfiguration", f"{len(nodes)} node(s) get a new MIG geometry and will be drained: "
+        risks.append(risk(MIG_RECONFIGURATION, f"{len(nodes)} node(s) get a new MIG geometry and will be drained: "
                           + ", ".join(nodes)))
     for change in plan.priorities:
         if change.protected:
-            risks.append(Risk("protected-priority-class", f"non-preemptible priority class {change.name} changes "
+            risks.append(risk(PROTECTED_PRIORITY, f"non-preemptible priority class {change.name} changes "
                               f"({change.before or 'absent'} -> {change.after or 'absent'})"))
     for change in plan.objects:
         if change.action == "replace" and change.kind == "LocalQueue":
-            risks.append(Risk("localqueue-repointed", f"LocalQueue {change.namespace}/{change.name} moves to another "
+            risks.append(risk(LOCALQUEUE_REPOINTED, f"LocalQueue {change.namespace}/{change.name} moves to another "
                               "ClusterQueue: clusterQueue is immutable, so it is deleted and recreated"))
         elif change.action == "replace":
-            risks.append(Risk("kueue-immutable", f"{change.kind} {change.name}: {', '.join(change.fields)} cannot change "
+            risks.append(risk(KUEUE_IMMUTABLE, f"{change.kind} {change.name}: {', '.join(change.fields)} cannot change "
                               "in place (Kueue refuses it); it must be deleted and recreated, and the queues that use "
                               "it stop admitting meanwhile"))
     limit = head.limits.max_quota_change
     moved = sum((abs(c.nominal_delta) for c in plan.quotas if c.resource not in NON_ACCELERATOR), Decimal(0))
     if limit is not None and moved > limit:
         team = ", ".join(head.limits.platform_team) or "the platform team"
-        risks.append(Risk("needs-approval", f"accelerator quotas move by {format_quantity(moved)} in total, above the "
+        risks.append(risk(NEEDS_APPROVAL, f"accelerator quotas move by {format_quantity(moved)} in total, above the "
                           f"guardrail of {limit} per pull request: needs approval from {team}"))
     return risks
 

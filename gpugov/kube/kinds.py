@@ -62,5 +62,31 @@ KINDS: dict[tuple[str, str], Kind] = {
 }
 
 
+# The order objects are applied in: namespaces and classes first, flavors and cohorts before the
+# queues that use them, admission policies before the nodes whose labels they guard.
+APPLY_ORDER = (
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ConfigMap",
+    "ResourceQuota",
+    "RoleBinding",
+    "PriorityClass",
+    "WorkloadPriorityClass",
+    "Topology",
+    "ResourceFlavor",
+    "Cohort",
+    "ClusterQueue",
+    "LocalQueue",
+    "Queue",
+    "CronJob",
+    "DaemonSet",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "Node",
+)
+
+
 def kind_of(obj: dict) -> Kind:
     return KINDS[(obj["apiVersion"], obj["kind"])]

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpugov.catalog import mig_resource_name
 from gpugov.declarations.model import GPUPool, Model, PoolNode
-from gpugov.quantity import format_quantity
+from gpugov.kube.quantity import format_quantity
 
 
 def _product_label(pool: GPUPool) -> str:

@@ -1,0 +1,68 @@
+"""The `gpugov` command: options in, desired state from gpugov.app, findings out.
+
+declarations.py holds the commands on the repository alone, cluster.py those that read or
+write a cluster; agent, notify and sandbox register their own. Every command returns an
+ExitCode; expected failures are one `gpugov: ...` line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from gpugov import __version__
+from gpugov.agent.cli import register as agent_command
+from gpugov.app.exit import ExitCode
+from gpugov.cli import cluster, declarations
+from gpugov.cli.common import CommandFailed, fail
+from gpugov.notify.cli import register as notify_command
+from gpugov.sandbox.cli import register as sandbox_command
+
+# The extra that installs each optional top-level module.
+EXTRA_OF_MODULE = {
+    "kubernetes": "cluster",
+    "cryptography": "cluster",
+    "urllib3": "cluster",
+    "requests": "notify",
+    "pulumi": "deploy",
+    "pulumi_kubernetes": "deploy",
+    "pynvml": "agent",
+    "prometheus_client": "agent",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpugov",
+        description="GitOps governance for shared GPU clusters: validate declarations, render scheduler objects.",
+        epilog="Exit codes: 0 ok, 1 findings at error level (or drift, a risky plan), 2 bad usage or "
+        "unreadable input, 3 could not check.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpugov {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    declarations.register(sub)
+    cluster.register(sub)
+    agent_command(sub)
+    notify_command(sub)
+    sandbox_command(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CommandFailed as exc:
+        return int(fail(str(exc), exc.code))
+    except ModuleNotFoundError as exc:
+        extra = EXTRA_OF_MODULE.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise  # not an optional dependency: a bug, and its traceback is what we need
+        return int(fail(f"{args.command} needs the '{extra}' extra: pip install 'gpugov[{extra}]' "
+                        f"(module {exc.name} is not installed)"))
+    except KeyboardInterrupt:
+        return int(fail("interrupted", ExitCode.INTERRUPTED))
+    except BrokenPipeError:
+        return int(ExitCode.OK)

@@ -1,0 +1,187 @@
+"""Commands on the declarations alone: validate, render, plan, codeowners, schema, rules, catalog."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from gpugov.app.exit import ExitCode
+from gpugov.app.pipeline import InputError, check_root, validate_files, validate_repo
+from gpugov.cli.common import compile_target_args, default_format, desired, fail, valid
+from gpugov.compile import CompileError
+from gpugov.declarations.loader import tree_files
+from gpugov.declarations.schema import schema_files
+from gpugov.findings.registry import all_rules, markdown_table
+from gpugov.findings.report import FORMATS, REPORTERS
+from gpugov.manifests import RenderError, dump_objects, manifest_files, write_tree
+
+
+def cmd_validate(args: argparse.Namespace) -> ExitCode:
+    try:
+        result = validate_repo(Path(args.repo))
+    except InputError as exc:
+        return fail(str(exc))
+    sys.stdout.write(REPORTERS[args.format or default_format()](result.findings, len(result.files)))
+    return result.exit_code(args.strict)
+
+
+def cmd_render(args: argparse.Namespace) -> ExitCode:
+    if not args.stdout and not args.out:
+        return fail("render needs --out DIR or --stdout")
+    state = desired(args)
+    if args.stdout:
+        sys.stdout.write(dump_objects(state.objects))
+        return ExitCode.OK
+    try:
+        write_tree(Path(args.out), manifest_files(state.objects))
+    except (RenderError, OSError) as exc:
+        return fail(f"cannot write {args.out}: {exc}")
+    kinds = len({o["kind"] for o in state.objects})
+    print(f"rendered {len(state.objects)} objects of {kinds} kinds to {args.out}")
+    return ExitCode.OK
+
+
+def cmd_plan(args: argparse.Namespace) -> ExitCode:
+    from gpugov.plan import make_plan, to_json
+    from gpugov.plan.report import markdown, text
+    from gpugov.sources.git import GitError, resolve, revision_files
+
+    repo = Path(args.repo)
+    try:
+        check_root(repo)
+        base_files = revision_files(repo, args.base)
+        base_label = f"{args.base} ({resolve(repo, args.base)[:8]})"
+        if args.head:
+            head_files, head_label = revision_files(repo, args.head), f"{args.head} ({resolve(repo, args.head)[:8]})"
+        else:
+            head_files, head_label = tree_files(repo), "working tree"
+    except (GitError, InputError) as exc:
+        return fail(str(exc))
+    head = validate_files(repo, head_files)
+    if head.errors or head.model is None:
+        sys.stdout.write(REPORTERS[args.format if args.format in FORMATS else "text"](head.findings, len(head.files)))
+        print(f"gpugov: {head_label} does not validate, so there is no plan", file=sys.stderr)
+        return head.exit_code() or ExitCode.FINDINGS
+    base = validate_files(repo, base_files)
+    if base.errors or base.model is None:
+        sys.stderr.write(REPORTERS["text"](base.findings, len(base.files)))
+        return fail(f"the base {base_label} does not validate; fix it or plan against another base")
+    known = sorted(set(base.model.cluster_names()) | set(head.model.cluster_names()))
+    if args.cluster is not None and args.cluster not in known:
+        return fail(f"unknown cluster '{args.cluster}' (declared: {', '.join(known)})")
+    try:
+        plan = make_plan(base.model, head.model, base_label, head_label, args.cluster)
+    except CompileError as exc:
+        return fail(str(exc))
+    if args.format == "json":
+        sys.stdout.write(json.dumps(to_json(plan), indent=2) + "\n")
+    elif args.format == "text":
+        sys.stdout.write(text(plan))
+    else:
+        sys.stdout.write(markdown(plan))
+    return ExitCode.FINDINGS if args.fail_on == "risk" and plan.risks else ExitCode.OK
+
+
+def cmd_codeowners(args: argparse.Namespace) -> ExitCode:
+    from gpugov.compile import codeowners
+
+    model = valid(args.repo)
+    text = codeowners.generate(model)
+    path = Path(args.repo) / codeowners.PATH
+    if args.check:
+        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        if current == text:
+            print(f"{codeowners.PATH} is up to date")
+            return ExitCode.OK
+        print(f"{codeowners.PATH} is {'missing' if current is None else 'stale'}: run gpugov codeowners")
+        return ExitCode.FINDINGS
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return fail(f"cannot write {path}: {exc}")
+    print(f"wrote {path}")
+    return ExitCode.OK
+
+
+def cmd_schema(args: argparse.Namespace) -> ExitCode:
+    files = schema_files()
+    if args.out:
+        out = Path(args.out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            for name, text in files.items():
+                (out / name).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            return fail(f"cannot write {out}: {exc}")
+        print(f"wrote {len(files)} schemas to {out}")
+        return ExitCode.OK
+    if args.kind:
+        name = f"{args.kind.lower()}.json"
+        if name not in files:
+            return fail(f"unknown kind '{args.kind}' (known: {', '.join(n[:-5] for n in sorted(files))})")
+        sys.stdout.write(files[name])
+        return ExitCode.OK
+    sys.stdout.write(json.dumps({n: json.loads(t) for n, t in files.items()}, indent=2) + "\n")
+    return ExitCode.OK
+
+
+def cmd_rules(args: argparse.Namespace) -> ExitCode:
+    if args.format == "markdown":
+        sys.stdout.write(markdown_table())
+        return ExitCode.OK
+    for rule in all_rules():
+        print(f"{rule.id}  {rule.level.value:<7}  {rule.name}: {rule.summary}")
+    return ExitCode.OK
+
+
+def cmd_catalog(args: argparse.Namespace) -> ExitCode:
+    from gpugov.catalog import MODELS
+
+    for model in MODELS.values():
+        mig = ", ".join(p for p in model.mig_profiles) if model.mig_profiles else "no MIG"
+        print(f"{model.name:<14} {model.vendor:<10} {model.resource:<22} {mig}")
+    return ExitCode.OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="check declarations (schema and policy); exit 1 on errors")
+    p.add_argument("repo", nargs="?", default=".", help="repository root holding tenants/, policies/, hardware/")
+    p.add_argument("--format", choices=FORMATS, help="output format (github inside GitHub Actions, else text)")
+    p.add_argument("--strict", action="store_true", help="fail on warnings too")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("render", help="write Kueue or Volcano manifests for Argo CD, Flux or kubectl")
+    compile_target_args(p)
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--out", metavar="DIR", help="folder to (re)write, with a kustomization.yaml")
+    target.add_argument("--stdout", action="store_true", help="print all objects as one YAML stream")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("plan", help="summarise what a change does: quotas, capacity, MIG, risks, objects")
+    p.add_argument("repo", nargs="?", default=".", help="repository root (a git work tree)")
+    p.add_argument("--base", required=True, metavar="REF", help="base revision, e.g. origin/main")
+    p.add_argument("--head", metavar="REF", help="head revision (default: the working tree)")
+    p.add_argument("--format", choices=("markdown", "json", "text"), default="markdown")
+    p.add_argument("--fail-on", choices=("risk",), help="exit 1 when the plan has risks")
+    p.add_argument("--cluster", help="only this cluster's object changes")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("codeowners", help="write .github/CODEOWNERS from the declarations' owners")
+    p.add_argument("repo", nargs="?", default=".", help="repository root")
+    p.add_argument("--check", action="store_true", help="only check; exit 1 when missing or stale")
+    p.set_defaults(func=cmd_codeowners)
+
+    p = sub.add_parser("schema", help="print or write the JSON Schemas of the declaration kinds")
+    p.add_argument("--kind", help="print only this kind's schema")
+    p.add_argument("--out", metavar="DIR", help="write one <kind>.json per kind into DIR")
+    p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("rules", help="list every rule: declarations (GG), drift (GD) and plan risks (GP)")
+    p.add_argument("--format", choices=("text", "markdown"), default="text")
+    p.set_defaults(func=cmd_rules)
+
+    p = sub.add_parser("catalog", help="list the accelerator models gpugov knows, with their MIG profiles")
+    p.set_defaults(func=cmd_catalog)

@@ -1,0 +1,46 @@
+"""The vocabulary of the Kubernetes objects gpugov writes: identity, ownership labels and the
+source annotation that points every object back to the declaration it came from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpugov.findings import Location
+
+Object = dict[str, Any]
+Key = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "gpugov"
+LABEL_TENANT = "gpugov.io/tenant"
+LABEL_DEPARTMENT = "gpugov.io/department"
+LABEL_POOL = "gpugov.io/pool"
+LABEL_COST_CENTER = "gpugov.io/cost-center"
+LABEL_PRIORITY_CLASS = "gpugov.io/priority-class"
+ANNOTATION_SOURCE = "gpugov.io/source"  # "file:line[,file:line...]" of the declarations
+
+
+def object_key(obj: Object) -> Key:
+    """(apiVersion, kind, namespace, name): identity of an object on a cluster."""
+    meta = obj["metadata"]
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def source_location(obj: Object) -> Location:
+    """The first declaration an object came from, from its source annotation."""
+    source = obj.get("metadata", {}).get("annotations", {}).get(ANNOTATION_SOURCE, "")
+    first = source.split(",")[0]
+    file, _, line = first.rpartition(":")
+    return Location(file, int(line), 1) if line.isdigit() else Location(source or "<compiled>")
+
+
+def without_source(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Metadata without the source annotation (moving a declaration's line changes nothing);
+    an annotations map left empty is dropped."""
+    meta = dict(metadata)
+    annotations = {k: v for k, v in meta.get("annotations", {}).items() if k != ANNOTATION_SOURCE}
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    return meta
