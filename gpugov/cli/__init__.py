@@ -8,6 +8,7 @@ ExitCode; expected failures are one `gpugov: ...` line, never a traceback.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from gpugov import __version__
@@ -46,7 +47,27 @@ def build_parser() -> argparse.ArgumentParser:
     agent_command(sub)
     notify_command(sub)
     sandbox_command(sub)
+    completion_command(sub, parser)
     return parser
+
+
+def completion_command(sub: argparse._SubParsersAction, root: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or tcsh)",
+        description="Print a completion script for gpugov's commands and options, e.g. "
+        "`gpugov completion bash > /etc/bash_completion.d/gpugov` or, for zsh, "
+        "`gpugov completion zsh > \"${fpath[1]}/_gpugov\"`.",
+    )
+    p.add_argument("shell", choices=("bash", "zsh", "tcsh"))
+    p.set_defaults(func=lambda args: cmd_completion(args, root))
+
+
+def cmd_completion(args: argparse.Namespace, root: argparse.ArgumentParser) -> ExitCode:
+    import shtab
+
+    sys.stdout.write(shtab.complete(root, shell=args.shell))
+    return ExitCode.OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
