@@ -12,7 +12,7 @@ from gpugov.app.pipeline import validate_repo
 from gpugov.compile import APPLY_ORDER, compile, object_key
 from gpugov.compile.common import ANNOTATION_SOURCE, MANAGED_BY
 from gpugov.manifests import manifest_files
-from tests.conftest import REPO
+from tests.conftest import REPO, write
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CASES = [("east", "kueue"), ("east", "volcano"), ("west", "kueue"), ("west", "volcano")]
@@ -221,3 +221,107 @@ def test_undeclared_cpu_memory_follow_the_accelerator_share(model) -> None:
     assert data_platform["a100-mig"]["memory"]["nominalQuota"] == "599186Mi"
     inference = [r for f in queues["inference"]["spec"]["resourceGroups"][0]["flavors"] for r in f["resources"]]
     assert inference and all(r.get("borrowingLimit") == "0" for r in inference)
+
+
+# A Volcano cluster with a pool selected by labels (its node group named differently from the
+# pool, so the test tells the two apart) and a pool of named nodes.
+VOLCANO_SELECTOR_ORG = {
+    "policies/clusters.yaml": """\
+apiVersion: gpugov.io/v1alpha1
+kind: Cluster
+metadata: {name: edge}
+spec: {backend: volcano}
+""",
+    "hardware/edge.yaml": """\
+apiVersion: gpugov.io/v1alpha1
+kind: GPUPool
+metadata: {name: edge-h100}
+spec:
+  cluster: edge
+  accelerator: {model: H100-80GB}
+  acceleratorsPerNode: 8
+  nodeResources: {cpu: 64, memory: 512Gi}
+  nodeSelector:
+    matchLabels: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, volcano.sh/nodegroup-name: h100-rack-7}
+  nodeCount: 2
+---
+apiVersion: gpugov.io/v1alpha1
+kind: GPUPool
+metadata: {name: edge-a100}
+spec:
+  cluster: edge
+  accelerator: {model: A100-80GB}
+  acceleratorsPerNode: 4
+  nodeResources: {cpu: 64, memory: 512Gi}
+  nodes: [{name: edge-a100-1}, {name: edge-a100-2}]
+""",
+    "tenants/teams.yaml": """\
+apiVersion: gpugov.io/v1alpha1
+kind: Tenant
+metadata: {name: selected}
+spec:
+  owners: {users: [s@example.com]}
+  costCenter: CC-1
+  namespaces: [selected]
+  quotas: [{pool: edge-h100, resources: {accelerators: 8}}]
+---
+apiVersion: gpugov.io/v1alpha1
+kind: Tenant
+metadata: {name: named}
+spec:
+  owners: {users: [n@example.com]}
+  costCenter: CC-2
+  namespaces: [named]
+  quotas: [{pool: edge-a100, resources: {accelerators: 4}}]
+""",
+}
+
+
+def volcano_selector_model(root: Path):
+    for rel, text in VOLCANO_SELECTOR_ORG.items():
+        write(root, rel, text)
+    result = validate_repo(root)
+    assert result.model is not None and result.findings == [], result.findings
+    return result.model
+
+
+def test_volcano_queue_of_a_selector_pool_matches_the_nodes_it_selects(tmp_path: Path) -> None:
+    """A Queue may run only on nodes whose volcano.sh/nodegroup-name is in its required node group
+    affinity (Volcano's nodegroup plugin). For a selector pool those must be exactly the nodes its
+    selector picks; for a pool of named nodes, the nodes gpugov's patches label."""
+    model = volcano_selector_model(tmp_path)
+    objects = compile(model, "volcano", "edge")
+    selector = dict(model.pools["edge-h100"].node_selector)
+    patched = {o["metadata"]["name"]: o["metadata"]["labels"] for o in objects if o["kind"] == "Node"}
+    # The cluster's nodes: two the selector picks (what the admin labelled), one H100 it does not,
+    # and the named A100 nodes as gpugov's patches leave them.
+    nodes = {
+        "h100-1": dict(selector, **{"kubernetes.io/hostname": "h100-1"}),
+        "h100-2": dict(selector),
+        "h100-unlabelled": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+        **patched,
+    }
+    assert set(patched) == {"edge-a100-1", "edge-a100-2"}  # no patch for nodes gpugov cannot name
+
+    def usable_by(queue: str) -> set[str]:
+        affinity = by_kind(objects, "Queue")[queue]["spec"]["affinity"]["nodeGroupAffinity"]
+        groups = set(affinity["requiredDuringSchedulingIgnoredDuringExecution"])
+        return {name for name, labels in nodes.items() if labels.get("volcano.sh/nodegroup-name") in groups}
+
+    selected = {name for name, labels in nodes.items() if selector.items() <= labels.items()}
+    assert selected == {"h100-1", "h100-2"}
+    assert usable_by("selected") == selected
+    assert usable_by("named") == {"edge-a100-1", "edge-a100-2"}
+
+
+def test_volcano_selector_pool_without_node_group_is_refused(tmp_path: Path) -> None:
+    """Without volcano.sh/nodegroup-name in its selector, no node would carry the group its Queue
+    requires: validation says so instead of compiling a Queue that never schedules."""
+    volcano_selector_model(tmp_path)
+    text = VOLCANO_SELECTOR_ORG["hardware/edge.yaml"].replace(", volcano.sh/nodegroup-name: h100-rack-7", "")
+    write(tmp_path, "hardware/edge.yaml", text)
+    findings = validate_repo(tmp_path).findings
+    assert [(f.rule, f.location.file, f.location.line) for f in findings if f.location] == [
+        ("GG055", "hardware/edge.yaml", 10)
+    ]
+    assert "no node carries" in findings[0].message and "kubectl label nodes" in findings[0].hint

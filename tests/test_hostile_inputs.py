@@ -92,3 +92,74 @@ def test_bad_option_is_a_usage_error_from_the_real_command(tmp_path: Path) -> No
     assert proc.returncode == 2
     assert "invalid choice: 'yaml'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+TENANT = (
+    "apiVersion: gpugov.io/v1alpha1\nkind: Tenant\nmetadata:\n  name: hostile\nspec:\n  namespaces: [hostile]\n"
+    "  owners: {users: [h@example.com]}\n  costCenter: CC-9\n"
+)
+TAB_INDENT = "tab character used for indentation (YAML allows only spaces)"
+TAB_AFTER_DASH = "tab character where YAML needs a space (YAML indents only with spaces)"
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        (TENANT.replace("\n  name", "\n\tname"), "4:1", TAB_INDENT),
+        (TENANT.replace("  namespaces: [hostile]", "  namespaces:\n  \t- hostile"), "7:3", TAB_INDENT),
+        (TENANT.replace("  namespaces: [hostile]", "  namespaces:\n    - hostile\n\t\t- other"), "8:1", TAB_INDENT),
+        (TENANT.replace("  namespaces: [hostile]", "  namespaces:\n  -\t- hostile"), "7:4", TAB_AFTER_DASH),
+        ("\ufeff" + TENANT.replace("\n  name", "\n\tname"), "4:1", TAB_INDENT),  # the mark does not shift columns
+    ],
+    ids=["mapping", "sequence", "two-tabs", "after-dash", "after-utf8-bom"],
+)
+def test_tab_indentation_is_named_as_a_tab(base_repo: Path, capsys, text: str, where: str, message: str) -> None:
+    (base_repo / "tenants" / "hostile.yaml").write_bytes(text.encode("utf-8"))
+    code, out, _ = run_validate(base_repo, capsys=capsys)
+    assert code == 1
+    assert f"tenants/hostile.yaml:{where}: error: {message} [GG001]" in out
+
+
+def test_tabs_inside_values_and_flow_collections_still_load(base_repo: Path, capsys) -> None:
+    text = TENANT.replace("  namespaces: [hostile]", '  description: "a\\tb"\n  namespaces: [hostile,\n\tspare]')
+    (base_repo / "tenants" / "hostile.yaml").write_text(text, encoding="utf-8")
+    code, out, _ = run_validate(base_repo, capsys=capsys)
+    assert code == 0, out
+
+
+@pytest.mark.parametrize(
+    ("content", "encoding", "iconv"),
+    [
+        (TENANT.encode("utf-16"), "UTF-16LE (with a byte-order mark)", "UTF-16"),  # Python writes LE + mark
+        (b"\xfe\xff" + TENANT.encode("utf-16-be"), "UTF-16BE (with a byte-order mark)", "UTF-16"),
+        (TENANT.encode("utf-16-le"), "UTF-16LE (without a byte-order mark)", "UTF-16LE"),
+        (TENANT.replace("hostile", "caf\u00e9").encode("utf-16-be"), "UTF-16BE (without a byte-order mark)", "UTF-16BE"),
+        (TENANT.encode("utf-32"), "UTF-32LE (with a byte-order mark)", "UTF-32"),
+    ],
+    ids=["utf16-le-bom", "utf16-be-bom", "utf16-le", "utf16-be-non-ascii", "utf32-le-bom"],
+)
+def test_utf16_is_named_and_utf8_asked_for(base_repo: Path, capsys, content: bytes, encoding: str, iconv: str) -> None:
+    (base_repo / "tenants" / "hostile.yaml").write_bytes(content)
+    code, out, _ = run_validate(base_repo, capsys=capsys)
+    assert code == 2
+    assert (
+        f"tenants/hostile.yaml: error: file is {encoding}: declarations must be UTF-8; convert it, "
+        f"e.g. `iconv -f {iconv} -t UTF-8` [GG004]"
+    ) in out
+    assert "binary" not in out
+
+
+def test_nul_bytes_that_are_not_utf16_are_binary(base_repo: Path, capsys) -> None:
+    (base_repo / "tenants" / "hostile.yaml").write_bytes(b"a\x00b\x00\x00c\x00d")  # a NUL in both halves
+    _, out, _ = run_validate(base_repo, capsys=capsys)
+    assert "tenants/hostile.yaml: error: file is binary (it contains NUL bytes) [GG004]" in out
+
+
+def test_utf8_with_a_byte_order_mark_loads(base_repo: Path, capsys) -> None:
+    (base_repo / "tenants" / "hostile.yaml").write_bytes(b"\xef\xbb\xbf" + TENANT.encode("utf-8"))
+    code, out, _ = run_validate(base_repo, capsys=capsys)
+    assert code == 0, out
+    docs = loader.load_tree(base_repo).documents
+    hostile = next(d for d in docs if d.file == "tenants/hostile.yaml")
+    assert hostile.data["metadata"]["name"] == "hostile"
+    assert (hostile.locate(("kind",)).line, hostile.locate(("kind",)).col) == (2, 7)

@@ -11,7 +11,7 @@ from typing import Any
 
 from gpugov.compile.common import LABEL_POOL, Object, Scope, metadata
 from gpugov.compile.mig import ALL_DISABLED, mig_config_name
-from gpugov.compile.volcano import NODEGROUP_LABEL
+from gpugov.compile.volcano import NODEGROUP_LABEL, node_group
 from gpugov.declarations.model import GPUPool, PoolNode
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -22,7 +22,7 @@ def node_labels(scope: Scope, pool: GPUPool, node: PoolNode) -> dict[str, str]:
     if pool.uses_mig:
         labels[MIG_CONFIG_LABEL] = mig_config_name(pool, node.mig_layout) if node.mig_layout else ALL_DISABLED
     if scope.backend == "volcano":
-        labels[NODEGROUP_LABEL] = pool.name
+        labels[NODEGROUP_LABEL] = node_group(pool)
     return dict(sorted(labels.items()))
 
 

@@ -16,8 +16,14 @@ flavors, so a pool is expressed as a node group):
   So guarantee <= deserved <= capability per resource, as Volcano's webhook demands.
   weight = fairSharing.weight (proportion plugin); reclaimable = false when every queue of the
   tenant only admits non-preemptible priority classes (its work must not be reclaimed), else
-  whether SchedulingPolicy lets cohorts reclaim; affinity.nodeGroupAffinity = its pools,
-  matched through the node label volcano.sh/nodegroup-name=<pool>.
+  whether SchedulingPolicy lets cohorts reclaim; affinity.nodeGroupAffinity = the node groups
+  of its pools (node_group).
+- GPUPool -> a node group. Volcano's nodegroup plugin reads one node label only,
+  volcano.sh/nodegroup-name, and a Queue's affinity lists values of it. Nodes listed by name
+  get that label (= the pool name) from gpugov's node patch. A selector pool's nodes are not
+  known by name, so gpugov cannot label them: the pool's group is the value its own
+  nodeSelector gives volcano.sh/nodegroup-name, which every node it selects carries by
+  definition (GG055 refuses a Volcano selector pool without one; the admin labels the nodes).
 - Department -> parent Queue (capacity plugin only, which supports hierarchy): parent = parent
   department; deserved and guarantee = the children's sums plus the department's own quota,
   so the children's sums always fit within the parent. The proportion plugin has no
@@ -43,12 +49,17 @@ from gpugov.compile.common import (
     resource_order,
     tenant_labels,
 )
-from gpugov.declarations.model import PoolQuota, Tenant
+from gpugov.declarations.model import GPUPool, PoolQuota, Tenant
 from gpugov.kube.quantity import format_quantity
 
 API = "scheduling.volcano.sh/v1beta1"
 NODEGROUP_LABEL = "volcano.sh/nodegroup-name"
 Amounts = dict[str, Decimal]
+
+
+def node_group(pool: GPUPool) -> str:
+    """The value of volcano.sh/nodegroup-name that the pool's nodes carry (see the module doc)."""
+    return dict(pool.node_selector).get(NODEGROUP_LABEL) or pool.name
 
 
 def _resources(amounts: Amounts) -> dict[str, str]:
@@ -102,9 +113,9 @@ def tenant_queue(scope: Scope, tenant: Tenant, hierarchical: bool) -> tuple[Obje
         spec["deserved"] = _resources(deserved)
     if guarantee:
         spec["guarantee"] = {"resource": _resources(guarantee)}
-    pools = sorted({q.pool for q in quotas})
-    if pools:
-        spec["affinity"] = {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pools}}
+    groups = sorted({node_group(scope.pools[q.pool]) for q in quotas})
+    if groups:
+        spec["affinity"] = {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": groups}}
     return _queue(tenant.name, tenant, tenant_labels(tenant), spec), deserved, guarantee
 
 

@@ -9,6 +9,7 @@ extra parse.
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -31,7 +32,8 @@ UNREADABLE = rule(
     "GG004",
     "unreadable-file",
     Level.ERROR,
-    "The file cannot be read as declarations: binary, not UTF-8, too large, too deeply nested or an alias bomb.",
+    "The file cannot be read as declarations: binary, UTF-16 or otherwise not UTF-8, too large, too deeply nested "
+    "or an alias bomb.",
     "Declarations are UTF-8 YAML text files under 16 MiB.",
 )
 EMPTY = rule(
@@ -173,15 +175,62 @@ def decode(source: SourceFile) -> str:
             make(UNREADABLE, f"file is {source.size} bytes, over the {MAX_FILE_BYTES}-byte limit", Location(rel))
         )
     raw = source.read()
+    wide = wide_encoding(raw)
+    if wide:
+        encoding, iconv_name = wide
+        message = f"file is {encoding}: declarations must be UTF-8; convert it, e.g. `iconv -f {iconv_name} -t UTF-8`"
+        raise LoadError(make(UNREADABLE, message, Location(rel)))
     if b"\0" in raw:
         raise LoadError(make(UNREADABLE, "file is binary (it contains NUL bytes)", Location(rel)))
+    # A UTF-8 byte-order mark is allowed and dropped here, so that parser positions index the text.
+    body = raw.removeprefix(codecs.BOM_UTF8)
     try:
-        return raw.decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
+        line = body[: exc.start].count(b"\n") + 1
         raise LoadError(
-            make(UNREADABLE, f"file is not UTF-8 (invalid byte 0x{raw[exc.start]:02x})", Location(rel, line, 1))
+            make(UNREADABLE, f"file is not UTF-8 (invalid byte 0x{body[exc.start]:02x})", Location(rel, line, 1))
         ) from exc
+
+
+# UTF-32 first: its little-endian mark begins with UTF-16's.
+_BYTE_ORDER_MARKS = (
+    (codecs.BOM_UTF32_LE, "UTF-32LE"),
+    (codecs.BOM_UTF32_BE, "UTF-32BE"),
+    (codecs.BOM_UTF16_LE, "UTF-16LE"),
+    (codecs.BOM_UTF16_BE, "UTF-16BE"),
+)
+
+
+def wide_encoding(raw: bytes) -> tuple[str, str] | None:
+    """For UTF-16/32 text, its description ("UTF-16LE (with a byte-order mark)") and iconv's
+    name for it (which, for a file with a mark, reads and drops the mark); else None.
+
+    Without a mark, UTF-16 is told from binary by its NUL bytes: YAML is mostly ASCII, whose
+    UTF-16 has a NUL in every high byte (odd positions little-endian, even big-endian) and none
+    in the low ones, and the whole file must decode.
+    """
+    for mark, name in _BYTE_ORDER_MARKS:
+        if raw.startswith(mark):
+            return f"{name} (with a byte-order mark)", name[:-2]
+    sample = raw[:4096]
+    sample = sample[: len(sample) // 2 * 2]
+    if len(sample) < 4:
+        return None
+    even_nuls, odd_nuls = sample[0::2].count(0), sample[1::2].count(0)
+    half = len(sample) // 2
+    for name, high, low in (("UTF-16LE", odd_nuls, even_nuls), ("UTF-16BE", even_nuls, odd_nuls)):
+        if low == 0 and high * 2 >= half and _decodes(raw, name):
+            return f"{name} (without a byte-order mark)", name
+    return None
+
+
+def _decodes(raw: bytes, encoding: str) -> bool:
+    try:
+        raw.decode(encoding)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def parse_documents(text: str, rel: str) -> Iterator[SourceDoc]:
@@ -207,13 +256,34 @@ def parse_documents(text: str, rel: str) -> Iterator[SourceDoc]:
         context = f" ({exc.context})" if exc.context else ""
         # libyaml >= 0.2.5 stops at its own depth limit: that is a hostile file, not a typo.
         rule_ = UNREADABLE if "nesting depth" in problem else SYNTAX
-        raise LoadError(make(rule_, f"{problem}{context}", where)) from exc
+        message = f"{problem}{context}"
+        tab = _tab_on_line(text, mark.index) if mark and rule_ is SYNTAX else None
+        if tab and mark:  # PyYAML's words for a tab do not say "tab"; these do, and point at it
+            column, message = tab
+            where = Location(rel, mark.line + 1, column + 1)
+        raise LoadError(make(rule_, message, where)) from exc
     except yaml.YAMLError as exc:
         raise LoadError(make(SYNTAX, str(exc), Location(rel))) from exc
     except RecursionError as exc:
         raise LoadError(make(UNREADABLE, "YAML nesting is too deep", Location(rel))) from exc
     finally:
         loader.dispose()
+
+
+_LINE_BREAKS = "\n\r\x85\u2028\u2029"  # what libyaml counts as line breaks
+
+
+def _tab_on_line(text: str, index: int) -> tuple[int, str] | None:
+    """(column, message) when a tab on the line of a syntax error at `index` explains it."""
+    start = max(text.rfind(c, 0, index) for c in _LINE_BREAKS) + 1
+    ends = [i for i in (text.find(c, start) for c in _LINE_BREAKS) if i >= 0]
+    line = text[start : min(ends, default=len(text))]
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    if "\t" in indent:
+        return indent.index("\t"), "tab character used for indentation (YAML allows only spaces)"
+    if text[index : index + 1] == "\t":
+        return index - start, "tab character where YAML needs a space (YAML indents only with spaces)"
+    return None
 
 
 class _Budget:

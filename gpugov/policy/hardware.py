@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpugov.compile.volcano import NODEGROUP_LABEL, node_group
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, Location, make, rule
 from gpugov.policy import check
@@ -45,6 +46,17 @@ CPU_MEMORY_UNKNOWN = rule(
     "A Kueue pool declares no nodeResources cpu or memory while a tenant's quota there leaves them undeclared, "
     "so its ClusterQueue gets 0 of them and Kueue admits no pod that requests CPU or memory on that pool.",
     "Declare spec.nodeResources (cpu and memory per node) on the pool, or cpu and memory in the tenant's quota.",
+)
+
+VOLCANO_NODE_GROUP = rule(
+    "GG055",
+    "volcano-node-group",
+    Level.ERROR,
+    "A pool of a Volcano cluster has no node group of its own: it selects its nodes by nodeSelector without "
+    f"{NODEGROUP_LABEL}, so no node carries the group its tenants' Queues require and their jobs never schedule "
+    "(gpugov labels only nodes listed by name), or it shares its node group with another pool.",
+    f"Add {NODEGROUP_LABEL}: <group> (e.g. the pool's name) to the pool's nodeSelector.matchLabels and give the "
+    f"nodes that label (kubectl label nodes -l <selector> {NODEGROUP_LABEL}=<group>); one node group per pool.",
 )
 
 
@@ -107,3 +119,31 @@ def check_topology(model: Model) -> Iterator[Finding]:
                     )
         if not pool.nodes and not pool.node_count:
             yield make(NO_NODES, f"pool '{pool.name}' has no nodes", pool.doc.locate(("metadata", "name")))
+
+
+@check
+def check_volcano_node_groups(model: Model) -> Iterator[Finding]:
+    """Volcano pins a Queue to nodes only through the node group label (compile/volcano.py)."""
+    first: dict[tuple[str, str], str] = {}
+    for pool_name in sorted(model.pools):
+        pool = model.pools[pool_name]
+        cluster = model.pool_cluster(pool)
+        if cluster is None or model.cluster(cluster).backend != "volcano":
+            continue
+        if pool.node_selector and not pool.nodes and NODEGROUP_LABEL not in dict(pool.node_selector):
+            yield make(
+                VOLCANO_NODE_GROUP,
+                f"pool '{pool.name}' of Volcano cluster '{cluster}' selects its nodes without {NODEGROUP_LABEL}: "
+                f"its tenants' Queues would require node group '{pool.name}', which no node carries",
+                pool.at("nodeSelector", "matchLabels"),
+            )
+            continue
+        group = node_group(pool)
+        other = first.setdefault((cluster, group), pool.name)
+        if other != pool.name:
+            yield make(
+                VOLCANO_NODE_GROUP,
+                f"pool '{pool.name}' has node group '{group}', like pool '{other}' of Volcano cluster '{cluster}': "
+                "a Queue pinned to either could run on the nodes of both",
+                pool.at("nodeSelector", "matchLabels") if pool.node_selector else pool.doc.locate(("metadata", "name")),
+            )
