@@ -1,7 +1,12 @@
-"""CODEOWNERS from the declarations: tenants own their files, the platform team the rest.
+"""CODEOWNERS from the declarations: the platform team owns every declaration file, and a
+tenant's file also names the tenant's owners.
 
-GitHub and GitLab both take the last matching pattern, so the folder defaults come first
-and each tenant file follows with its owners' reviewers (or their user e-mails).
+GitHub and GitLab both take the last matching pattern, so the folder defaults come first and
+each tenant file follows with the platform team and its owners' reviewers (or their user
+e-mails). The platform team is on the tenant's line too, so the last match never hands a tenant
+file to its team alone. Either owner's approval counts as the code-owner review on GitHub; that
+the platform team must approve a risky plan is the pull-request workflow's platform-approval
+job (README: Pull requests).
 """
 
 from __future__ import annotations
@@ -24,17 +29,19 @@ def tenant_file_owners(model: Model) -> dict[str, list[str]]:
 
 
 def generate(model: Model) -> str:
-    platform = " ".join(model.limits.platform_team)
+    team = list(model.limits.platform_team)
+    platform = " ".join(team)
     lines = [HEADER]
     if platform:
         lines += ["# Policies, hardware and the folder defaults belong to the platform team.\n",
                   f"/policies/ {platform}\n", f"/hardware/ {platform}\n", f"/tenants/ {platform}\n",
-                  f"/.github/ {platform}\n"]
+                  f"/.github/ {platform}\n",
+                  "# Each tenant's file belongs to the platform team and the tenant's owners.\n"]
     else:
-        lines.append("# Guardrails name no platformTeam: policies/ and hardware/ have no code owner.\n")
-    lines.append("# Each tenant's file belongs to its owners.\n")
+        lines += ["# Guardrails name no platformTeam: policies/ and hardware/ have no code owner,\n",
+                  "# and each tenant's file belongs to its owners alone.\n"]
     for file, names in tenant_file_owners(model).items():
-        lines.append(f"/{file} {' '.join(names)}\n")
+        lines.append(f"/{file} {' '.join(team + [n for n in names if n not in team])}\n")
     return "".join(lines)
 
 

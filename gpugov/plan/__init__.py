@@ -1,6 +1,7 @@
 """plan: the desired state of two revisions compared, for the pull request's summary.
 
-diff.py compares the models and compile's objects (quotas, capacity, MIG, priorities, risks);
+diff.py compares the models and compile's objects (quotas, capacity, MIG, priorities, departments
+and weights, risks); removal.py says what each deploy path does with what is no longer declared;
 report.py writes the summary as markdown or text.
 """
 

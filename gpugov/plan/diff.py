@@ -15,17 +15,22 @@ from typing import Any
 
 from gpugov.compile import Object, compile, object_key
 from gpugov.compile.common import NON_ACCELERATOR
+from gpugov.compile.kueue import gpu_equivalents
 from gpugov.compile.mig import compiled_mig_configs
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import Model, ResourceQuota, Tenant
 from gpugov.kube.objects import without_source
 from gpugov.kube.quantity import format_quantity
+from gpugov.plan.removal import KEPT_KINDS, PLURAL, WHAT_EACH_PATH_DOES, category, drain_hint
 from gpugov.plan.risks import (
+    DEPARTMENT_CHANGED,
+    FAIR_SHARE_RAISED,
     KUEUE_IMMUTABLE,
     LOCALQUEUE_REPOINTED,
     MIG_RECONFIGURATION,
     NEEDS_APPROVAL,
     PROTECTED_PRIORITY,
+    QUEUE_GAINS_PROTECTED,
     QUOTA_DECREASE,
     TENANT_REMOVED,
     Risk,
@@ -50,10 +55,17 @@ class QuotaChange:
 
     @property
     def decreases(self) -> bool:
-        if self.nominal_delta < 0:
+        """Whether a quota that existed shrinks: a new quota (a new tenant's, a new pool's) has
+        nothing to go down from, even where it sets a limit that was unlimited before."""
+        if self.before["nominal"] is None:
+            return False
+        if self.after["nominal"] is None or self.nominal_delta < 0:
             return True
-        old, new = self.before["borrowing_limit"], self.after["borrowing_limit"]
-        return new is not None and (old is None or new < old)
+        for limit in ("borrowing_limit", "lending_limit"):  # None: unlimited
+            old, new = self.before[limit], self.after[limit]
+            if new is not None and (old is None or new < old):
+                return True
+        return False
 
 
 @dataclass(frozen=True)
@@ -94,9 +106,45 @@ class PriorityChange:
 
 
 @dataclass(frozen=True)
+class Move:
+    """A tenant's department, or a department's parent, changes: its cohort (Kueue) or parent queue (Volcano)."""
+
+    holder: str  # "tenant" or "department"
+    name: str
+    before: str | None
+    after: str | None
+
+    @property
+    def field(self) -> str:
+        return "department" if self.holder == "tenant" else "parent"
+
+
+@dataclass(frozen=True)
+class WeightChange:
+    holder: str  # "tenant" or "department"
+    name: str
+    before: int | None  # as declared; None: the default 1, or the holder is new (see `new`)
+    after: int | None
+    new: bool = False
+
+    @property
+    def raised(self) -> bool:
+        return (self.after or 1) > (self.before or 1)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What a change stops declaring, of one category, and what each deploy path does with it."""
+
+    category: str  # object, Namespace or Node
+    names: tuple[str, ...]
+    paths: dict[str, str]
+
+
+@dataclass(frozen=True)
 class ObjectChange:
     cluster: str
-    action: str  # create, update, delete, replace (delete + create), retain (left in place)
+    action: str  # create, update, delete, replace (delete + create), retain (kept: a Namespace or a Node)
     kind: str
     namespace: str
     name: str
@@ -116,12 +164,16 @@ class Plan:
     pools: list[PoolChange] = field(default_factory=list)
     mig: list[MigChange] = field(default_factory=list)
     priorities: list[PriorityChange] = field(default_factory=list)
+    moves: list[Move] = field(default_factory=list)
+    weights: list[WeightChange] = field(default_factory=list)
     objects: list[ObjectChange] = field(default_factory=list)
+    removals: list[Removal] = field(default_factory=list)
     risks: list[Risk] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not (self.objects or self.quotas or self.tenants_added or self.tenants_removed or self.pools)
+        return not (self.objects or self.quotas or self.tenants_added or self.tenants_removed or self.pools
+                    or self.moves or self.weights)
 
 
 def _quota_map(model: Model) -> dict[tuple[str, str, str, str], ResourceQuota]:
@@ -198,6 +250,50 @@ def priority_changes(base: Model, head: Model) -> list[PriorityChange]:
     return changes
 
 
+def moves(base: Model, head: Model) -> list[Move]:
+    changes = [Move("tenant", name, base.tenants[name].department, head.tenants[name].department)
+               for name in sorted(set(base.tenants) & set(head.tenants))]
+    changes += [Move("department", name, base.departments[name].parent, head.departments[name].parent)
+                for name in sorted(set(base.departments) & set(head.departments))]
+    return [m for m in changes if m.before != m.after]
+
+
+def weight_changes(base: Model, head: Model) -> list[WeightChange]:
+    changes = []
+    for holder, old, new in (("department", base.departments, head.departments), ("tenant", base.tenants, head.tenants)):
+        for name in sorted(new):
+            after = new[name].weight
+            if name not in old:
+                if after is not None:
+                    changes.append(WeightChange(holder, name, None, after, new=True))
+            elif old[name].weight != after:
+                changes.append(WeightChange(holder, name, old[name].weight, after))
+    return changes
+
+
+def protected_gains(base: Model, head: Model) -> list[tuple[str, str, str, list[str]]]:
+    """(tenant, namespace, queue, non-preemptible classes it admits now and did not before)."""
+    gains = []
+    for name in sorted(head.tenants):
+        before = {(q.namespace, q.name): set(q.priority_classes)
+                  for q in (base.tenants[name].queues if name in base.tenants else ())}
+        for queue in head.tenants[name].queues:
+            added = set(queue.priority_classes) - before.get((queue.namespace, queue.name), set())
+            protected = sorted(c for c in added if c in head.priority_classes and not head.priority_classes[c].preemptible)
+            if protected:
+                gains.append((name, queue.namespace, queue.name, protected))
+    return gains
+
+
+def removals(objects: list[ObjectChange]) -> list[Removal]:
+    gone: dict[str, list[str]] = {}
+    for o in objects:
+        if o.action in ("delete", "retain"):
+            gone.setdefault(category(o.kind), []).append(
+                o.name if o.kind in KEPT_KINDS else f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name}")
+    return [Removal(cat, tuple(gone[cat]), WHAT_EACH_PATH_DOES[cat]) for cat in PLURAL if cat in gone]
+
+
 def _without_source(obj: Object) -> Object:
     """Objects compare without the source annotation: moving a line is no change."""
     return {**obj, "metadata": without_source(obj["metadata"])}
@@ -238,8 +334,9 @@ def object_changes(cluster: str, base: list[Object], head: list[Object]) -> list
         if key not in old:
             changes.append(ObjectChange(cluster, "create", kind, namespace, name))
         elif key not in new:
-            # Namespaces are never deleted by gpugov (they may still hold workloads): kept, unmanaged.
-            changes.append(ObjectChange(cluster, "retain" if kind == "Namespace" else "delete", kind, namespace, name))
+            # A Namespace may still hold workloads and a Node is hardware gpugov only patches: both are
+            # kept (removal.py says what each deploy path does with them).
+            changes.append(ObjectChange(cluster, "retain" if kind in KEPT_KINDS else "delete", kind, namespace, name))
         elif old[key] != new[key]:
             fields = _changed_fields(old[key], new[key])
             replace = immutable_change(kind, old[key], new[key]) is not None
@@ -265,15 +362,15 @@ def mig_changes(cluster: str, base: list[Object], head: list[Object]) -> list[Mi
     return changes
 
 
-def _risks(plan: Plan, head: Model) -> list[Risk]:
+def _risks(plan: Plan, base: Model, head: Model) -> list[Risk]:
     risks = []
     for change in plan.quotas:
-        if change.decreases and change.after["nominal"] is not None:
+        removed_tenant = change.holder == "tenant" and change.name in plan.tenants_removed  # GP002 says it
+        if change.decreases and not removed_tenant:
             risks.append(risk(QUOTA_DECREASE, f"{change.holder} {change.name}: {change.resource} in {change.pool} "
                               f"goes down ({_pair(change.before, change.after)}); running work may be preempted"))
     for name in plan.tenants_removed:
-        risks.append(risk(TENANT_REMOVED, f"tenant {name} is removed: drain its ClusterQueue first "
-                          "(stopPolicy: HoldAndDrain); its namespaces are kept"))
+        risks.append(risk(TENANT_REMOVED, _removed_tenant(plan, name)))
     nodes = sorted({m.node for m in plan.mig})
     if nodes:
         risks.append(risk(MIG_RECONFIGURATION, f"{len(nodes)} node(s) get a new MIG geometry and will be drained: "
@@ -282,6 +379,17 @@ def _risks(plan: Plan, head: Model) -> list[Risk]:
         if change.protected:
             risks.append(risk(PROTECTED_PRIORITY, f"non-preemptible priority class {change.name} changes "
                               f"({change.before or 'absent'} -> {change.after or 'absent'})"))
+    for move in plan.moves:
+        risks.append(risk(DEPARTMENT_CHANGED, _move(move)))
+    for weight in plan.weights:
+        if weight.raised:
+            was = "starts with" if weight.new else f"goes from {weight.before or 1} to"
+            risks.append(risk(FAIR_SHARE_RAISED, f"{'new ' if weight.new else ''}{weight.holder} {weight.name}: "
+                              f"fairSharing weight {was} {weight.after} (default 1): a larger share of idle "
+                              "accelerators, taken from the others in its cohort"))
+    for tenant, namespace, queue, classes in protected_gains(base, head):
+        risks.append(risk(QUEUE_GAINS_PROTECTED, f"queue {namespace}/{queue} of tenant {tenant} now admits "
+                          f"non-preemptible {', '.join(classes)}: that work cannot be preempted to give quota back"))
     for change in plan.objects:
         if change.action == "replace" and change.kind == "LocalQueue":
             risks.append(risk(LOCALQUEUE_REPOINTED, f"LocalQueue {change.namespace}/{change.name} moves to another "
@@ -290,13 +398,65 @@ def _risks(plan: Plan, head: Model) -> list[Risk]:
             risks.append(risk(KUEUE_IMMUTABLE, f"{change.kind} {change.name}: {', '.join(change.fields)} cannot change "
                               "in place (Kueue refuses it); it must be deleted and recreated, and the queues that use "
                               "it stop admitting meanwhile"))
-    limit = head.limits.max_quota_change
-    moved = sum((abs(c.nominal_delta) for c in plan.quotas if c.resource not in NON_ACCELERATOR), Decimal(0))
-    if limit is not None and moved > limit:
-        team = ", ".join(head.limits.platform_team) or "the platform team"
-        risks.append(risk(NEEDS_APPROVAL, f"accelerator quotas move by {format_quantity(moved)} in total, above the "
-                          f"guardrail of {limit} per pull request: needs approval from {team}"))
+    approval = _approval(plan, base, head)
+    if approval:
+        risks.append(approval)
     return risks
+
+
+def _removed_tenant(plan: Plan, name: str) -> str:
+    queues = [o for o in plan.objects if o.action == "delete" and o.kind in ("ClusterQueue", "Queue") and o.name == name]
+    several = len({o.cluster for o in queues}) > 1
+    hints = [(f"in cluster {o.cluster}, " if several else "") + drain_hint(o.kind, o.name) for o in queues]
+    return f"tenant {name} is removed: " + ("; ".join(hints) or "drain its queue first") + "; its namespaces are kept"
+
+
+def _move(move: Move) -> str:
+    who = f"{move.holder} {move.name}"
+    if move.before is None:
+        what = f"joins {move.field} {move.after}: it now borrows from and lends to {move.after}'s queues"
+    elif move.after is None:
+        what = f"leaves {move.field} {move.before}: it no longer borrows from or lends to {move.before}'s queues"
+    else:
+        what = (f"moves from {move.field} {move.before} to {move.after}: it now borrows from and lends to "
+                f"{move.after}'s queues instead of {move.before}'s")
+    return f"{who} {what} (the Kueue cohort, the Volcano parent queue)"
+
+
+def _approval(plan: Plan, base: Model, head: Model) -> Risk | None:
+    """GP007 in one unit: GPU equivalents. A whole device counts 1, a MIG slice its compute
+    slices over the GPU's (1g.10gb = 1/7 of an A100), so slices never add up as whole GPUs."""
+    limit = head.limits.max_quota_change
+    if limit is None:
+        return None
+    whole = slices = Decimal(0)
+    uncounted: set[str] = set()
+    for change in plan.quotas:
+        if change.resource in NON_ACCELERATOR:
+            continue
+        pool = head.pools.get(change.pool) or base.pools.get(change.pool)
+        if pool is None or (weight := gpu_equivalents(pool).get(change.resource)) is None:
+            uncounted.add(change.resource)  # e.g. HAMi memory and cores: no whole-device equivalent here
+        elif change.resource == pool.model.resource:
+            whole += abs(change.nominal_delta)
+        else:
+            slices += abs(change.nominal_delta) * weight
+    moved = whole + slices
+    if moved <= limit:
+        return None
+    team = ", ".join(head.limits.platform_team) or "the platform team"
+    detail = f"whole devices {_gpus(whole)}, MIG slices {_gpus(slices)}"
+    if uncounted:
+        detail += f"; not counted: {', '.join(sorted(uncounted))}"
+    return risk(NEEDS_APPROVAL, f"accelerator quotas move by {_gpus(moved)} GPU equivalents in total ({detail}), "
+                f"above the guardrail of {limit} per pull request: needs approval from {team}")
+
+
+def _gpus(value: Decimal) -> str:
+    """GPU equivalents as a plain number, two decimals at most (6/7 -> 0.86)."""
+    if value == value.to_integral_value():
+        return str(int(value))
+    return f"{value.quantize(Decimal('0.01'))}".rstrip("0").rstrip(".")
 
 
 def _pair(before: dict[str, Decimal | None], after: dict[str, Decimal | None]) -> str:
@@ -321,13 +481,16 @@ def make_plan(base: Model, head: Model, base_label: str, head_label: str, cluste
     plan.capacity = capacity_rows(base, head)
     plan.pools = pool_changes(base, head)
     plan.priorities = priority_changes(base, head)
+    plan.moves = moves(base, head)
+    plan.weights = weight_changes(base, head)
     clusters = sorted(set(base.cluster_names()) | set(head.cluster_names()))
     for name in clusters if cluster is None else [cluster]:
         old = compile(base, None, name) if name in base.cluster_names() else []
         new = compile(head, None, name) if name in head.cluster_names() else []
         plan.objects.extend(object_changes(name, old, new))
         plan.mig.extend(mig_changes(name, old, new))
-    plan.risks = _risks(plan, head)
+    plan.removals = removals(plan.objects)
+    plan.risks = _risks(plan, base, head)
     return plan
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 from gpugov.kube.quantity import format_quantity
-from gpugov.plan.diff import QUOTA_FIELDS, Plan, QuotaChange
+from gpugov.plan.diff import QUOTA_FIELDS, Move, Plan, QuotaChange, WeightChange
+from gpugov.plan.removal import PATHS, PLURAL, counted
 
 MARKER = "<!-- gpugov-plan -->"  # lets the workflow find and update its one sticky comment
 MAX_OBJECT_ROWS = 200
@@ -39,6 +40,15 @@ def _capacity_delta(before: dict[str, Decimal], after: dict[str, Decimal]) -> st
         if old != new:
             parts.append(f"{resource} {_q(old)} → {_q(new)}")
     return ", ".join(parts)
+
+
+def _move(move: Move) -> str:
+    return f"{move.holder} `{move.name}`: {move.field} {move.before or 'none'} → {move.after or 'none'}"
+
+
+def _weight(change: WeightChange) -> str:
+    before = "new" if change.new else str(change.before or 1)
+    return f"{change.holder} `{change.name}`: fairSharing weight {before} → {change.after or 1}"
 
 
 def markdown(plan: Plan) -> str:
@@ -95,6 +105,10 @@ def markdown(plan: Plan) -> str:
         out += ["**Priority classes**", ""]
         out += [f"- `{p.name}`: {p.before or 'absent'} → {p.after or 'absent'}" for p in plan.priorities]
         out.append("")
+    if plan.moves or plan.weights:
+        out += ["**Departments and fair sharing**", ""]
+        out += [f"- {_move(m)}" for m in plan.moves] + [f"- {_weight(w)}" for w in plan.weights]
+        out.append("")
     if plan.objects:
         counts = {a: sum(1 for o in plan.objects if o.action == a) for a in ("create", "update", "replace", "delete", "retain")}
         summary = ", ".join(f"{n} to {a}" for a, n in counts.items() if n)
@@ -105,8 +119,19 @@ def markdown(plan: Plan) -> str:
             out.append(f"| {o.cluster} | {o.action} | {o.kind} | {name} | {', '.join(o.fields)} |")
         if len(plan.objects) > MAX_OBJECT_ROWS:
             out.append(f"| | | | … {len(plan.objects) - MAX_OBJECT_ROWS} more | |")
-        out += ["", "</details>"]
+        out += ["", "</details>", ""]
+    if plan.removals:
+        out += ["**What removing them does**, per deploy path", ""]
+        for removal in plan.removals:
+            out.append(f"- {counted(removal.category, len(removal.names))} ({_names(removal.names)}):")
+            out += [f"  - {path}: {removal.paths[path]}" for path in PATHS]
+        out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _names(names: tuple[str, ...], shown: int = 8) -> str:
+    listed = ", ".join(f"`{n}`" for n in names[:shown])
+    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def text(plan: Plan) -> str:
@@ -125,8 +150,12 @@ def text(plan: Plan) -> str:
                    + (f"; capacity {capacity}" if capacity else ""))
     out += [f"mig {m.cluster} {m.node}: {m.before} -> {m.after} ({m.reason})" for m in plan.mig]
     out += [f"priority {p.name}: {p.before} -> {p.after}" for p in plan.priorities]
+    out += [f"{m.holder} {m.name} {m.field}: {m.before or 'none'} -> {m.after or 'none'}" for m in plan.moves]
+    out += [f"{w.holder} {w.name} weight: {'new' if w.new else w.before or 1} -> {w.after or 1}" for w in plan.weights]
     for o in plan.objects:
         name = f"{o.namespace}/{o.name}" if o.namespace else o.name
         out.append(f"{o.action} {o.cluster} {o.kind} {name}" + (f" ({', '.join(o.fields)})" if o.fields else ""))
+    for removal in plan.removals:
+        out += [f"removed {PLURAL[removal.category]}, {path}: {removal.paths[path]}" for path in PATHS]
     out.append(f"{len(plan.risks)} risks, {len(plan.quotas)} quota changes, {len(plan.objects)} object changes")
     return "\n".join(out) + "\n"

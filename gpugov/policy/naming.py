@@ -1,11 +1,13 @@
-"""Names are valid Kubernetes names and each namespace and queue belongs to one tenant."""
+"""Names are valid Kubernetes names, each namespace and queue belongs to one tenant, and no
+tenant claims a namespace the platform keeps (a tenant's namespaces get its RoleBindings)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from fnmatch import fnmatchcase
 
-from gpugov.declarations.model import Model
+from gpugov.declarations.model import RESERVED_NAMESPACES, Model
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.policy import check
 
@@ -38,6 +40,15 @@ DUPLICATE_QUEUE = rule(
     Level.ERROR,
     "Two queues share a name in the same namespace.",
     "Queue names are unique per namespace.",
+)
+RESERVED_NAMESPACE = rule(
+    "GG015",
+    "reserved-namespace",
+    Level.ERROR,
+    "A tenant claims a reserved namespace (kube-*, default, the GPU Operator's, Kueue's, Volcano's, every "
+    "cluster's gpugov operations and MIG config namespaces, Guardrails.reservedNamespaces), where its RoleBinding "
+    "would give it the edit role.",
+    "Give the tenant a namespace of its own; Guardrails.reservedNamespaces reserves more.",
 )
 
 
@@ -113,3 +124,31 @@ def check_namespace_ownership(model: Model) -> Iterator[Finding]:
                     tenant.at("queues", queue.index, "name"),
                 )
             seen.add((queue.namespace, queue.name))
+
+
+def reserved_patterns(model: Model) -> list[tuple[str, str]]:
+    """(pattern, why) of every namespace no tenant may claim."""
+    patterns = [(pattern, "a system, scheduler or GPU Operator namespace") for pattern in RESERVED_NAMESPACES]
+    patterns += [(pattern, "Guardrails.reservedNamespaces") for pattern in model.limits.reserved_namespaces]
+    for name in model.cluster_names():
+        cluster = model.cluster(name)
+        patterns.append((cluster.operations_namespace, f"gpugov's operations namespace on cluster {name}"))
+        patterns.append((cluster.mig_config_namespace, f"the MIG config namespace on cluster {name}"))
+    return patterns
+
+
+@check
+def check_reserved_namespaces(model: Model) -> Iterator[Finding]:
+    patterns = reserved_patterns(model)
+    for tenant in model.tenants.values():
+        for index, namespace in enumerate(tenant.namespaces):
+            match = next(((p, why) for p, why in patterns if fnmatchcase(namespace, p)), None)
+            if match is not None:
+                pattern, why = match
+                reason = why if pattern == namespace else f"matches '{pattern}': {why}"
+                yield make(
+                    RESERVED_NAMESPACE,
+                    f"tenant '{tenant.name}' claims namespace '{namespace}', which is reserved ({reason}): gpugov "
+                    "would bind its owners to the edit role there",
+                    tenant.at("namespaces", index),
+                )
