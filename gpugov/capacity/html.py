@@ -1,0 +1,189 @@
+"""The capacity report as one HTML page that renders offline: no CDN, no font, no image, no
+external URL. The tables are static HTML; the charts are SVG drawn by the inline script from the
+report's JSON (embedded in the page), so the page is one file to attach to a ticket or a wiki."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from html import escape
+
+from gpugov.capacity.jsonout import report_json
+from gpugov.capacity.markdown import DASH, _n, source_line
+from gpugov.capacity.report import ClusterReport, percent, q, ratio_display
+
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d2430; background: #ffffff; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 2px solid #d8dee8; }
+h3 { font-size: 15px; margin-top: 20px; }
+table { border-collapse: collapse; margin: 8px 0 16px; }
+th, td { border: 1px solid #d8dee8; padding: 3px 8px; text-align: right; }
+th { background: #eef2f7; } td:first-child, th:first-child { text-align: left; }
+td.text, th.text { text-align: left; }
+.legend span { display: inline-block; margin-right: 14px; }
+.legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -1px; }
+.chart { margin: 6px 0 18px; }
+.advice li { margin: 3px 0; } .kind { font-weight: 600; }
+"""
+
+# Series colours, shared by the legend and the script.
+COLOURS = {
+    "physical": "#9aa5b1", "live": "#5b8def", "guaranteed": "#e07b39", "borrowable": "#3aa17e",
+    "in_quota": "#8e6cc0", "borrowed": "#c94f7c", "idle": "#f2c14e", "used": "#5b8def",
+}
+
+SCRIPT = """
+(function () {
+  var data = JSON.parse(document.getElementById('capacity-data').textContent);
+  var colours = JSON.parse(document.getElementById('capacity-colours').textContent);
+  function esc(text) {
+    return String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  }
+  function num(text) { return text === null || text === undefined ? 0 : parseFloat(text); }
+  // One horizontal bar chart: rows of labelled groups, each group a list of [series, value text].
+  function bars(rows, width) {
+    var labelWidth = 260, barHeight = 14, gap = 3, groupGap = 10, max = 0, y = 4, parts = [];
+    rows.forEach(function (row) { row.bars.forEach(function (b) { max = Math.max(max, num(b[1])); }); });
+    var scale = max > 0 ? (width - labelWidth - 80) / max : 0;
+    rows.forEach(function (row) {
+      var groupTop = y;
+      row.bars.forEach(function (b) {
+        var w = Math.round(num(b[1]) * scale * 100) / 100;
+        parts.push('<rect x="' + labelWidth + '" y="' + y + '" width="' + w + '" height="' + barHeight +
+          '" fill="' + colours[b[0]] + '" data-series="' + esc(b[0]) + '" data-row="' + esc(row.label) +
+          '" data-value="' + esc(b[1]) + '"><title>' + esc(row.label + ' ' + b[0] + ': ' + b[1]) + '</title></rect>');
+        parts.push('<text x="' + (labelWidth + w + 4) + '" y="' + (y + barHeight - 3) + '" font-size="11">' +
+          esc(b[1]) + '</text>');
+        y += barHeight + gap;
+      });
+      parts.push('<text x="0" y="' + (groupTop + 12) + '" font-size="12">' + esc(row.label) + '</text>');
+      y += groupGap;
+    });
+    return '<svg width="' + width + '" height="' + (y + 4) + '" viewBox="0 0 ' + width + ' ' + (y + 4) +
+      '" role="img">' + parts.join('') + '</svg>';
+  }
+  var drawn = 0;
+  data.clusters.forEach(function (cluster) {
+    var capacity = document.getElementById('chart-capacity-' + cluster.cluster);
+    if (capacity) {
+      var rows = [];
+      cluster.pools.forEach(function (pool) {
+        pool.resources.forEach(function (r) {
+          var bars = [['physical', r.physical_declared]];
+          if (r.physical_live !== null) { bars.push(['live', r.physical_live]); }
+          bars.push(['guaranteed', r.guaranteed], ['borrowable', r.borrowable]);
+          rows.push({label: pool.pool + ' ' + r.resource, bars: bars});
+        });
+      });
+      capacity.innerHTML = bars(rows, 900);
+      drawn += 1;
+    }
+    var usage = document.getElementById('chart-usage-' + cluster.cluster);
+    if (usage && cluster.usage.length) {
+      usage.innerHTML = bars(cluster.usage.map(function (u) {
+        return {label: u.tenant + ' ' + u.pool + ' ' + u.resource,
+                bars: [['guaranteed', u.guaranteed_hours], ['in_quota', u.in_quota_hours],
+                       ['borrowed', u.borrowed_hours], ['idle', u.idle_hours]]};
+      }), 900);
+      drawn += 1;
+    }
+    var pools = document.getElementById('chart-pools-' + cluster.cluster);
+    if (pools && cluster.pool_usage.length) {
+      pools.innerHTML = bars(cluster.pool_usage.map(function (p) {
+        return {label: p.pool + ' ' + p.resource,
+                bars: [['physical', p.capacity_hours], ['used', p.used_hours], ['borrowed', p.lent_hours],
+                       ['idle', p.idle_hours]]};
+      }), 900);
+      drawn += 1;
+    }
+  });
+  document.getElementById('chart-status').textContent = drawn + ' charts drawn';
+})();
+"""
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], text_columns: int = 1) -> str:
+    head = "".join(f'<th class="text">{escape(h)}</th>' if i < text_columns else f"<th>{escape(h)}</th>"
+                   for i, h in enumerate(header))
+    body = []
+    for row in rows:
+        cells = "".join(
+            f'<td class="text">{escape(c)}</td>' if i < text_columns else f"<td>{escape(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _legend(series: Sequence[str]) -> str:
+    labels = {"physical": "physical", "live": "physical (live)", "guaranteed": "guaranteed",
+              "borrowable": "borrowable", "in_quota": "used in quota", "borrowed": "borrowed / lent",
+              "idle": "idle", "used": "used"}
+    items = "".join(f'<span><i style="background:{COLOURS[s]}"></i>{escape(labels[s])}</span>' for s in series)
+    return f'<p class="legend">{items}</p>'
+
+
+def _cluster(report: ClusterReport) -> str:
+    key = escape(report.cluster)
+    parts = [f"<h2>Cluster {key} ({escape(report.backend)})</h2>", f"<p>{escape(source_line(report))}</p>",
+             "<h3>Pools</h3>"]
+    series = ["physical", "live", "guaranteed", "borrowable"] if report.live else ["physical", "guaranteed",
+                                                                                     "borrowable"]
+    parts += [_legend(series), f'<div class="chart" id="chart-capacity-{key}"></div>']
+    rows = []
+    for pool in report.pools:
+        for line in pool.resources:
+            rows.append([pool.name, line.resource, f"{pool.nodes_declared} / {_n(pool.nodes_live)}",
+                         f"{pool.gpus_declared} / {_n(pool.gpus_live)}", _n(line.declared), _n(line.live),
+                         _n(line.guaranteed), _n(line.borrowable), _n(line.unassigned),
+                         ratio_display(line.ratio) or DASH, q(line.ratio_limit)])
+    parts.append(_table(["pool", "resource", "nodes declared / live", "GPUs declared / GFD", "physical",
+                         "physical live", "guaranteed", "borrowable", "unassigned", "oversubscription",
+                         "limit"], rows, 2))
+    mig = [[p.name, m.profile, _n(m.declared), _n(m.guaranteed), _n(m.carvable)] for p in report.pools for m in p.mig]
+    if mig:
+        parts += ["<h3>MIG profiles</h3>",
+                  _table(["pool", "profile", "declared layouts", "guaranteed", "carvable (nodes' mig.config)"], mig, 2)]
+    parts += ["<h3>Tenants</h3>", _table(
+        ["tenant", "department", "resource", "nominal", "ceiling", "may borrow", "may lend"],
+        [[t.tenant, t.department or DASH, t.resource, _n(t.nominal), _n(t.ceiling), _n(t.borrowable),
+          _n(t.lendable)] for t in report.tenants], 3)]
+    if report.window is not None:
+        parts += [f"<h3>Usage ({escape(q(report.window.hours))} h window)</h3>",
+                  _legend(["guaranteed", "in_quota", "borrowed", "idle"]),
+                  f'<div class="chart" id="chart-usage-{key}"></div>',
+                  _table(["tenant", "pool", "resource", "guaranteed h", "used h", "in quota h", "borrowed h",
+                          "idle h", "guarantee used", "cost"],
+                         [[u.tenant, u.pool, u.resource, _n(u.guaranteed_hours), _n(u.admitted_hours),
+                           _n(u.in_quota_hours), _n(u.borrowed_hours), _n(u.idle_hours), percent(u.use) or DASH,
+                           _n(u.cost)] for u in report.usage], 3),
+                  _legend(["physical", "used", "borrowed", "idle"]),
+                  f'<div class="chart" id="chart-pools-{key}"></div>',
+                  _table(["pool", "resource", "capacity h", "used h", "lent h", "idle h", "unallocated h",
+                          "utilisation"],
+                         [[p.pool, p.resource, _n(p.capacity_hours), _n(p.admitted_hours), _n(p.borrowed_hours),
+                           _n(p.idle_hours), _n(p.unallocated_hours), percent(p.utilisation) or DASH]
+                          for p in report.pool_usage], 2)]
+    items = "".join(f'<li data-kind="{escape(a.kind)}"><span class="kind">{escape(a.kind)}</span>: {escape(a.text)}</li>'
+                    for a in report.advice) or "<li>nothing to advise</li>"
+    parts += ["<h3>Advice</h3>", f'<ul class="advice">{items}</ul>']
+    return "\n".join(parts)
+
+
+def _embedded(value: object) -> str:
+    """JSON safe inside a <script> element (no `</` can close it early)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False).replace("</", "<\\/")
+
+
+def html(reports: list[ClusterReport]) -> str:
+    body = "\n".join(_cluster(r) for r in reports)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<title>GPU capacity</title>\n"
+        f"<style>{STYLE}</style>\n</head>\n<body>\n<h1>GPU capacity</h1>\n"
+        '<p id="chart-status">charts need JavaScript; the tables below hold every number</p>\n'
+        f"{body}\n"
+        f'<script type="application/json" id="capacity-data">{_embedded(report_json(reports))}</script>\n'
+        f'<script type="application/json" id="capacity-colours">{_embedded(COLOURS)}</script>\n'
+        f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    )

@@ -1,0 +1,390 @@
+"""The capacity report of one cluster: what exists, what is guaranteed, what may be lent, how much
+is used, and advice.
+
+Every quota number comes from what compile reads: the cluster's Scope (the tenants' and
+departments' quotas on its pools, `Scope.capacity_of` for the declared capacity) and
+`compile.core.accelerator_ceiling` for what a tenant may hold at most. The expected MIG
+geometry is compile's mig-parted config. Live numbers come from the Nodes (allocatable,
+GFD labels); usage from a `gpugov usage` ledger. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from gpugov.app.desired import DesiredState
+from gpugov.capacity.ledger import Ledger
+from gpugov.capacity.nodes import GPU_PRODUCT, MIG_CONFIG, MIG_STATE, Node, allocatable, gfd_gpu_count, labels, name
+from gpugov.capacity.nodes import pool_nodes as live_pool_nodes
+from gpugov.catalog import mig_resource_name
+from gpugov.compile.common import NON_ACCELERATOR, Scope, resource_order, select
+from gpugov.compile.core import accelerator_ceiling
+from gpugov.compile.mig import ALL_DISABLED
+from gpugov.declarations.model import GPUPool, ResourceQuota
+from gpugov.drift.hardware import mig_geometry
+from gpugov.drift.usage import is_accelerator
+
+CHRONIC_BORROWER_SHARE = Decimal("0.5")  # borrowed hours at least half of the hours it used
+NEAR_EXHAUSTION = Decimal("0.9")  # used hours at least 90% of the pool's capacity hours
+ZERO = Decimal(0)
+
+
+@dataclass(frozen=True)
+class ResourceLine:
+    resource: str
+    declared: Decimal  # physical capacity the declarations give (nodes x accelerators, MIG layouts)
+    live: Decimal | None  # allocatable summed over the pool's nodes (with a cluster)
+    guaranteed: Decimal  # sum of nominal quotas (tenants and departments)
+    borrowable: Decimal  # nominal its holders in a cohort may lend to others
+    unassigned: Decimal  # declared capacity in nobody's nominal quota
+    ratio: Decimal | None  # guaranteed / declared: the oversubscription ratio
+    ratio_limit: Decimal  # Guardrails capacityRatio for the pool
+
+
+@dataclass(frozen=True)
+class MigLine:
+    profile: str
+    resource: str
+    declared: Decimal  # what the declared layouts give
+    guaranteed: Decimal
+    carvable: Decimal | None  # what the nodes' nvidia.com/mig.config carves (with a cluster)
+
+
+@dataclass(frozen=True)
+class NodeLine:
+    name: str
+    product: str | None
+    gpus: int | None  # nvidia.com/gpu.count
+    mig_config: str | None
+    mig_state: str | None
+
+
+@dataclass(frozen=True)
+class PoolReport:
+    name: str
+    model: str
+    per_node: int
+    nodes_declared: int
+    nodes_live: int | None
+    gpus_declared: int
+    gpus_live: int | None  # GFD's count over the pool's nodes
+    price_per_hour: Decimal | None
+    resources: tuple[ResourceLine, ...]
+    mig: tuple[MigLine, ...]
+    nodes: tuple[NodeLine, ...]
+
+
+@dataclass(frozen=True)
+class TenantLine:
+    tenant: str
+    department: str | None
+    resource: str
+    nominal: Decimal
+    ceiling: Decimal  # compile's ceiling: nominal plus what it may borrow, capped by the pools
+    lendable: Decimal
+
+    @property
+    def borrowable(self) -> Decimal:
+        return max(self.ceiling - self.nominal, ZERO)
+
+
+@dataclass(frozen=True)
+class UsageLine:
+    tenant: str
+    pool: str
+    resource: str
+    nominal: Decimal
+    guaranteed_hours: Decimal
+    admitted_hours: Decimal
+    in_quota_hours: Decimal
+    borrowed_hours: Decimal
+    idle_hours: Decimal
+    cost: Decimal | None
+
+    @property
+    def use(self) -> Decimal | None:
+        """Share of the guarantee used in the window."""
+        return self.in_quota_hours / self.guaranteed_hours if self.guaranteed_hours else None
+
+
+@dataclass(frozen=True)
+class PoolUsageLine:
+    pool: str
+    resource: str
+    capacity_hours: Decimal
+    admitted_hours: Decimal
+    borrowed_hours: Decimal
+    idle_hours: Decimal
+    unallocated_hours: Decimal
+
+    @property
+    def utilisation(self) -> Decimal | None:
+        return self.admitted_hours / self.capacity_hours if self.capacity_hours else None
+
+
+@dataclass(frozen=True)
+class Advice:
+    kind: str
+    subject: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Window:
+    since: datetime
+    until: datetime
+    hours: Decimal
+    source: str
+
+
+@dataclass(frozen=True)
+class ClusterReport:
+    cluster: str
+    backend: str
+    live: bool
+    pools: tuple[PoolReport, ...]
+    tenants: tuple[TenantLine, ...]
+    window: Window | None
+    usage: tuple[UsageLine, ...]
+    pool_usage: tuple[PoolUsageLine, ...]
+    advice: tuple[Advice, ...]
+
+
+ADVICE_ORDER = (
+    "oversubscribed", "unassigned", "live-short", "mig-carve", "mig-state", "mig-config",
+    "near-exhaustion", "never-used", "chronic-borrower", "ledger-unknown",
+)
+
+
+def q(value: Decimal) -> str:
+    """A Decimal as plain text: no exponent, no trailing zeros (30, 0.9375, 1.5)."""
+    text = format(value.normalize(), "f")
+    return "0" if text in ("-0", "") else text
+
+
+def ratio_text(value: Decimal | None, places: int = 4) -> str:
+    return "" if value is None else q(value.quantize(Decimal(1).scaleb(-places)))
+
+
+def ratio_display(value: Decimal | None) -> str:
+    """A ratio with two decimals, for people (1.00, 0.94)."""
+    return "" if value is None else f"{value:.2f}"
+
+
+def percent(value: Decimal | None) -> str:
+    return "" if value is None else f"{(value * 100).quantize(Decimal('0.1'))}%"
+
+
+def _accelerators(resources: Iterable[str]) -> list[str]:
+    return sorted((r for r in resources if r not in NON_ACCELERATOR), key=resource_order)
+
+
+def _lendable(rq: ResourceQuota, in_cohort: bool) -> Decimal:
+    """What a holder's quota may lend to its cohort: all of the nominal unless a lendingLimit caps it."""
+    if not in_cohort:
+        return ZERO
+    return rq.nominal if rq.lending_limit is None else min(rq.lending_limit, rq.nominal)
+
+
+def _holdings(scope: Scope) -> list[tuple[str, str, str, ResourceQuota, bool]]:
+    """(kind, holder, pool, quota, in a cohort) for every quota of the cluster, departments first."""
+    holdings = []
+    for department, quotas in scope.department_quotas.items():
+        holdings.extend(("department", department, q_.pool, rq, True) for q_ in quotas for rq in q_.resources)
+    for tenant, quotas in scope.quotas.items():
+        in_cohort = bool(scope.tenants[tenant].department)
+        holdings.extend(("tenant", tenant, q_.pool, rq, in_cohort) for q_ in quotas for rq in q_.resources)
+    return holdings
+
+
+def _profile_of(pool: GPUPool, resource: str) -> str:
+    for profile in pool.model.mig_profiles:
+        if mig_resource_name(profile) == resource:
+            return profile
+    return resource.removeprefix("nvidia.com/mig-")
+
+
+def _carve(pool: GPUPool, nodes: list[Node], geometry: dict[str, dict[str, int]]) -> tuple[dict[str, Decimal], list[str]]:
+    """MIG devices the nodes' nvidia.com/mig.config selects, and configs gpugov does not define."""
+    carved: dict[str, Decimal] = defaultdict(Decimal)
+    unknown = []
+    for node in nodes:
+        config = labels(node).get(MIG_CONFIG)
+        if config is None or config == ALL_DISABLED:
+            continue
+        if config not in geometry:
+            unknown.append(f"{name(node)} ({config})")
+            continue
+        gpus = gfd_gpu_count(node) or pool.per_node
+        for profile, count in geometry[config].items():
+            carved[mig_resource_name(profile)] += count * gpus
+    return carved, unknown
+
+
+def _pool_report(
+    scope: Scope, pool: GPUPool, nodes: list[Node] | None, geometry: dict[str, dict[str, int]],
+    guaranteed: dict[tuple[str, str], Decimal], borrowable: dict[tuple[str, str], Decimal], advice: list[Advice],
+) -> PoolReport:
+    declared = scope.capacity_of(frozenset({pool.name}))
+    members = live_pool_nodes(pool, nodes) if nodes is not None else None
+    resources = set(_accelerators(declared))
+    if members is not None:
+        for node in members:
+            resources.update(r for r in ((node.get("status") or {}).get("allocatable") or {}) if is_accelerator(r))
+    lines = []
+    limit = scope.model.limits.ratio_for(pool.name)
+    for resource in sorted(resources, key=resource_order):
+        have = declared.get(resource, ZERO)
+        held = guaranteed.get((pool.name, resource), ZERO)
+        live = sum((allocatable(n, resource) for n in members), ZERO) if members is not None else None
+        line = ResourceLine(resource, have, live, held, borrowable.get((pool.name, resource), ZERO),
+                            max(have - held, ZERO), held / have if have else None, limit)
+        lines.append(line)
+        subject = f"{pool.name} {resource}"
+        if line.ratio is not None and line.ratio > 1:
+            advice.append(Advice("oversubscribed", subject, f"pool {pool.name}: {q(held)} {resource} guaranteed on "
+                                 f"{q(have)} (ratio {ratio_display(line.ratio)}, Guardrails allow {q(limit)}): the "
+                                 f"guarantees cannot all be honoured at once"))
+        if line.unassigned and scope.backend == "kueue":
+            advice.append(Advice("unassigned", subject, f"pool {pool.name}: {q(line.unassigned)} of {q(have)} "
+                                 f"{resource} are in nobody's nominal quota, and Kueue admits nothing onto them: give "
+                                 f"them to a department as shared quota or to a tenant"))
+        if live is not None and live < have:
+            advice.append(Advice("live-short", subject, f"pool {pool.name}: its nodes advertise {q(live)} {resource}, "
+                                 f"the declarations {q(have)} (nodes missing, unhealthy or laid out differently)"))
+    mig: list[MigLine] = []
+    node_lines: list[NodeLine] = []
+    if members is not None:
+        node_lines = [NodeLine(name(n), labels(n).get(GPU_PRODUCT), gfd_gpu_count(n), labels(n).get(MIG_CONFIG),
+                               labels(n).get(MIG_STATE)) for n in members]
+    if pool.uses_mig:
+        carved, unknown = _carve(pool, members, geometry) if members is not None else ({}, [])
+        profiles = {r for r in declared if r.startswith("nvidia.com/mig-")} | set(carved)
+        for resource in sorted(profiles):
+            line = MigLine(_profile_of(pool, resource), resource, declared.get(resource, ZERO),
+                           guaranteed.get((pool.name, resource), ZERO),
+                           carved.get(resource, ZERO) if members is not None else None)
+            mig.append(line)
+            if line.carvable is not None and line.carvable != line.declared:
+                advice.append(Advice("mig-carve", f"{pool.name} {line.profile}", f"pool {pool.name}: the nodes' "
+                                     f"nvidia.com/mig.config carves {q(line.carvable)} {line.profile}, the declared "
+                                     f"layouts {q(line.declared)} ({q(line.guaranteed)} guaranteed)"))
+        if unknown:
+            advice.append(Advice("mig-config", pool.name, f"pool {pool.name}: nodes select MIG configs gpugov's "
+                                 f"mig-parted ConfigMap does not define, not counted: {', '.join(unknown)}"))
+        failing = [f"{n.name} ({n.mig_state or 'no state'})" for n in node_lines if n.mig_state != "success"]
+        if failing:
+            advice.append(Advice("mig-state", pool.name, f"pool {pool.name}: nvidia.com/mig.config.state is not "
+                                 f"success on {', '.join(failing)}, so their layout may not be what the label says"))
+    nodes_declared = len(pool.nodes) if pool.nodes else (pool.node_count or 0)
+    gpus_live = None
+    if members is not None:
+        counts = [gfd_gpu_count(n) for n in members]
+        gpus_live = sum(c for c in counts if c is not None)
+    return PoolReport(
+        pool.name, pool.model.name, pool.per_node, nodes_declared, None if members is None else len(members),
+        nodes_declared * pool.per_node, gpus_live, pool.price_per_hour, tuple(lines), tuple(mig), tuple(node_lines),
+    )
+
+
+def _tenant_lines(scope: Scope) -> list[TenantLine]:
+    lines = []
+    for tenant in scope.tenants.values():
+        ceiling = accelerator_ceiling(scope, tenant)
+        nominal: dict[str, Decimal] = defaultdict(Decimal)
+        lendable: dict[str, Decimal] = defaultdict(Decimal)
+        for quota in scope.quotas[tenant.name]:
+            for rq in quota.resources:
+                nominal[rq.resource] += rq.nominal
+                lendable[rq.resource] += _lendable(rq, bool(tenant.department))
+        for resource in _accelerators(set(ceiling) | set(nominal)):
+            lines.append(TenantLine(tenant.name, tenant.department, resource, nominal.get(resource, ZERO),
+                                    ceiling.get(resource, nominal.get(resource, ZERO)), lendable.get(resource, ZERO)))
+    return lines
+
+
+def _usage(scope: Scope, ledger: Ledger, advice: list[Advice]) -> tuple[list[UsageLine], list[PoolUsageLine]]:
+    hours = ledger.hours
+    nominal: dict[tuple[str, str, str], Decimal] = defaultdict(Decimal)
+    for tenant, quotas in scope.quotas.items():
+        for quota in quotas:
+            for rq in quota.resources:
+                nominal[(tenant, quota.pool, rq.resource)] += rq.nominal
+    sums: dict[tuple[str, str, str], list[Decimal]] = {}
+    costs: dict[tuple[str, str, str], Decimal | None] = {}
+    unknown: set[str] = set()
+    for row in ledger.rows:
+        key = (row.tenant, row.pool, row.resource)
+        if row.tenant not in scope.tenants:
+            unknown.add(f"tenant {row.tenant}")
+        if row.pool not in scope.pools:
+            unknown.add(f"pool {row.pool}")
+        totals = sums.setdefault(key, [ZERO, ZERO, ZERO, ZERO])
+        for index, value in enumerate((row.admitted_hours, row.in_quota_hours, row.borrowed_hours, row.idle_hours)):
+            totals[index] += value
+        if row.cost is not None:
+            costs[key] = (costs.get(key) or ZERO) + row.cost
+        else:
+            costs.setdefault(key, None)
+    lines = []
+    for key in sorted(set(sums) | {k for k, v in nominal.items() if v and k[2] not in NON_ACCELERATOR}):
+        admitted, in_quota, borrowed, idle = sums.get(key, [ZERO] * 4)
+        held = nominal.get(key, ZERO)
+        line = UsageLine(*key, held, held * hours, admitted, in_quota, borrowed, idle, costs.get(key))
+        lines.append(line)
+        tenant, pool, resource = key
+        subject = f"{tenant} {pool} {resource}"
+        if held and not admitted and resource not in NON_ACCELERATOR:
+            advice.append(Advice("never-used", subject, f"{tenant} holds {q(held)} {resource} on {pool} and used none "
+                                 f"of it in the {q(hours)} h window: lower or drop the guarantee so others can have it"))
+        if borrowed and borrowed >= CHRONIC_BORROWER_SHARE * admitted:
+            average = (borrowed / hours).quantize(Decimal("0.01"))
+            advice.append(Advice("chronic-borrower", subject, f"{tenant} borrowed {q(borrowed)} of its {q(admitted)} "
+                                 f"{resource}-hours on {pool} ({percent(borrowed / admitted)}), {average} on "
+                                 f"average: a larger nominal quota would guarantee what it keeps borrowing"))
+    unallocated: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    for entry in ledger.unallocated:
+        unallocated[(entry.pool, entry.resource)] += entry.hours
+    pools = []
+    for entry in sorted(ledger.capacity, key=lambda e: (e.pool, resource_order(e.resource))):
+        rows = [line for line in lines if (line.pool, line.resource) == (entry.pool, entry.resource)]
+        line = PoolUsageLine(entry.pool, entry.resource, entry.hours, sum((r.admitted_hours for r in rows), ZERO),
+                             sum((r.borrowed_hours for r in rows), ZERO), sum((r.idle_hours for r in rows), ZERO),
+                             unallocated.get((entry.pool, entry.resource), ZERO))
+        pools.append(line)
+        if entry.pool not in scope.pools:
+            unknown.add(f"pool {entry.pool}")
+        if line.utilisation is not None and line.utilisation >= NEAR_EXHAUSTION:
+            advice.append(Advice("near-exhaustion", f"{entry.pool} {entry.resource}", f"pool {entry.pool}: "
+                                 f"{percent(line.utilisation)} of its {entry.resource}-hours were used in the window: "
+                                 f"near exhaustion, new guarantees or borrowing will queue; add nodes"))
+    if unknown:
+        advice.append(Advice("ledger-unknown", ledger.source, f"the ledger names what the declarations of cluster "
+                             f"{scope.cluster.name} lack: {', '.join(sorted(unknown))} (counted as read)"))
+    return lines, pools
+
+
+def cluster_report(state: DesiredState, nodes: list[Node] | None = None, ledger: Ledger | None = None) -> ClusterReport:
+    """The report of one compiled cluster; `nodes` (live Node objects) and `ledger` add live and used numbers."""
+    scope = select(state.model, state.cluster, state.backend)
+    guaranteed: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    borrowable: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    for _, _, pool, rq, in_cohort in _holdings(scope):
+        guaranteed[(pool, rq.resource)] += rq.nominal
+        borrowable[(pool, rq.resource)] += _lendable(rq, in_cohort)
+    geometry = mig_geometry(state.objects)
+    advice: list[Advice] = []
+    pools = [_pool_report(scope, pool, nodes, geometry, guaranteed, borrowable, advice) for pool in scope.pools.values()]
+    usage: list[UsageLine] = []
+    pool_usage: list[PoolUsageLine] = []
+    window = None
+    if ledger is not None:
+        usage, pool_usage = _usage(scope, ledger, advice)
+        window = Window(ledger.since, ledger.until, ledger.hours, ledger.source)
+    advice.sort(key=lambda a: (ADVICE_ORDER.index(a.kind), a.subject))
+    return ClusterReport(state.cluster, state.backend, nodes is not None, tuple(pools), tuple(_tenant_lines(scope)),
+                         window, tuple(usage), tuple(pool_usage), tuple(advice))

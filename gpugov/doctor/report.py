@@ -1,0 +1,77 @@
+"""The doctor's results as text, JSON or Markdown, its exit code, and the table of its checks."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from gpugov.app.exit import ExitCode
+from gpugov.doctor.checks import CHECKS, Result, Status
+from gpugov.doctor.facts import SOURCES
+
+FORMATS = ("text", "json", "markdown")
+
+
+def exit_code(results: list[Result]) -> ExitCode:
+    """1 when a check fails; else 3 when one could not read what it needs; else 0."""
+    if any(r.status is Status.FAIL for r in results):
+        return ExitCode.FINDINGS
+    if any(r.incomplete for r in results):
+        return ExitCode.INCOMPLETE
+    return ExitCode.OK
+
+
+def summary(results: list[Result], where: str) -> str:
+    counts = Counter(r.status for r in results)
+    incomplete = sum(r.incomplete for r in results)
+    parts = [f"{counts[s]} {s.value}" for s in Status]
+    tail = f" ({incomplete} could not check)" if incomplete else ""
+    return f"{where}: {len(results)} checks: {', '.join(parts)}{tail}"
+
+
+def text(results: list[Result], where: str) -> str:
+    width = max((len(r.name) for r in results), default=0)
+    lines = []
+    for r in results:
+        lines.append(f"{r.id} {r.status.value:<4}  {r.name:<{width}}  {r.message}")
+        if r.hint and r.status is not Status.PASS:
+            lines.append(f"{'':<12}{'':<{width}}  hint: {r.hint}")
+    lines.append(summary(results, where))
+    return "\n".join(lines) + "\n"
+
+
+def to_json(results: list[Result], cluster: str, backend: str) -> str:
+    body = {
+        "cluster": cluster,
+        "backend": backend,
+        "exit_code": int(exit_code(results)),
+        "checks": [
+            {"id": r.id, "name": r.name, "status": r.status.value, "message": r.message, "hint": r.hint,
+             "incomplete": r.incomplete}
+            for r in results
+        ],
+        "summary": {s.value: sum(r.status is s for r in results) for s in Status},
+    }
+    return json.dumps(body, indent=2) + "\n"
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(results: list[Result], where: str) -> str:
+    icons = {Status.PASS: "✅ pass", Status.WARN: "⚠️ warn", Status.FAIL: "❌ fail", Status.SKIP: "⏭️ skip"}
+    lines = [f"## gpugov doctor: {where}", "", "| id | check | result | detail | hint |", "|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r.id} | {r.name} | {icons[r.status]} | {_cell(r.message)} | {_cell(r.hint)} |")
+    lines += ["", summary(results, where)]
+    return "\n".join(lines) + "\n"
+
+
+def checks_table() -> str:
+    """Every check with what it reads: the README's table (a test keeps the two in step)."""
+    lines = ["| id | check | what it verifies | reads |", "|---|---|---|---|"]
+    for check in CHECKS:
+        reads = "; ".join(SOURCES[s] for s in check.sources)
+        lines.append(f"| {check.id} | `{check.name}` | {_cell(check.summary)} | {_cell(reads)} |")
+    return "\n".join(lines) + "\n"
