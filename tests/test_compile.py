@@ -161,7 +161,7 @@ def test_nodes_and_mig_config(model) -> None:
     assert "nvidia.com/mig.config" not in nodes["h100-01"]["metadata"]["labels"]
     assert nodes["h100-01"]["metadata"]["labels"]["topology.gpugov.io/rack"] == "r1"
     assert nodes["h100-01"]["spec"]["taints"] == [{"key": "gpugov.io/pool", "value": "h100", "effect": "NoSchedule"}]
-    (configmap,) = by_kind(objects, "ConfigMap").values()
+    (configmap,) = [o for o in by_kind(objects, "ConfigMap").values() if "config.yaml" in o.get("data", {})]
     assert configmap["metadata"]["namespace"] == "gpu-operator"
     import yaml
 
@@ -170,7 +170,7 @@ def test_nodes_and_mig_config(model) -> None:
     assert config["mig-configs"]["a100-mig-balanced"] == [
         {
             "devices": "all",
-            "device-filter": ["0x20B210DE", "0x20B510DE", "0x20F310DE", "0x20F510DE"],
+            "device-filter": ["0x20B210DE", "0x20B510DE"],  # A100-80GB only: 0x20F3, 0x20F5 are A800-80GB
             "mig-enabled": True,
             "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
         }
@@ -196,6 +196,18 @@ def test_core_objects(model) -> None:
     names = {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"}
     assert "llm-pretrain" not in names and "speech" in names  # tenants follow their pools' clusters
 
+
+
+@pytest.mark.parametrize("backend", ["kueue", "volcano"])
+def test_tenant_namespaces_survive_a_pruning_gitops_sync(model, backend: str) -> None:
+    # Removing a tenant from Git must not let Argo CD or Flux delete its namespace and workloads.
+    objects = compile(model, backend, "east")
+    namespaces = [o for o in objects if o["kind"] == "Namespace" and "gpugov.io/tenant" in o["metadata"]["labels"]]
+    assert namespaces
+    for ns in namespaces:
+        annotations = ns["metadata"]["annotations"]
+        assert annotations["argocd.argoproj.io/sync-options"] == "Prune=false", ns["metadata"]["name"]
+        assert annotations["kustomize.toolkit.fluxcd.io/prune"] == "disabled", ns["metadata"]["name"]
 
 def test_undeclared_cpu_memory_follow_the_accelerator_share(model) -> None:
     """Per pool, the tenants' own cpu/memory add up to at most the pool's, each in proportion

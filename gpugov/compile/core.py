@@ -21,8 +21,18 @@ RESOURCEQUOTA_NAME = "gpugov-accelerators"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 
+# A tenant's namespace holds its workloads and data: a GitOps sync that prunes must never delete
+# it when the tenant is removed from Git (gpugov apply and Pulumi keep namespaces too).
+KEEP_ON_PRUNE = {
+    "argocd.argoproj.io/sync-options": "Prune=false",
+    "kustomize.toolkit.fluxcd.io/prune": "disabled",
+}
+
+
 def namespace(scope: Scope, tenant: Tenant, name: str) -> Object:
-    annotations = {VOLCANO_QUEUE_ANNOTATION: tenant.name} if scope.backend == "volcano" else None
+    annotations = dict(KEEP_ON_PRUNE)
+    if scope.backend == "volcano":
+        annotations[VOLCANO_QUEUE_ANNOTATION] = tenant.name
     return {
         "apiVersion": "v1",
         "kind": "Namespace",

@@ -30,8 +30,9 @@ WHAT_EACH_PATH_DOES: dict[str, dict[str, str]] = {
     NAMESPACE: {
         "gpugov apply": "keeps them and their workloads; removes gpugov's labels and annotations",
         "Pulumi": "keeps them (retainOnDelete) and drops them from the stack; gpugov's labels stay",
-        "Argo CD / Flux": "with pruning on, deletes them and everything in them, unless they carry "
-        "argocd.argoproj.io/sync-options: Prune=false (Flux: kustomize.toolkit.fluxcd.io/prune: disabled)",
+        "Argo CD / Flux": "keeps them: gpugov marks every tenant namespace argocd.argoproj.io/sync-options: "
+        "Prune=false and kustomize.toolkit.fluxcd.io/prune: disabled, so a pruning sync leaves them and their "
+        "workloads",
     },
     NODE: {
         "gpugov apply": "keeps the nodes; removes gpugov's labels and annotations and the taints it recorded in "
