@@ -66,27 +66,29 @@ def test_error_findings_exit_one_in_each_format(base_repo: Path, capsys) -> None
     write(base_repo, "tenants/gamma.yaml", OVER_CAPACITY)
     code, out, _ = run(capsys, "validate", str(base_repo), "--format", "text")
     assert code == 1
-    assert out.splitlines()[0].startswith("hardware/h100.yaml:4:9: error: pool 'h100' nvidia.com/gpu: nominal quotas")
-    assert out.endswith("9 files checked: 1 error, 0 warnings\n")
+    # GG030 is reported on each contributing quota (the one a pull request raised among them)
+    assert out.splitlines()[0].startswith("tenants/alpha.yaml:15:23: error: tenant 'alpha' holds 8 of pool 'h100'")
+    assert "tenants/gamma.yaml:12:33: error: tenant 'gamma' holds 1 of pool 'h100' nvidia.com/gpu" in out
+    assert out.endswith("9 files checked: 3 errors, 0 warnings\n")
 
     code, out, _ = run(capsys, "validate", str(base_repo), "--format", "json")
     data = json.loads(out)
-    assert code == 1 and data["errors"] == 1
-    assert data["findings"][0]["rule"] == "GG030" and data["findings"][0]["line"] == 4
-    assert "tenants/gamma.yaml:12:33" in data["findings"][0]["related"]
+    assert code == 1 and data["errors"] == 3
+    assert data["findings"][2]["rule"] == "GG030" and data["findings"][2]["line"] == 12
+    assert data["findings"][2]["related"] == ["hardware/h100.yaml:4:9"]
 
     code, out, _ = run(capsys, "validate", str(base_repo), "--format", "github")
     assert code == 1
-    assert out.startswith("::error file=hardware/h100.yaml,line=4,col=9,title=GG030::pool 'h100'")
+    assert "::error file=tenants/gamma.yaml,line=12,col=33,title=GG030::tenant 'gamma'" in out
 
     code, out, _ = run(capsys, "validate", str(base_repo), "--format", "markdown")
-    assert code == 1 and "| error | `hardware/h100.yaml:4:9` | GG030 |" in out
+    assert code == 1 and "| error | `tenants/gamma.yaml:12:33` | GG030 |" in out
 
 
 def test_github_format_is_picked_inside_actions(base_repo: Path, capsys, monkeypatch) -> None:
     write(base_repo, "tenants/gamma.yaml", OVER_CAPACITY)
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    assert run(capsys, "validate", str(base_repo))[1].startswith("::error file=hardware/h100.yaml")
+    assert run(capsys, "validate", str(base_repo))[1].startswith("::error file=tenants/alpha.yaml")
 
 
 def test_warnings_pass_unless_strict(base_repo: Path, capsys) -> None:

@@ -1,103 +1,180 @@
-"""The built-in accelerator catalog.
+"""Accelerator models: the built-in catalog (models.yaml) and the shape user-declared models share.
 
-Resource names are each vendor's device-plugin defaults (shared/reference/gpu-hardware.md
-sections 3.3 and 4). `gfd_products` are the `nvidia.com/gpu.product` values GPU Feature
-Discovery writes for the model (NVML name, sanitised); the drift checker compares them.
-Where NVML names were not confirmed upstream, a pool can override the expected label.
+Both are AcceleratorModel documents with the spec of `gpugov.catalog.spec`; built-ins are
+read from the package when it is imported and must pass the same schema, so a broken catalog
+fails loudly at import rather than as a wrong resource name in a rendered manifest.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import cached_property
+from pathlib import Path
+from typing import Any
 
-from gpugov.catalog.mig import MigProfile, a30_profiles, g7m8_profiles
+import jsonschema_rs
+
+from gpugov.catalog.mig import GEOMETRIES, MigProfile
+from gpugov.catalog.spec import ACCELERATOR_MODEL_SPEC
+from gpugov.catalog.virtual import HamiUnits, VnpuGeometry, VnpuTemplate
+from gpugov.kube.quantity import parse_quantity
+
+BUILTIN_FILE = Path(__file__).with_name("models.yaml")
+GFD_PRODUCT = "nvidia.com/gpu.product"
+API_VERSION = "gpugov.io/v1alpha1"
+KIND = "AcceleratorModel"
 
 
 @dataclass(frozen=True)
+class ProductLabel:
+    key: str  # e.g. nvidia.com/gpu.product (GPU Feature Discovery) or accelerator (Ascend)
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
 class AcceleratorModel:
     name: str
     vendor: str
     resource: str  # whole-device resource name of the vendor's device plugin
-    memory_gb: int
-    gfd_products: tuple[str, ...] = ()
+    memory: Decimal | None = None  # bytes of one device, nominal; None where no source gave it
+    product_label: ProductLabel | None = None
+    pci_vendor_id: str | None = None
     pci_device_ids: tuple[str, ...] = ()  # mig-parted device-filter values
     mig_geometry: str | None = None
     mig_profiles: dict[str, MigProfile] = field(default_factory=dict)
+    hami: HamiUnits | None = None
+    vnpu: VnpuGeometry | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+    builtin: bool = False
+    known: bool = True  # False for the stand-in of a model nobody declared (a GG055 finding)
+    problems: tuple[tuple[tuple[Any, ...], str], ...] = ()  # (spec path, message): a GG056 finding
 
     @property
     def mig_capable(self) -> bool:
         return self.mig_geometry is not None
 
+    @property
+    def gfd_products(self) -> tuple[str, ...]:
+        """The nvidia.com/gpu.product values GPU Feature Discovery writes for this model."""
+        if self.product_label is None or self.product_label.key != GFD_PRODUCT:
+            return ()
+        return self.product_label.values
 
-def _nvidia(name: str, memory: int, products: tuple[str, ...], pci: tuple[str, ...], **mig: object) -> AcceleratorModel:
-    return AcceleratorModel(name, "nvidia", "nvidia.com/gpu", memory, products, pci, **mig)  # type: ignore[arg-type]
+    @cached_property
+    def partition_resources(self) -> dict[str, str]:
+        """vNPU template name -> its resource name (MIG names come from mig_resource_name)."""
+        return {t.name: t.resource for t in self.vnpu.templates.values()} if self.vnpu else {}
 
 
-_MODELS = [
-    _nvidia(
-        "A100-40GB",
-        40,
-        ("NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-PCIE-40GB"),
-        ("0x20B010DE", "0x20B110DE", "0x20F110DE", "0x20F610DE"),
-        mig_geometry="g7m8",
-        mig_profiles=g7m8_profiles(5, 10, 10, 20, 20, 40),
-    ),
-    _nvidia(
-        "A100-80GB",
-        80,
-        ("NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-80GB-PCIe"),
-        ("0x20B210DE", "0x20B510DE", "0x20F310DE", "0x20F510DE"),
-        mig_geometry="g7m8",
-        mig_profiles=g7m8_profiles(10, 20, 20, 40, 40, 80),
-    ),
-    _nvidia("A30", 24, ("NVIDIA-A30",), ("0x20B710DE",), mig_geometry="g4m4", mig_profiles=a30_profiles()),
-    _nvidia(
-        "H100-80GB",
-        80,
-        ("NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-PCIe"),
-        ("0x233010DE", "0x233110DE", "0x232210DE", "0x232410DE"),
-        mig_geometry="g7m8",
-        mig_profiles=g7m8_profiles(10, 20, 20, 40, 40, 80),
-    ),
-    _nvidia(
-        "H100-NVL",
-        94,
-        ("NVIDIA-H100-NVL",),
-        ("0x232110DE", "0x233A10DE"),
-        mig_geometry="g7m8",
-        mig_profiles=g7m8_profiles(12, 24, 24, 47, 47, 94),
-    ),
-    _nvidia(
-        "H200",
-        141,
-        ("NVIDIA-H200", "NVIDIA-H200-NVL"),
-        ("0x233510DE", "0x233B10DE"),
-        mig_geometry="g7m8",
-        mig_profiles=g7m8_profiles(18, 35, 35, 71, 71, 141),
-    ),
-    _nvidia(
-        "H20",
-        96,
-        ("NVIDIA-H20",),
-        ("0x232910DE",),
-        mig_geometry="g7m8",
-        mig_profiles=g7m8_profiles(12, 24, 24, 48, 48, 96),
-    ),
-    _nvidia(
-        "B200",
-        180,
-        ("NVIDIA-B200",),
-        ("0x290110DE",),
-        mig_geometry="g7m8",
-        mig_profiles=g7m8_profiles(23, 45, 45, 90, 90, 180),
-    ),
-    AcceleratorModel("Ascend-910B", "huawei", "huawei.com/Ascend910", 64),
-    AcceleratorModel("Hygon-DCU", "hygon", "hygon.com/dcu", 64),
-    AcceleratorModel("Cambricon-MLU", "cambricon", "cambricon.com/mlu", 48),
-    AcceleratorModel("MI300X", "amd", "amd.com/gpu", 192),
-]
+class CatalogError(RuntimeError):
+    """The packaged catalog does not match its schema: a packaging bug, never user input."""
 
-MODELS: dict[str, AcceleratorModel] = {model.name: model for model in _MODELS}
+
+def _size(value: Any) -> Decimal:
+    return parse_quantity(value)
+
+
+def model_from_spec(name: str, spec: dict[str, Any], builtin: bool = False) -> AcceleratorModel:
+    """The model of a schema-valid spec; what the schema cannot say lands in `problems`."""
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    label = spec.get("productLabel")
+    mig = spec.get("mig")
+    profiles: dict[str, MigProfile] = {}
+    if mig:
+        slots = GEOMETRIES[mig["geometry"]][2]
+        for profile, entry in mig["profiles"].items():
+            if entry["slot"] not in slots:
+                problems.append(
+                    (("mig", "profiles", profile, "slot"),
+                     f"slot {entry['slot']!r} is not a placement class of geometry {mig['geometry']} "
+                     f"(it has {', '.join(slots)})")
+                )
+            profiles[profile] = MigProfile(profile, entry["slot"], entry["max"], media_extensions="+me" in profile)
+    hami = spec.get("hami")
+    units = None
+    if hami:
+        if ("memory" in hami) != ("memoryUnit" in hami):
+            problems.append((("hami",), "hami.memory and hami.memoryUnit go together: the unit converts quotas"))
+        if ("cores" in hami) != ("coresPerDevice" in hami):
+            problems.append((("hami",), "hami.cores and hami.coresPerDevice go together"))
+        units = HamiUnits(
+            hami["count"],
+            hami.get("memory"),
+            _size(hami["memoryUnit"]) if "memoryUnit" in hami else None,
+            hami.get("cores"),
+            hami.get("coresPerDevice"),
+        )
+    vnpu = spec.get("vnpu")
+    geometry = None
+    if vnpu:
+        templates = {
+            key: VnpuTemplate(key, t["resource"], _size(t["memory"]), t.get("aiCores"), t.get("aiCpus"))
+            for key, t in vnpu["templates"].items()
+        }
+        geometry = VnpuGeometry(templates, vnpu.get("aiCores"), vnpu.get("aiCpus"))
+        resources = [t.resource for t in templates.values()]
+        for key, template in templates.items():
+            if template.resource == spec["resource"] or resources.count(template.resource) > 1:
+                problems.append((("vnpu", "templates", key, "resource"),
+                                 f"template {key} needs a resource of its own, not {template.resource}"))
+    return AcceleratorModel(
+        name=name,
+        vendor=spec["vendor"],
+        resource=spec["resource"],
+        memory=_size(spec["memory"]) if "memory" in spec else None,
+        product_label=ProductLabel(label["key"], tuple(label["values"])) if label else None,
+        pci_vendor_id=spec.get("pciVendorId"),
+        pci_device_ids=tuple(spec.get("pciDeviceIds", ())),
+        mig_geometry=mig["geometry"] if mig else None,
+        mig_profiles=profiles,
+        hami=units,
+        vnpu=geometry,
+        sources=dict(spec.get("sources") or {}),
+        description=spec.get("description", ""),
+        builtin=builtin,
+        problems=tuple(problems),
+    )
+
+
+def unknown_model(name: str) -> AcceleratorModel:
+    """Stands in for a model neither built in nor declared, so checks go on (GG055 reports it)."""
+    return AcceleratorModel(name, "unknown", f"unknown.gpugov.io/{name}", known=False)
+
+
+def _document_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "properties": {
+            "apiVersion": {"const": API_VERSION},
+            "kind": {"const": KIND},
+            "metadata": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
+            "spec": ACCELERATOR_MODEL_SPEC,
+        },
+    }
+
+
+def load_builtins(path: Path = BUILTIN_FILE) -> dict[str, AcceleratorModel]:
+    from gpugov.declarations.loader import parse_documents  # the users' loader: same YAML rules
+
+    validator = jsonschema_rs.validator_for(_document_schema())
+    models: dict[str, AcceleratorModel] = {}
+    for doc in parse_documents(path.read_text(encoding="utf-8"), path.name):
+        errors = [str(error) for error in validator.iter_errors(doc.data)]
+        if errors:
+            raise CatalogError(f"{doc.origin}: {errors[0]}")
+        name = doc.data["metadata"]["name"]
+        model = model_from_spec(name, doc.data["spec"], builtin=True)
+        if model.problems or name in models:
+            problem = model.problems[0][1] if model.problems else "declared twice"
+            raise CatalogError(f"{doc.origin}: {name}: {problem}")
+        models[name] = model
+    return models
+
+
+MODELS: dict[str, AcceleratorModel] = load_builtins()
 
 
 def lookup_model(name: str) -> AcceleratorModel | None:

@@ -1,8 +1,8 @@
-"""NVIDIA MIG geometry: which profiles a GPU model has and whether a per-GPU mix fits.
+"""NVIDIA MIG geometry: placement classes, and whether a per-GPU mix of profiles fits.
 
-Facts (profile names and counts per model, placements in memory-slice units) follow the
-NVIDIA MIG User Guide (v580) and mig-parted's config-default.yaml; see
-shared/reference/gpu-hardware.md section 1. Profile names are not unique across models
+Placements (in memory-slice units) follow the NVIDIA MIG User Guide (v580) and mig-parted;
+see shared/reference/gpu-hardware.md section 1. Which profiles a model has, and how many
+fit alone, is model data in models.yaml. Profile names are not unique across models
 (1g.10gb is 7 per GPU on H100-80GB but 4 on A100-40GB), so every lookup is keyed on the
 model first.
 """
@@ -36,31 +36,6 @@ class MigProfile:
     slot: str  # placement class within the model's geometry
     max_count: int  # instances of this profile alone on one GPU
     media_extensions: bool = False
-
-
-def g7m8_profiles(m1: int, m1x2: int, m2: int, m3: int, m4: int, m7: int) -> dict[str, MigProfile]:
-    """The seven GPU-instance profiles of a g7m8 model, from their memory sizes in GB."""
-    profiles = [
-        MigProfile(f"1g.{m1}gb", "1g", 7),
-        MigProfile(f"1g.{m1}gb+me", "1g", 1, media_extensions=True),
-        MigProfile(f"1g.{m1x2}gb", "1g_2mem", 4),
-        MigProfile(f"2g.{m2}gb", "2g", 3),
-        MigProfile(f"3g.{m3}gb", "3g", 2),
-        MigProfile(f"4g.{m4}gb", "4g", 1),
-        MigProfile(f"7g.{m7}gb", "7g", 1),
-    ]
-    return {p.name: p for p in profiles}
-
-
-def a30_profiles() -> dict[str, MigProfile]:
-    profiles = [
-        MigProfile("1g.6gb", "1g", 4),
-        MigProfile("1g.6gb+me", "1g", 1, media_extensions=True),
-        MigProfile("2g.12gb", "2g", 2),
-        MigProfile("2g.12gb+me", "2g", 1, media_extensions=True),
-        MigProfile("4g.24gb", "4g", 1),
-    ]
-    return {p.name: p for p in profiles}
 
 
 def mig_resource_name(profile: str) -> str:

@@ -139,10 +139,9 @@ def cmd_rules(args: argparse.Namespace) -> ExitCode:
 
 def cmd_catalog(args: argparse.Namespace) -> ExitCode:
     from gpugov.catalog import MODELS
+    from gpugov.catalog.table import markdown_table, text_table
 
-    for model in MODELS.values():
-        mig = ", ".join(p for p in model.mig_profiles) if model.mig_profiles else "no MIG"
-        print(f"{model.name:<14} {model.vendor:<10} {model.resource:<22} {mig}")
+    sys.stdout.write((markdown_table if args.format == "markdown" else text_table)(MODELS.values()))
     return ExitCode.OK
 
 
@@ -183,5 +182,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("text", "markdown"), default="text")
     p.set_defaults(func=cmd_rules)
 
-    p = sub.add_parser("catalog", help="list the accelerator models gpugov knows, with their MIG profiles")
+    p = sub.add_parser("catalog", help="list the built-in accelerator models: resource, memory, MIG, vNPU, HAMi")
+    p.add_argument("--format", choices=("text", "markdown"), default="text",
+                   help="markdown: the README's catalog table, with every fact's source")
     p.set_defaults(func=cmd_catalog)

@@ -8,13 +8,14 @@ downstream re-derives them.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
-from gpugov.catalog import MODELS, AcceleratorModel, mig_resource_name
+from gpugov.catalog import MODELS, AcceleratorModel, HamiUnits, mig_resource_name, model_from_spec
+from gpugov.catalog.accelerators import unknown_model
 from gpugov.declarations.loader import SourceDoc
 from gpugov.findings import Finding, Level, Location, make, rule
 from gpugov.kube.quantity import parse_quantity
@@ -28,7 +29,10 @@ DUPLICATE_NAME = rule(
 )
 
 DEFAULT_CLUSTER = "default"
-ACCELERATORS = "accelerators"
+ACCELERATORS = "accelerators"  # whole devices (on a HAMi pool: its virtual devices)
+ACCELERATOR_MEMORY = "acceleratorMemory"  # HAMi device memory, declared as a size, kept in the plugin's unit
+ACCELERATOR_CORES = "acceleratorCores"  # HAMi compute, in the plugin's unit (100 = one NVIDIA GPU)
+NON_DEVICE = ("cpu", "memory", "pods")
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,9 +50,9 @@ class Decl:
 
 @dataclass(frozen=True)
 class ResourceQuota:
-    key: str  # as declared: accelerators, cpu, memory, pods or a MIG profile
+    key: str  # as declared: accelerators, cpu, memory, pods, a MIG profile, a vNPU template or a HAMi unit
     resource: str  # resolved resource name, e.g. nvidia.com/gpu
-    nominal: Decimal
+    nominal: Decimal  # in the resource's own unit (acceleratorMemory: units of the plugin, e.g. MiB)
     borrowing_limit: Decimal | None = None
     lending_limit: Decimal | None = None
 
@@ -92,6 +96,26 @@ class PoolNode:
     labels: tuple[tuple[str, str], ...]
     mig_layout: str | None
     index: int
+    vnpu_layout: str | None = None
+
+
+@dataclass(frozen=True)
+class HamiSharing:
+    """A pool shared through HAMi (its defaults: deviceSplitCount 10, both scalings 1)."""
+
+    split_count: int = 10
+    memory_scaling: Decimal = Decimal(1)
+    core_scaling: Decimal = Decimal(1)
+    device_memory: Decimal | None = None  # bytes per device as NVML reports it; default: the model's
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What one quota entry holds of a pool resource, and the quota key it comes from."""
+
+    resource: str
+    amount: Decimal
+    key: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,6 +128,13 @@ class Cluster(Decl):
     drift_schedule: str = "*/30 * * * *"
     run_agent: bool = True
     declared: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class DeclaredModel(Decl):
+    """An AcceleratorModel declared under hardware/ for hardware the catalog lacks."""
+
+    accelerator: AcceleratorModel | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,29 +152,66 @@ class GPUPool(Decl):
     topology_levels: tuple[str, ...] = ()
     price_per_hour: Decimal | None = None
     mig_layouts: dict[str, dict[str, int]] = field(default_factory=dict)
+    vnpu_layouts: dict[str, dict[str, int]] = field(default_factory=dict)
+    hami: HamiSharing | None = None
+    accelerator: AcceleratorModel | None = None  # resolved from the catalog or a DeclaredModel
 
-    @property
+    @cached_property
     def model(self) -> AcceleratorModel:
-        return MODELS[self.model_name]
+        return self.accelerator or unknown_model(self.model_name)
 
     @property
     def uses_mig(self) -> bool:
         return bool(self.mig_layouts)
 
+    @property
+    def hami_units(self) -> HamiUnits | None:
+        """The model's HAMi resources, when this pool is shared through HAMi."""
+        return self.model.hami if self.hami else None
+
+    @cached_property
+    def hami_device_units(self) -> dict[str, Decimal]:
+        """HAMi resource -> what one physical device registers of it (deviceSplitCount vGPUs,
+        its memory in the plugin's unit times deviceMemoryScaling, its compute times
+        deviceCoreScaling; rounded down as HAMi's integer registration does)."""
+        units, sharing = self.hami_units, self.hami
+        if units is None or sharing is None:
+            return {}
+        per_device = {units.count: Decimal(sharing.split_count)}
+        memory = sharing.device_memory or self.model.memory
+        if units.memory and units.memory_unit and memory is not None:
+            per_device[units.memory] = (memory * sharing.memory_scaling / units.memory_unit).to_integral_value("ROUND_FLOOR")
+        if units.cores and units.cores_per_device:
+            per_device[units.cores] = (units.cores_per_device * sharing.core_scaling).to_integral_value("ROUND_FLOOR")
+        return per_device
+
+    def node_accelerators(self, mig_layout: str | None = None, vnpu_layout: str | None = None) -> dict[str, Decimal]:
+        """What the device plugin of one node advertises for its accelerators: MIG devices of
+        its MIG layout, vNPUs of its vNPU layout, HAMi's units on a shared pool, else whole devices."""
+        per_node = Decimal(self.per_node)
+        mig = self.mig_layouts.get(mig_layout or "")
+        if mig is not None:
+            return {mig_resource_name(profile): count * per_node for profile, count in mig.items()}
+        vnpu = self.vnpu_layouts.get(vnpu_layout or "")
+        if vnpu is not None:
+            resources = self.model.partition_resources
+            return {resources[t]: count * per_node for t, count in vnpu.items() if t in resources}
+        if self.hami_units is not None:
+            return {resource: amount * per_node for resource, amount in self.hami_device_units.items()}
+        return {self.model.resource: per_node}
+
     @cached_property
     def capacity(self) -> dict[str, Decimal]:
         """Physical capacity per resource name: the ceiling of what quotas may guarantee."""
         capacity: dict[str, Decimal] = defaultdict(Decimal)
-        whole_nodes = self.node_count if not self.nodes and self.node_count is not None else 0
-        for node in self.nodes:
-            layout = self.mig_layouts.get(node.mig_layout or "")
-            if layout is None:
-                whole_nodes += 1
-                continue
-            for profile, count in layout.items():
-                capacity[mig_resource_name(profile)] += count * self.per_node
-        if whole_nodes:
-            capacity[self.model.resource] += whole_nodes * self.per_node
+        if self.nodes:
+            groups = Counter((node.mig_layout, node.vnpu_layout) for node in self.nodes)
+        else:
+            groups = Counter({(None, None): self.node_count or 0})
+        for (mig, vnpu), nodes in groups.items():
+            if nodes:
+                for resource, amount in self.node_accelerators(mig, vnpu).items():
+                    capacity[resource] += amount * nodes
         total_nodes = len(self.nodes) if self.nodes else (self.node_count or 0)
         if self.node_cpu is not None:
             capacity["cpu"] = self.node_cpu * total_nodes
@@ -152,11 +220,46 @@ class GPUPool(Decl):
         return dict(sorted(capacity.items()))
 
     def resource_for(self, key: str) -> str:
+        """The resource a quota key names on this pool; an unresolvable key names itself (GG033)."""
+        units = self.hami_units
         if key == ACCELERATORS:
-            return self.model.resource
-        if key in ("cpu", "memory", "pods"):
+            return units.count if units else self.model.resource
+        if key in NON_DEVICE:
+            return key
+        if key == ACCELERATOR_MEMORY:
+            return units.memory if units and units.memory else key
+        if key == ACCELERATOR_CORES:
+            return units.cores if units and units.cores else key
+        if key in self.model.partition_resources:
+            return self.model.partition_resources[key]
+        if key.startswith("vir"):
             return key
         return mig_resource_name(key)
+
+    def quota_unit(self, key: str) -> Decimal | None:
+        """Bytes per unit when a key is declared as a size but counted in the plugin's unit."""
+        units = self.hami_units
+        if key == ACCELERATOR_MEMORY and units and units.memory_unit:
+            return units.memory_unit
+        return None
+
+    def charges(self, quota: PoolQuota) -> list[Charge]:
+        """What a quota entry holds of the pool's resources, for the capacity check. On a HAMi
+        pool an entry that declares no acceleratorMemory guarantees whole devices: HAMi gives a
+        vGPU without gpumem the whole device's memory, so each is charged one device's memory
+        (and, without acceleratorCores either, its compute)."""
+        charged = [Charge(rq.resource, rq.nominal, rq.key) for rq in quota.resources if rq.resource in self.capacity]
+        units = self.hami_units
+        devices = next((rq.nominal for rq in quota.resources if rq.key == ACCELERATORS), None)
+        if units is None or not devices:
+            return charged
+        keys = {rq.key for rq in quota.resources}
+        per_device = self.hami_device_units
+        if ACCELERATOR_MEMORY not in keys and units.memory in per_device:
+            charged.append(Charge(units.memory, devices * per_device[units.memory], ACCELERATORS))
+            if ACCELERATOR_CORES not in keys and units.cores in per_device:
+                charged.append(Charge(units.cores, devices * per_device[units.cores], ACCELERATORS))
+        return charged
 
 
 @dataclass(frozen=True, eq=False)
@@ -198,6 +301,13 @@ class SchedulingPolicy(Decl):
     declared: bool = True
 
 
+# Namespaces no tenant may ever claim (`*` globs): the system's, the schedulers' and the GPU
+# Operator's. Guardrails.reservedNamespaces adds to them, and every cluster's gpugov operations
+# and MIG config namespaces are reserved too.
+RESERVED_NAMESPACES = ("kube-*", "default", "gpu-operator", "nvidia-gpu-operator", "kueue-system",
+                       "volcano-system")
+
+
 @dataclass(frozen=True, eq=False)
 class Guardrails(Decl):
     capacity_ratio: Decimal = Decimal(1)
@@ -206,6 +316,7 @@ class Guardrails(Decl):
     require_owner: bool = True
     require_cost_center: bool = True
     platform_team: tuple[str, ...] = ()
+    reserved_namespaces: tuple[str, ...] = ()  # reserved on top of RESERVED_NAMESPACES
     idle_below_percent: Decimal = Decimal(5)
     idle_window: str = "24h"
     declared: bool = True
@@ -216,6 +327,7 @@ class Guardrails(Decl):
 
 @dataclass
 class Model:
+    accelerator_models: dict[str, DeclaredModel] = field(default_factory=dict)
     clusters: dict[str, Cluster] = field(default_factory=dict)
     pools: dict[str, GPUPool] = field(default_factory=dict)
     departments: dict[str, Department] = field(default_factory=dict)
@@ -231,6 +343,11 @@ class Model:
     @property
     def limits(self) -> Guardrails:
         return self.guardrails or _DEFAULT_GUARDRAILS
+
+    def lookup_model(self, name: str) -> AcceleratorModel | None:
+        """A model by name: declared under hardware/ or built in."""
+        declared = self.accelerator_models.get(name)
+        return declared.accelerator if declared else MODELS.get(name)
 
     def cluster_names(self) -> list[str]:
         return sorted(self.clusters) or [DEFAULT_CLUSTER]
@@ -291,9 +408,8 @@ class Model:
             pool = self.pools.get(quota.pool)
             if pool is None:
                 continue
-            for rq in quota.resources:
-                if rq.resource in pool.capacity:
-                    totals[(quota.pool, rq.resource)] += rq.nominal
+            for charge in pool.charges(quota):
+                totals[(quota.pool, charge.resource)] += charge.amount
         return dict(sorted(totals.items()))
 
     def tenant_of_namespace(self) -> dict[str, str]:
@@ -343,20 +459,29 @@ def _pool_quotas(spec: dict[str, Any], pools: dict[str, GPUPool]) -> tuple[PoolQ
             if not isinstance(value, dict):
                 value = {"nominal": value}
             resource = pool.resource_for(key) if pool else key
-            resources.append(
-                ResourceQuota(
-                    key,
-                    resource,
-                    _decimal(value["nominal"]),
-                    _optional_decimal(value.get("borrowingLimit")),
-                    _optional_decimal(value.get("lendingLimit")),
-                )
-            )
+            unit = pool.quota_unit(key) if pool else None
+            amounts = [_optional_decimal(value.get(name)) for name in ("nominal", "borrowingLimit", "lendingLimit")]
+            if unit is not None:  # exact: 40Gi of nvidia.com/gpumem is 40960 MiB units, a fraction stays a fraction
+                amounts = [None if amount is None else amount / unit for amount in amounts]
+            nominal, borrowing, lending = amounts
+            resources.append(ResourceQuota(key, resource, nominal or Decimal(0), borrowing, lending))
         result.append(PoolQuota(entry["pool"], index, tuple(resources)))
     return tuple(result)
 
 
-def _build_pool(name: str, doc: SourceDoc, spec: dict[str, Any]) -> GPUPool:
+def _hami(spec: dict[str, Any]) -> HamiSharing | None:
+    hami = (spec.get("sharing") or {}).get("hami")
+    if hami is None:
+        return None
+    return HamiSharing(
+        split_count=hami.get("deviceSplitCount", 10),
+        memory_scaling=Decimal(str(hami.get("deviceMemoryScaling", 1))),
+        core_scaling=Decimal(str(hami.get("deviceCoreScaling", 1))),
+        device_memory=_optional_decimal(hami.get("deviceMemory")),
+    )
+
+
+def _build_pool(name: str, doc: SourceDoc, spec: dict[str, Any], accelerator: AcceleratorModel | None) -> GPUPool:
     resources = spec.get("nodeResources") or {}
     return GPUPool(
         name,
@@ -366,7 +491,7 @@ def _build_pool(name: str, doc: SourceDoc, spec: dict[str, Any]) -> GPUPool:
         product_label=spec["accelerator"].get("productLabel"),
         per_node=spec["acceleratorsPerNode"],
         nodes=tuple(
-            PoolNode(n["name"], tuple(sorted((n.get("labels") or {}).items())), n.get("migLayout"), i)
+            PoolNode(n["name"], tuple(sorted((n.get("labels") or {}).items())), n.get("migLayout"), i, n.get("vnpuLayout"))
             for i, n in enumerate(spec.get("nodes", ()))
         ),
         node_selector=tuple(sorted(((spec.get("nodeSelector") or {}).get("matchLabels") or {}).items())),
@@ -377,6 +502,9 @@ def _build_pool(name: str, doc: SourceDoc, spec: dict[str, Any]) -> GPUPool:
         topology_levels=tuple((spec.get("topology") or {}).get("levels", ())),
         price_per_hour=_optional_decimal(spec.get("pricePerAcceleratorHour")),
         mig_layouts={k: dict(v) for k, v in (spec.get("migLayouts") or {}).items()},
+        vnpu_layouts={k: dict(v) for k, v in (spec.get("vnpuLayouts") or {}).items()},
+        hami=_hami(spec),
+        accelerator=accelerator,
     )
 
 
@@ -437,8 +565,21 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
             drift_schedule=operations.get("driftSchedule", "*/30 * * * *"),
             run_agent=operations.get("agent", True),
         )
+    for name, doc in unique("AcceleratorModel"):
+        if name in MODELS:
+            findings.append(
+                make(
+                    DUPLICATE_NAME,
+                    f"AcceleratorModel '{name}' is built in (see `gpugov catalog`); give the declared model another "
+                    "name, or use the built-in one",
+                    doc.locate(("metadata", "name")),
+                )
+            )
+            continue
+        model.accelerator_models[name] = DeclaredModel(name, doc, model_from_spec(name, doc.data["spec"]))
     for name, doc in unique("GPUPool"):
-        model.pools[name] = _build_pool(name, doc, doc.data["spec"])
+        spec = doc.data["spec"]
+        model.pools[name] = _build_pool(name, doc, spec, model.lookup_model(spec["accelerator"]["model"]))
     for name, doc in unique("Department"):
         spec = doc.data["spec"]
         model.departments[name] = Department(
@@ -500,6 +641,7 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
             require_owner=spec.get("requireOwner", True),
             require_cost_center=spec.get("requireCostCenter", True),
             platform_team=tuple(spec.get("platformTeam", ())),
+            reserved_namespaces=tuple(spec.get("reservedNamespaces", ())),
             idle_below_percent=Decimal(str(idle.get("utilizationBelowPercent", 5))),
             idle_window=idle.get("window", "24h"),
         )

@@ -16,6 +16,7 @@ import jsonschema
 import jsonschema_rs
 
 from gpugov.catalog import MODELS
+from gpugov.catalog.spec import ACCELERATOR_MODEL_SPEC, NAME_PATTERN, VNPU_TEMPLATE_PATTERN
 from gpugov.declarations.loader import SourceDoc
 from gpugov.findings import Finding, Level, make, rule
 
@@ -31,6 +32,7 @@ SCHEMA = rule(
 )
 
 _NAME = {"type": "string", "minLength": 1}
+NAMESPACE_GLOB_PATTERN = r"^[a-z0-9*]([-a-z0-9*]*[a-z0-9*])?$"  # a namespace name, `*` a wildcard
 _STRINGS = {"type": "array", "items": _NAME}
 _LABELS = {"type": "object", "additionalProperties": {"type": "string"}}
 _QUANTITY = {
@@ -59,7 +61,10 @@ _RESOURCE_QUOTA = {
         },
     ],
 }
-RESOURCE_KEY_PATTERN = r"^(accelerators|cpu|memory|pods|[0-9]+g\.[0-9]+gb([+-][a-z.]+)?)$"
+RESOURCE_KEY_PATTERN = (
+    r"^(accelerators|acceleratorMemory|acceleratorCores|cpu|memory|pods|[0-9]+g\.[0-9]+gb([+-][a-z.]+)?"
+    r"|vir[0-9]{2}(_[0-9a-z]+)*)$"
+)
 _POOL_QUOTAS = {
     "type": "array",
     "description": "Quotas per GPU pool.",
@@ -72,8 +77,9 @@ _POOL_QUOTAS = {
             "resources": {
                 "type": "object",
                 "minProperties": 1,
-                "description": "accelerators (whole devices of the pool's model), a MIG profile such as 1g.10gb, "
-                "cpu, memory or pods.",
+                "description": "accelerators (whole devices of the pool's model; on a HAMi pool its vGPUs), a MIG "
+                "profile such as 1g.10gb, an Ascend vNPU template such as vir05_1c_16g, acceleratorMemory (a "
+                "size) and acceleratorCores on a HAMi pool, cpu, memory or pods.",
                 "propertyNames": {"pattern": RESOURCE_KEY_PATTERN},
                 "additionalProperties": _RESOURCE_QUOTA,
             },
@@ -143,12 +149,15 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "accelerator": _spec(
                     {
                         "model": {
-                            "enum": sorted(MODELS),
-                            "description": "Accelerator model from the built-in catalog.",
+                            # The enum lets editors complete the built-ins; the pattern admits declared models.
+                            "anyOf": [{"enum": sorted(MODELS)}, {"type": "string", "pattern": NAME_PATTERN}],
+                            "description": "An accelerator model: built in (`gpugov catalog`) or an AcceleratorModel "
+                            "declared under hardware/.",
                         },
                         "productLabel": {
                             "type": "string",
-                            "description": "Expected nvidia.com/gpu.product value, where it differs from the catalog.",
+                            "description": "Expected value of the model's product label (nvidia.com/gpu.product "
+                            "on NVIDIA), where it differs from the catalog.",
                         },
                     },
                     ["model"],
@@ -162,6 +171,7 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                             "name": _NAME,
                             "labels": {**_LABELS, "description": "Labels the node must carry, e.g. topology values."},
                             "migLayout": {**_NAME, "description": "Name of a migLayout of this pool."},
+                            "vnpuLayout": {**_NAME, "description": "Name of a vnpuLayout of this pool."},
                         },
                         ["name"],
                     ),
@@ -184,9 +194,38 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                         "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 7},
                     },
                 },
+                "vnpuLayouts": {
+                    "type": "object",
+                    "description": "Named per-NPU Ascend static vNPU template mixes, e.g. {vir05_1c_16g: 4}.",
+                    "additionalProperties": {
+                        "type": "object",
+                        "minProperties": 1,
+                        "propertyNames": {"pattern": VNPU_TEMPLATE_PATTERN},
+                        "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 64},
+                    },
+                },
+                "sharing": _spec(
+                    {
+                        "hami": _spec(
+                            {
+                                "deviceSplitCount": {"type": "integer", "minimum": 1, "maximum": 1024},
+                                "deviceMemoryScaling": {"type": "number", "exclusiveMinimum": 0},
+                                "deviceCoreScaling": {"type": "number", "exclusiveMinimum": 0},
+                                "deviceMemory": {
+                                    **_QUANTITY,
+                                    "description": "Memory of one device as NVML reports it; default: the model's.",
+                                },
+                            }
+                        )
+                    }
+                ),
             },
             ["accelerator", "acceleratorsPerNode"],
         ),
+    ),
+    "AcceleratorModel": (
+        "An accelerator model the built-in catalog lacks (hardware/); same fields as the catalog's.",
+        ACCELERATOR_MODEL_SPEC,
     ),
     "Department": (
         "An org unit; departments nest and may hold a shared quota (tenants/).",
@@ -265,7 +304,14 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "maxQuotaChangePerPullRequest": {"type": "integer", "minimum": 0},
                 "requireOwner": {"type": "boolean"},
                 "requireCostCenter": {"type": "boolean"},
-                "platformTeam": {**_STRINGS, "description": "Code owners of policies/ and hardware/."},
+                "platformTeam": {**_STRINGS, "description": "Code owners of every declaration file, tenant files included."},
+                "reservedNamespaces": {
+                    "type": "array",
+                    "items": {"type": "string", "pattern": NAMESPACE_GLOB_PATTERN},
+                    "description": "More namespaces no tenant may claim, `*` as a wildcard. Always reserved: "
+                    "kube-*, default, gpu-operator, nvidia-gpu-operator, kueue-system, volcano-system and every "
+                    "cluster's operations and migConfig namespaces.",
+                },
                 "idle": _spec(
                     {
                         "utilizationBelowPercent": {"type": "number", "minimum": 0, "maximum": 100},
@@ -374,12 +420,59 @@ def _describe(doc: SourceDoc, kind: str, error: jsonschema.ValidationError) -> l
         return [make(SCHEMA, message, doc.locate(path))]
     if error.validator == "propertyNames":
         return [make(SCHEMA, f"{dotted}: invalid key {error.instance!r}", doc.locate(path))]
+    if error.validator == "pattern":
+        expected = pattern_words(str(error.validator_value))
+        if "propertyNames" in list(error.schema_path)[-2:]:  # a mapping's key, not a value
+            message = f"{dotted}: key {error.instance!r} is not {expected}"
+            return [make(SCHEMA, message, doc.locate((*path, error.instance), key=True))]
+        return [make(SCHEMA, f"{dotted}: {error.instance!r} is not {expected}", doc.locate(path))]
     return [make(SCHEMA, f"{dotted}: {error.message}", doc.locate(path))]
+
+
+# What each pattern of the schemas accepts, in words: users read these, never the regex.
+PATTERN_WORDS = {
+    RESOURCE_KEY_PATTERN: (
+        "a quota resource: accelerators, cpu, memory, pods, a MIG profile such as 1g.10gb, a vNPU template "
+        "such as vir05_1c_16g, or acceleratorMemory / acceleratorCores"
+    ),
+    r"^[0-9]+g\.[0-9]+gb([+-][a-z.]+)?$": "a MIG profile name such as 1g.10gb, 3g.40gb or 1g.10gb+me",
+    r"^(@[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?|[^@\s]+@[^@\s]+)$": "a code owner: @user, @org/team or an e-mail address",
+    r"^[0-9]+[smhd]$": "a duration: a whole number followed by s, m, h or d, such as 30m or 7d",
+    r"^\+?([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$": (
+        'a Kubernetes quantity such as 8, "500m", "64Gi" or "2Ti"'
+    ),
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": (
+        "a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit"
+    ),
+    NAMESPACE_GLOB_PATTERN: "a namespace name or a pattern of one, '*' matching any run of characters, such as kube-*",
+    # AcceleratorModel (gpugov/catalog/spec.py)
+    NAME_PATTERN: "a model name: up to 63 letters, digits, '.', '_' and '-', starting with a letter or digit",
+    VNPU_TEMPLATE_PATTERN: "an Ascend vNPU template name such as vir05_1c_16g",
+    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$": (
+        "an extended resource name: a domain, '/' and a name, such as nvidia.com/gpu"
+    ),
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$": (
+        "a label key: a name, optionally after a domain and '/', such as nvidia.com/gpu.product"
+    ),
+    r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$": (
+        "a label value: up to 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+    ),
+    r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|[kMGT])?$": 'a size such as 80Gi or 512Mi',
+    r"^[a-z0-9][a-z0-9-]*$": "lower-case letters, digits and '-', starting with a letter or digit, such as nvidia",
+    r"^0x[0-9A-F]{4}$": "a PCI vendor id: 0x and 4 upper-case hex digits, such as 0x10DE",
+    r"^0x[0-9A-F]{8}$": "a PCI id pair: 0x and 8 upper-case hex digits, device then vendor, such as 0x20B210DE",
+}
+
+
+def pattern_words(pattern: str) -> str:
+    """What a value matching `pattern` looks like, for a finding's message."""
+    return PATTERN_WORDS.get(pattern, "in the form this field expects (`gpugov schema` shows the schemas)")
 
 
 def _anyof_name(error: jsonschema.ValidationError) -> str:
     description = str(error.schema.get("description", "value"))
-    name = description.split(":")[0].split(";")[0].rstrip(".").lower()
+    name = description.split(":")[0].split(";")[0].rstrip(".")
+    name = name[:1].lower() + name[1:]  # "Kubernetes" keeps its capital
     for article in ("a ", "an "):  # "is not a valid quota", never "a valid a quota"
         name = name.removeprefix(article)
     return name

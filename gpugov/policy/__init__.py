@@ -21,7 +21,10 @@ def check(function: Check) -> Check:
     return function
 
 
-FAMILIES = ("references", "naming", "capacity", "mig", "hardware", "priorities", "ownership", "conformance", "repository")
+FAMILIES = (
+    "references", "naming", "accelerators", "capacity", "mig", "hardware", "priorities", "ownership", "conformance",
+    "repository",
+)
 
 
 def load_families() -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
+from decimal import Decimal
 
-from gpugov.declarations.model import Decl, Department, Model, PoolQuota, Tenant
+from gpugov.declarations.model import ACCELERATOR_CORES, ACCELERATOR_MEMORY, Decl, Department, Model, PoolQuota, Tenant
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.kube.quantity import format_quantity
 from gpugov.policy import check
@@ -13,7 +15,8 @@ OVER_CAPACITY = rule(
     "GG030",
     "quota-exceeds-capacity",
     Level.ERROR,
-    "The nominal quotas of a pool's tenants and departments add up to more than its capacity times the guardrail ratio.",
+    "The nominal quotas of a pool's tenants and departments add up to more than its capacity times the guardrail ratio. "
+    "Reported on each quota that contributes, so a pull request's annotation lands on the line it changed.",
     "Lower a quota, add nodes to the pool, or raise the pool's ratio in Guardrails.",
 )
 LENDING_OVER_NOMINAL = rule(
@@ -64,16 +67,19 @@ FRACTIONAL_DEVICE = rule(
 @check
 def check_whole_devices(model: Model) -> Iterator[Finding]:
     for owner, quota in model.quota_holders():
+        pool = model.pools.get(quota.pool)
         for rq in quota.resources:
             if rq.resource in ("cpu", "memory", "pods"):
                 continue
+            unit = pool.quota_unit(rq.key) if pool else None
             for name, value in (("nominal", rq.nominal), ("borrowingLimit", rq.borrowing_limit),
                                 ("lendingLimit", rq.lending_limit)):
                 if value is not None and value != value.to_integral_value():
+                    amount = f"{format_quantity(value * unit)}, not a whole number of {rq.resource} units of " \
+                        f"{format_quantity(unit)}" if unit else f"{value.normalize()}, not a whole number of {rq.resource}"
                     yield make(
                         FRACTIONAL_DEVICE,
-                        f"{owner.name}: {name} of {rq.key} in pool '{quota.pool}' is {value.normalize()}, "
-                        f"not a whole number of {rq.resource}",
+                        f"{owner.name}: {name} of {rq.key} in pool '{quota.pool}' is {amount}",
                         owner.at("quotas", quota.index, "resources", rq.key),
                     )
 
@@ -128,37 +134,67 @@ def check_offered(model: Model) -> Iterator[Finding]:
         for rq in quota.resources:
             if rq.resource not in pool.capacity and rq.resource not in ("cpu", "memory", "pods"):
                 offered = ", ".join(pool.capacity) or "nothing"
+                why = f"offers no {rq.resource} (it offers {offered})"
+                if rq.key in (ACCELERATOR_MEMORY, ACCELERATOR_CORES) and pool.hami is None:
+                    why = f"is not shared through HAMi (spec.sharing.hami), so it has no {rq.key}"
+                elif rq.key in (ACCELERATOR_MEMORY, ACCELERATOR_CORES):
+                    why = f"is shared through HAMi, but {pool.model.name} has no HAMi resource for {rq.key}"
                 yield make(
                     NOT_OFFERED,
-                    f"{owner.name}: pool '{pool.name}' offers no {rq.resource} (it offers {offered})",
+                    f"{owner.name}: pool '{pool.name}' {why}",
                     owner.at("quotas", quota.index, "resources", rq.key, key=True),
                 )
 
 
 @check
 def check_capacity(model: Model) -> Iterator[Finding]:
+    """One finding per contributing quota, at its own line, the pool as the related location:
+    the quota a pull request raised is among them, wherever the pool is declared."""
+    over: dict[tuple[str, str], tuple[Decimal, Decimal, Decimal]] = {}
     for (pool_name, resource), total in model.guaranteed().items():
-        pool = model.pools[pool_name]
         ratio = model.limits.ratio_for(pool_name)
-        allowed = pool.capacity[resource] * ratio
-        if total <= allowed:
-            continue
-        contributors = [
-            (rq.nominal, owner, quota, rq.key)
-            for owner, quota in model.quota_holders()
-            if quota.pool == pool_name
-            for rq in quota.resources
-            if rq.resource == resource
-        ]
-        top = sorted(contributors, key=lambda c: (-c[0], c[1].name))
-        names = ", ".join(f"{c[1].name} {format_quantity(c[0])}" for c in top[:5])
-        yield make(
-            OVER_CAPACITY,
-            f"pool '{pool_name}' {resource}: nominal quotas add up to {format_quantity(total)}, capacity is "
-            f"{format_quantity(pool.capacity[resource])} x ratio {ratio} = {format_quantity(allowed)} ({names})",
-            pool.doc.locate(("metadata", "name")),
-            *[owner.at("quotas", quota.index, "resources", key) for _, owner, quota, key in top],
+        allowed = model.pools[pool_name].capacity[resource] * ratio
+        if total > allowed:
+            over[(pool_name, resource)] = (total, allowed, ratio)
+    if not over:
+        return
+    contributors: dict[tuple[str, str], list[tuple[Decimal, Decl, PoolQuota, str]]] = defaultdict(list)
+    for owner, quota in model.quota_holders():
+        pool = model.pools.get(quota.pool)
+        for charge in pool.charges(quota) if pool else ():
+            if (quota.pool, charge.resource) in over and charge.amount > 0:
+                contributors[(quota.pool, charge.resource)].append((charge.amount, owner, quota, charge.key))
+    for (pool_name, resource), (total, allowed, ratio) in over.items():
+        pool = model.pools[pool_name]
+        units = pool.hami_units
+        unit = units.memory_unit if units and resource == units.memory else None
+
+        def shown(amount: Decimal, unit: Decimal | None = unit) -> str:
+            """HAMi memory as the size it is (72Gi), not as a count of MiB units."""
+            return format_quantity(amount * unit) if unit else format_quantity(amount)
+
+        top = sorted(contributors[(pool_name, resource)], key=lambda c: (-c[0], c[1].name))
+        names = ", ".join(f"{c[1].name} {shown(c[0])}" for c in top[:5])
+        if len(top) > 5:
+            names += f" and {len(top) - 5} more"
+        summary = (
+            f"pool '{pool_name}' {resource}, whose nominal quotas add up to {shown(total)}; capacity is "
+            f"{shown(pool.capacity[resource])} x ratio {ratio} = {shown(allowed)} ({names})"
         )
+        for amount, owner, quota, key in top:
+            kind = "department" if isinstance(owner, Department) else "tenant"
+            whole = f" (its {key} are whole devices)" if key != _key_of(quota, resource) else ""
+            yield make(
+                OVER_CAPACITY,
+                f"{kind} '{owner.name}' holds {shown(amount)}{whole} of {summary}",
+                owner.at("quotas", quota.index, "resources", key),
+                pool.doc.locate(("metadata", "name")),
+            )
+
+
+def _key_of(quota: PoolQuota, resource: str) -> str | None:
+    """The declared key of a resource in a quota entry (None when it is only charged, as HAMi memory)."""
+    return next((rq.key for rq in quota.resources if rq.resource == resource), None)
 
 
 @check

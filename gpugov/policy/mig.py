@@ -1,13 +1,14 @@
-"""MIG layouts are legal for the pool's GPU model."""
+"""Partition layouts are legal for the pool's model: MIG layouts on NVIDIA, vNPU template mixes on Ascend."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpugov.catalog import layout_fits
+from gpugov.catalog import layout_fits, vnpu_layout_fits
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.policy import check
+from gpugov.policy.references import UNKNOWN_REFERENCE
 
 UNKNOWN_PROFILE = rule(
     "GG040",
@@ -39,10 +40,49 @@ UNUSED_LAYOUT = rule(
 )
 
 
+VNPU_INVALID = rule(
+    "GG044",
+    "vnpu-layout-invalid",
+    Level.ERROR,
+    "A vNPU layout uses a template the pool's model lacks, its templates do not fit one device (memory, AI cores, AI "
+    "CPUs), or the model has no vNPU templates.",
+    "Use templates of the model (`gpugov catalog`) whose sum fits one device, e.g. 2x vir10_3c_32g on an Ascend 910B.",
+)
+
+
+@check
+def check_vnpu_layouts(model: Model) -> Iterator[Finding]:
+    for pool in model.pools.values():
+        for node in pool.nodes:
+            if node.vnpu_layout and node.vnpu_layout not in pool.vnpu_layouts:
+                declared = ", ".join(sorted(pool.vnpu_layouts))
+                yield make(UNKNOWN_REFERENCE, f"{pool.name}: unknown vNPU layout '{node.vnpu_layout}'"
+                           + (f" (declared: {declared})" if declared else ""),
+                           pool.at("nodes", node.index, "vnpuLayout"))
+        if not pool.vnpu_layouts or not pool.model.known:
+            continue
+        geometry = pool.model.vnpu
+        if geometry is None:
+            yield make(VNPU_INVALID, f"pool '{pool.name}': {pool.model.name} has no vNPU templates, but vnpuLayouts "
+                       "are declared", pool.at("vnpuLayouts", key=True))
+            continue
+        for name, mix in pool.vnpu_layouts.items():
+            unknown = [template for template in mix if template not in geometry.templates]
+            for template in unknown:
+                yield make(VNPU_INVALID, f"layout '{name}': {pool.model.name} has no vNPU template '{template}' (it has "
+                           f"{', '.join(geometry.templates)})", pool.at("vnpuLayouts", name, template, key=True))
+            if unknown:
+                continue
+            reason = vnpu_layout_fits(geometry, pool.model.memory, mix)
+            if reason:
+                yield make(VNPU_INVALID, f"layout '{name}' does not fit one {pool.model.name}: {reason}",
+                           pool.at("vnpuLayouts", name))
+
+
 @check
 def check_mig_layouts(model: Model) -> Iterator[Finding]:
     for pool in model.pools.values():
-        if not pool.mig_layouts:
+        if not pool.mig_layouts or not pool.model.known or pool.model.problems:
             continue
         accelerator = pool.model
         if not accelerator.mig_capable:

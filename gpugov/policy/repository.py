@@ -64,7 +64,7 @@ def _folder_of(decl: Decl) -> str:
 @check
 def check_declaration_folders(model: Model) -> Iterator[Finding]:
     expected: list[tuple[str, list[Decl]]] = [
-        ("hardware", list(model.pools.values())),
+        ("hardware", [*model.pools.values(), *model.accelerator_models.values()]),
         ("tenants", [*model.tenants.values(), *model.departments.values()]),
         ("policies", [*model.priority_classes.values(), *model.clusters.values(),
                       *(d for d in (model.scheduling, model.guardrails) if d is not None)]),
@@ -72,6 +72,6 @@ def check_declaration_folders(model: Model) -> Iterator[Finding]:
     for folder, decls in expected:
         for decl in decls:
             if decl.origin and _folder_of(decl) != folder:
-                kind = type(decl).__name__
+                kind = decl.doc.data.get("kind", type(decl).__name__)  # DeclaredModel is an AcceleratorModel
                 yield make(WRONG_FOLDER, f"{kind} '{decl.name}' is declared in {_folder_of(decl)}/, not {folder}/",
                            decl.doc.locate(("metadata", "name")))

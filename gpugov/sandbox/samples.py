@@ -27,7 +27,7 @@ SAMPLE_LABEL = "sandbox.gpugov.io/sample"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 # Not pulled by anyone: KWOK runs no containers.
 IMAGE = "registry.k8s.io/pause:3.10"
-_ACCELERATOR_PREFIXES = ("nvidia.com/", "huawei.com/", "amd.com/", "hygon.com/", "cambricon.com/")
+_NOT_ACCELERATORS = ("cpu", "memory", "pods", "ephemeral-storage")  # any other quota is an accelerator (any vendor)
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def _first_accelerator(cluster_queue: dict[str, Any]) -> tuple[str, str] | None:
         for flavor in group.get("flavors", []):
             for resource in flavor.get("resources", []):
                 name = resource["name"]
-                if name.startswith(_ACCELERATOR_PREFIXES) and Decimal(str(resource.get("nominalQuota", 0))) >= 1:
+                if name not in _NOT_ACCELERATORS and Decimal(str(resource.get("nominalQuota", 0))) >= 1:
                     return flavor["name"], name
     return None
 
