@@ -1,7 +1,7 @@
 """gpugov doctor's checks on facts shaped as the API returns them: each check's passing and
 failing cases, the exporters' /metrics fixtures served by a real HTTP server on 127.0.0.1,
 the exit codes, and the README's table of checks. The living-sandbox cases are in
-tests/e2e/test_doctor.py."""
+tests/e2e/test_doctor_live.py."""
 
 from __future__ import annotations
 

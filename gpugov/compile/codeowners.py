@@ -24,7 +24,7 @@ def tenant_file_owners(model: Model) -> dict[str, list[str]]:
     """Declaration file -> its owners, for files that declare tenants."""
     owners: dict[str, set[str]] = defaultdict(set)
     for tenant in model.tenants.values():
-        owners[tenant.doc.file].update(tenant.owners.reviewers or tenant.owners.users)
+        owners[tenant.file].update(tenant.owners.reviewers or tenant.owners.users)
     return {file: sorted(names) for file, names in sorted(owners.items()) if names}
 
 

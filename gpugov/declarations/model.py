@@ -12,12 +12,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from gpugov.catalog import MODELS, AcceleratorModel, HamiUnits, mig_resource_name, model_from_spec
 from gpugov.catalog.accelerators import unknown_model
 from gpugov.declarations.loader import SourceDoc
-from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.declarations.schema import defaulted
+from gpugov.findings import Finding, Level, Location, Locator, make, rule
 from gpugov.kube.quantity import parse_quantity
 
 DUPLICATE_NAME = rule(
@@ -37,15 +38,30 @@ NON_DEVICE = ("cpu", "memory", "pods")
 
 @dataclass(frozen=True, eq=False)
 class Decl:
+    """A declaration: its name and where it was written (file:line of the document and of each of
+    its fields), never the YAML it was read from."""
+
     name: str
-    doc: SourceDoc
+    source: Locator
+    KIND: ClassVar[str] = ""
+
+    @property
+    def kind(self) -> str:
+        return self.KIND
+
+    @property
+    def file(self) -> str:
+        return self.source.file
 
     @property
     def origin(self) -> str:
-        return self.doc.origin
+        return self.source.origin
 
     def at(self, *path: Any, key: bool = False) -> Location:
-        return self.doc.locate(("spec", *path), key=key)
+        return self.source.locate(("spec", *path), key=key)
+
+    def name_at(self) -> Location:
+        return self.source.locate(("metadata", "name"))
 
 
 @dataclass(frozen=True)
@@ -120,25 +136,29 @@ class Charge:
 
 @dataclass(frozen=True, eq=False)
 class Cluster(Decl):
-    backend: str = "kueue"
-    mig_config_name: str = "gpugov-mig-parted-config"
-    mig_config_namespace: str = "gpu-operator"
-    operations_image: str | None = None
-    operations_namespace: str = "gpugov-system"
-    drift_schedule: str = "*/30 * * * *"
-    run_agent: bool = True
+    KIND: ClassVar[str] = "Cluster"
+    # Defaults are the schema's (schema.defaulted); the dataclasses state none of their own.
+    backend: str
+    mig_config_name: str
+    mig_config_namespace: str
+    operations_image: str | None
+    operations_namespace: str
+    drift_schedule: str
+    run_agent: bool
     declared: bool = True
 
 
 @dataclass(frozen=True, eq=False)
 class DeclaredModel(Decl):
     """An AcceleratorModel declared under hardware/ for hardware the catalog lacks."""
+    KIND: ClassVar[str] = "AcceleratorModel"
 
     accelerator: AcceleratorModel | None = None
 
 
 @dataclass(frozen=True, eq=False)
 class GPUPool(Decl):
+    KIND: ClassVar[str] = "GPUPool"
     cluster: str | None = None
     model_name: str = ""
     product_label: str | None = None
@@ -264,6 +284,7 @@ class GPUPool(Decl):
 
 @dataclass(frozen=True, eq=False)
 class Department(Decl):
+    KIND: ClassVar[str] = "Department"
     parent: str | None = None
     owners: Owners = Owners()
     cost_center: str | None = None
@@ -273,6 +294,7 @@ class Department(Decl):
 
 @dataclass(frozen=True, eq=False)
 class Tenant(Decl):
+    KIND: ClassVar[str] = "Tenant"
     department: str | None = None
     owners: Owners = Owners()
     cost_center: str | None = None
@@ -285,19 +307,21 @@ class Tenant(Decl):
 
 @dataclass(frozen=True, eq=False)
 class PriorityClass(Decl):
-    value: int = 0
-    preemptible: bool = True
-    description: str = ""
+    KIND: ClassVar[str] = "PriorityClass"
+    value: int
+    preemptible: bool
+    description: str
 
 
 @dataclass(frozen=True, eq=False)
 class SchedulingPolicy(Decl):
-    queueing_strategy: str = "BestEffortFIFO"
-    reclaim_within_cohort: str = "Any"
-    within_cluster_queue: str = "LowerPriority"
-    borrow_within_cohort: str = "LowerPriority"
-    borrow_max_priority_threshold: int | None = None
-    volcano_plugin: str = "capacity"
+    KIND: ClassVar[str] = "SchedulingPolicy"
+    queueing_strategy: str
+    reclaim_within_cohort: str
+    within_cluster_queue: str
+    borrow_within_cohort: str
+    borrow_max_priority_threshold: int | None
+    volcano_plugin: str
     declared: bool = True
 
 
@@ -310,15 +334,16 @@ RESERVED_NAMESPACES = ("kube-*", "default", "gpu-operator", "nvidia-gpu-operator
 
 @dataclass(frozen=True, eq=False)
 class Guardrails(Decl):
-    capacity_ratio: Decimal = Decimal(1)
-    pool_capacity_ratios: dict[str, Decimal] = field(default_factory=dict)
-    max_quota_change: int | None = None
-    require_owner: bool = True
-    require_cost_center: bool = True
-    platform_team: tuple[str, ...] = ()
-    reserved_namespaces: tuple[str, ...] = ()  # reserved on top of RESERVED_NAMESPACES
-    idle_below_percent: Decimal = Decimal(5)
-    idle_window: str = "24h"
+    KIND: ClassVar[str] = "Guardrails"
+    capacity_ratio: Decimal
+    pool_capacity_ratios: dict[str, Decimal]
+    max_quota_change: int | None
+    require_owner: bool
+    require_cost_center: bool
+    platform_team: tuple[str, ...]
+    reserved_namespaces: tuple[str, ...]  # reserved on top of RESERVED_NAMESPACES
+    idle_below_percent: Decimal
+    idle_window: str
     declared: bool = True
 
     def ratio_for(self, pool: str) -> Decimal:
@@ -355,7 +380,7 @@ class Model:
     def cluster(self, name: str) -> Cluster:
         if name in self.clusters:
             return self.clusters[name]
-        return Cluster(name, _NO_DOC, declared=False)
+        return _cluster(name, _NO_DOC, {"backend": DEFAULT_BACKEND}, declared=False)
 
     def pool_cluster(self, pool: GPUPool) -> str | None:
         """The cluster a pool belongs to; None when that is ambiguous (a policy error)."""
@@ -420,15 +445,71 @@ class Model:
         return owners
 
 
-def _empty_doc() -> SourceDoc:
-    import yaml
+class _Defaults:
+    """The source of what nobody declared (the default policies and cluster)."""
 
-    return SourceDoc("<defaults>", 0, yaml.MappingNode("tag:yaml.org,2002:map", []), {})
+    file = "<defaults>"
+    origin = "<defaults>"
+
+    def locate(self, path: tuple[Any, ...] = (), key: bool = False) -> Location:
+        return Location(self.file)
 
 
-_NO_DOC = _empty_doc()
-_DEFAULT_SCHEDULING = SchedulingPolicy("default", _NO_DOC, declared=False)
-_DEFAULT_GUARDRAILS = Guardrails("default", _NO_DOC, declared=False)
+def _cluster(name: str, doc: Locator, declared_spec: dict[str, Any], declared: bool = True) -> Cluster:
+    spec = defaulted("Cluster", declared_spec)
+    mig, operations = spec["migConfig"], spec["operations"]
+    return Cluster(
+        name,
+        doc,
+        backend=spec["backend"],
+        mig_config_name=mig["name"],
+        mig_config_namespace=mig["namespace"],
+        operations_image=operations.get("image"),
+        operations_namespace=operations["namespace"],
+        drift_schedule=operations["driftSchedule"],
+        run_agent=operations["agent"],
+        declared=declared,
+    )
+
+
+def _scheduling(name: str, doc: Locator, declared_spec: dict[str, Any], declared: bool = True) -> SchedulingPolicy:
+    spec = defaulted("SchedulingPolicy", declared_spec)
+    preemption = spec["preemption"]
+    return SchedulingPolicy(
+        name,
+        doc,
+        queueing_strategy=spec["queueingStrategy"],
+        reclaim_within_cohort=preemption["reclaimWithinCohort"],
+        within_cluster_queue=preemption["withinClusterQueue"],
+        borrow_within_cohort=preemption["borrowWithinCohort"]["policy"],
+        borrow_max_priority_threshold=preemption["borrowWithinCohort"].get("maxPriorityThreshold"),
+        volcano_plugin=spec["volcano"]["plugin"],
+        declared=declared,
+    )
+
+
+def _guardrails(name: str, doc: Locator, declared_spec: dict[str, Any], declared: bool = True) -> Guardrails:
+    spec = defaulted("Guardrails", declared_spec)
+    return Guardrails(
+        name,
+        doc,
+        capacity_ratio=Decimal(str(spec["capacityRatio"])),
+        pool_capacity_ratios={k: Decimal(str(v)) for k, v in (spec.get("poolCapacityRatios") or {}).items()},
+        max_quota_change=spec.get("maxQuotaChangePerPullRequest"),
+        require_owner=spec["requireOwner"],
+        require_cost_center=spec["requireCostCenter"],
+        platform_team=tuple(spec.get("platformTeam", ())),
+        reserved_namespaces=tuple(spec.get("reservedNamespaces", ())),
+        idle_below_percent=Decimal(str(spec["idle"]["utilizationBelowPercent"])),
+        idle_window=spec["idle"]["window"],
+        declared=declared,
+    )
+
+
+DEFAULT_BACKEND = "kueue"  # of the one cluster a repository without Cluster declarations drives
+_NO_DOC = _Defaults()
+_DEFAULT_SCHEDULING = _scheduling("default", _NO_DOC, {}, declared=False)
+_DEFAULT_GUARDRAILS = _guardrails("default", _NO_DOC, {}, declared=False)
 
 
 def _decimal(value: Any) -> Decimal:
@@ -551,20 +632,7 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
         return items[0] if items else None
 
     for name, doc in unique("Cluster"):
-        spec = doc.data["spec"]
-        mig = spec.get("migConfig") or {}
-        operations = spec.get("operations") or {}
-        model.clusters[name] = Cluster(
-            name,
-            doc,
-            backend=spec["backend"],
-            mig_config_name=mig.get("name", "gpugov-mig-parted-config"),
-            mig_config_namespace=mig.get("namespace", "gpu-operator"),
-            operations_image=operations.get("image"),
-            operations_namespace=operations.get("namespace", "gpugov-system"),
-            drift_schedule=operations.get("driftSchedule", "*/30 * * * *"),
-            run_agent=operations.get("agent", True),
-        )
+        model.clusters[name] = _cluster(name, doc, doc.data["spec"])
     for name, doc in unique("AcceleratorModel"):
         if name in MODELS:
             findings.append(
@@ -609,40 +677,12 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
             weight=_weight(spec),
         )
     for name, doc in unique("PriorityClass"):
-        spec = doc.data["spec"]
-        model.priority_classes[name] = PriorityClass(
-            name, doc, spec["value"], spec.get("preemptible", True), spec.get("description", "")
-        )
+        spec = defaulted("PriorityClass", doc.data["spec"])
+        model.priority_classes[name] = PriorityClass(name, doc, spec["value"], spec["preemptible"], spec.get("description", ""))
     if found := singleton("SchedulingPolicy"):
         name, doc = found
-        spec = doc.data["spec"]
-        preemption = spec.get("preemption") or {}
-        borrow = preemption.get("borrowWithinCohort") or {}
-        model.scheduling = SchedulingPolicy(
-            name,
-            doc,
-            queueing_strategy=spec.get("queueingStrategy", "BestEffortFIFO"),
-            reclaim_within_cohort=preemption.get("reclaimWithinCohort", "Any"),
-            within_cluster_queue=preemption.get("withinClusterQueue", "LowerPriority"),
-            borrow_within_cohort=borrow.get("policy", "LowerPriority"),
-            borrow_max_priority_threshold=borrow.get("maxPriorityThreshold"),
-            volcano_plugin=(spec.get("volcano") or {}).get("plugin", "capacity"),
-        )
+        model.scheduling = _scheduling(name, doc, doc.data["spec"])
     if found := singleton("Guardrails"):
         name, doc = found
-        spec = doc.data["spec"]
-        idle = spec.get("idle") or {}
-        model.guardrails = Guardrails(
-            name,
-            doc,
-            capacity_ratio=Decimal(str(spec.get("capacityRatio", 1))),
-            pool_capacity_ratios={k: Decimal(str(v)) for k, v in (spec.get("poolCapacityRatios") or {}).items()},
-            max_quota_change=spec.get("maxQuotaChangePerPullRequest"),
-            require_owner=spec.get("requireOwner", True),
-            require_cost_center=spec.get("requireCostCenter", True),
-            platform_team=tuple(spec.get("platformTeam", ())),
-            reserved_namespaces=tuple(spec.get("reservedNamespaces", ())),
-            idle_below_percent=Decimal(str(idle.get("utilizationBelowPercent", 5))),
-            idle_window=idle.get("window", "24h"),
-        )
+        model.guardrails = _guardrails(name, doc, doc.data["spec"])
     return model, findings

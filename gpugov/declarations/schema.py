@@ -122,13 +122,13 @@ _TAINT = {
     },
 }
 _ENUM_PREEMPTION = {
-    "reclaimWithinCohort": {"enum": ["Never", "LowerPriority", "Any"]},
-    "withinClusterQueue": {"enum": ["Never", "LowerPriority", "LowerOrNewerEqualPriority"]},
+    "reclaimWithinCohort": {"enum": ["Never", "LowerPriority", "Any"], "default": "Any"},
+    "withinClusterQueue": {"enum": ["Never", "LowerPriority", "LowerOrNewerEqualPriority"], "default": "LowerPriority"},
     "borrowWithinCohort": {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "policy": {"enum": ["Never", "LowerPriority"]},
+            "policy": {"enum": ["Never", "LowerPriority"], "default": "LowerPriority"},
             "maxPriorityThreshold": {"type": "integer"},
         },
     },
@@ -272,7 +272,11 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         _spec(
             {
                 "value": {"type": "integer", "minimum": -2147483648, "maximum": 1000000000},
-                "preemptible": {"type": "boolean", "description": "May workloads of this class be preempted?"},
+                "preemptible": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "May workloads of this class be preempted?",
+                },
                 "description": {"type": "string"},
             },
             ["value"],
@@ -282,9 +286,9 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "Preemption and queueing policy (policies/); at most one.",
         _spec(
             {
-                "queueingStrategy": {"enum": ["StrictFIFO", "BestEffortFIFO"]},
+                "queueingStrategy": {"enum": ["StrictFIFO", "BestEffortFIFO"], "default": "BestEffortFIFO"},
                 "preemption": _spec(_ENUM_PREEMPTION),
-                "volcano": _spec({"plugin": {"enum": ["capacity", "proportion"]}}),
+                "volcano": _spec({"plugin": {"enum": ["capacity", "proportion"], "default": "capacity"}}),
             }
         ),
     ),
@@ -295,15 +299,16 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "capacityRatio": {
                     "type": "number",
                     "exclusiveMinimum": 0,
-                    "description": "Guaranteed/physical, default 1.0.",
+                    "default": 1,
+                    "description": "Guaranteed/physical.",
                 },
                 "poolCapacityRatios": {
                     "type": "object",
                     "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
                 },
                 "maxQuotaChangePerPullRequest": {"type": "integer", "minimum": 0},
-                "requireOwner": {"type": "boolean"},
-                "requireCostCenter": {"type": "boolean"},
+                "requireOwner": {"type": "boolean", "default": True},
+                "requireCostCenter": {"type": "boolean", "default": True},
                 "platformTeam": {**_STRINGS, "description": "Code owners of every declaration file, tenant files included."},
                 "reservedNamespaces": {
                     "type": "array",
@@ -314,8 +319,8 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 },
                 "idle": _spec(
                     {
-                        "utilizationBelowPercent": {"type": "number", "minimum": 0, "maximum": 100},
-                        "window": {"type": "string", "pattern": r"^[0-9]+[smhd]$"},
+                        "utilizationBelowPercent": {"type": "number", "minimum": 0, "maximum": 100, "default": 5},
+                        "window": {"type": "string", "pattern": r"^[0-9]+[smhd]$", "default": "24h"},
                     }
                 ),
             }
@@ -327,13 +332,22 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             {
                 "description": {"type": "string"},
                 "backend": {"enum": ["kueue", "volcano"]},
-                "migConfig": _spec({"name": _NAME, "namespace": _NAME}),
+                "migConfig": _spec(
+                    {
+                        "name": {**_NAME, "default": "gpugov-mig-parted-config"},
+                        "namespace": {**_NAME, "default": "gpu-operator"},
+                    }
+                ),
                 "operations": _spec(
                     {
                         "image": {**_NAME, "description": "Image with gpugov and this repository at /config."},
-                        "namespace": _NAME,
-                        "driftSchedule": {"type": "string", "description": "Cron schedule of the drift CronJob."},
-                        "agent": {"type": "boolean", "description": "Run the NVML node agent on GPU nodes."},
+                        "namespace": {**_NAME, "default": "gpugov-system"},
+                        "driftSchedule": {
+                            "type": "string",
+                            "default": "*/30 * * * *",
+                            "description": "Cron schedule of the drift CronJob.",
+                        },
+                        "agent": {"type": "boolean", "default": True, "description": "Run the NVML node agent on GPU nodes."},
                     },
                     ["image"],
                 ),
@@ -372,6 +386,43 @@ def schema_files() -> dict[str, str]:
     """File name -> JSON text of every kind's schema (what `gpugov schema --out` writes)."""
     return {f"{kind.lower()}.json": json.dumps(kind_schema(kind), indent=2, sort_keys=True) + "\n" for kind in SPECS}
 
+
+
+class _Nested(dict):  # type: ignore[type-arg]
+    """The defaults inside an object property (as opposed to a default that is itself a mapping)."""
+
+
+def _default_tree(schema: dict[str, Any]) -> _Nested:
+    tree = _Nested()
+    for name, prop in schema.get("properties", {}).items():
+        if "default" in prop:
+            tree[name] = prop["default"]
+        elif prop.get("type") == "object" and (inner := _default_tree(prop)):
+            tree[name] = inner
+    return tree
+
+
+@cache
+def _defaults_of(kind: str) -> _Nested:
+    return _default_tree(SPECS[kind][1])
+
+
+def _fill(tree: _Nested, data: dict[str, Any]) -> dict[str, Any]:
+    filled = dict(data)
+    for key, default in tree.items():
+        if isinstance(default, _Nested):
+            current = filled.get(key)
+            filled[key] = _fill(default, current if isinstance(current, dict) else {})
+        elif key not in filled:
+            filled[key] = default
+    return filled
+
+
+def defaulted(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A schema-valid spec with the schema's defaults filled in, at every depth (an absent
+    object is filled as if declared empty). The schema is the one place defaults are written:
+    editors show them, and the model reads them from here."""
+    return _fill(_defaults_of(kind), spec)
 
 @cache
 def _fast(kind: str) -> Any:

@@ -89,7 +89,7 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
         if bypass:
             how = f"no {QUEUE_LABEL} label" if backend == "kueue" else "not scheduled by volcano"
             findings.append(make(QUEUE_BYPASS, f"pod {name} of tenant {tenant} requests {_amounts(requests)} with "
-                                 f"{how}", model.tenants[tenant].doc.locate(("metadata", "name")),
+                                 f"{how}", model.tenants[tenant].name_at(),
                                  object=f"Pod {name}"))
         pool = node_pool.get((pod.get("spec") or {}).get("nodeName", ""))
         if pool is not None and pool not in {q.pool for q in model.tenants[tenant].quotas}:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, Protocol
 
 
 class Level(StrEnum):
@@ -22,6 +23,19 @@ class Location:
         if not self.line:
             return self.file
         return f"{self.file}:{self.line}:{self.col}"
+
+
+class Locator(Protocol):
+    """Where a declaration was written: its file, its own origin (file:line) and each field's location.
+
+    The loader's SourceDoc is one; the model and the checks see only this."""
+
+    file: str
+
+    @property
+    def origin(self) -> str: ...
+
+    def locate(self, path: tuple[Any, ...] = (), key: bool = False) -> Location: ...
 
 
 @dataclass(frozen=True)

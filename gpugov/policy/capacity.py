@@ -188,7 +188,7 @@ def check_capacity(model: Model) -> Iterator[Finding]:
                 OVER_CAPACITY,
                 f"{kind} '{owner.name}' holds {shown(amount)}{whole} of {summary}",
                 owner.at("quotas", quota.index, "resources", key),
-                pool.doc.locate(("metadata", "name")),
+                pool.name_at(),
             )
 
 

@@ -79,7 +79,7 @@ def check_cpu_memory_known(model: Model) -> Iterator[Finding]:
                     f"{' or '.join(missing)}: its ClusterQueue would get 0 {' and '.join(missing)} there, so no pod "
                     "requesting them is admitted",
                     tenant.at("quotas", quota.index, "pool"),
-                    pool.doc.locate(("metadata", "name")),
+                    pool.name_at(),
                 )
 
 
@@ -118,7 +118,7 @@ def check_topology(model: Model) -> Iterator[Finding]:
                         pool.at("nodes", node.index, "name"),
                     )
         if not pool.nodes and not pool.node_count:
-            yield make(NO_NODES, f"pool '{pool.name}' has no nodes", pool.doc.locate(("metadata", "name")))
+            yield make(NO_NODES, f"pool '{pool.name}' has no nodes", pool.name_at())
 
 
 @check
@@ -145,5 +145,5 @@ def check_volcano_node_groups(model: Model) -> Iterator[Finding]:
                 VOLCANO_NODE_GROUP,
                 f"pool '{pool.name}' has node group '{group}', like pool '{other}' of Volcano cluster '{cluster}': "
                 "a Queue pinned to either could run on the nodes of both",
-                pool.at("nodeSelector", "matchLabels") if pool.node_selector else pool.doc.locate(("metadata", "name")),
+                pool.at("nodeSelector", "matchLabels") if pool.node_selector else pool.name_at(),
             )

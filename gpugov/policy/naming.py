@@ -62,11 +62,11 @@ def check_names(model: Model) -> Iterator[Finding]:
     for group in groups:
         for decl in group.values():
             if not _is_label(decl.name):
-                kind = decl.doc.data["kind"]
+                kind = decl.kind
                 yield make(
                     INVALID_NAME,
                     f"{kind} name '{decl.name}' is not a DNS-1123 label",
-                    decl.doc.locate(("metadata", "name")),
+                    decl.name_at(),
                 )
     for tenant in model.tenants.values():
         for index, namespace in enumerate(tenant.namespaces):

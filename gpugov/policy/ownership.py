@@ -29,10 +29,10 @@ def check_ownership(model: Model) -> Iterator[Finding]:
     limits = model.limits
     for tenant in model.tenants.values():
         if limits.require_owner and tenant.owners.empty:
-            yield make(OWNER_MISSING, f"tenant '{tenant.name}' has no owners", tenant.doc.locate(("metadata", "name")))
+            yield make(OWNER_MISSING, f"tenant '{tenant.name}' has no owners", tenant.name_at())
         if limits.require_cost_center and not tenant.cost_center:
             yield make(
                 COST_CENTER_MISSING,
                 f"tenant '{tenant.name}' has no costCenter",
-                tenant.doc.locate(("metadata", "name")),
+                tenant.name_at(),
             )

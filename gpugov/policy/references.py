@@ -47,7 +47,7 @@ def check_references(model: Model) -> Iterator[Finding]:
             yield make(
                 AMBIGUOUS_CLUSTER,
                 f"pool '{pool.name}' must name its cluster, one of: {', '.join(sorted(clusters))}",
-                pool.doc.locate(("metadata", "name")),
+                pool.name_at(),
             )
         for node in pool.nodes:
             if node.mig_layout and node.mig_layout not in pool.mig_layouts:

@@ -72,6 +72,6 @@ def check_declaration_folders(model: Model) -> Iterator[Finding]:
     for folder, decls in expected:
         for decl in decls:
             if decl.origin and _folder_of(decl) != folder:
-                kind = decl.doc.data.get("kind", type(decl).__name__)  # DeclaredModel is an AcceleratorModel
+                kind = decl.kind
                 yield make(WRONG_FOLDER, f"{kind} '{decl.name}' is declared in {_folder_of(decl)}/, not {folder}/",
-                           decl.doc.locate(("metadata", "name")))
+                           decl.name_at())
