@@ -30,7 +30,7 @@ from typing import Any
 
 from gpugov.sandbox import crds as crd_mod
 from gpugov.sandbox.components import Component, ComponentError
-from gpugov.sandbox.controlplane import ControlPlane, free_ports, log_tail, process_alive
+from gpugov.sandbox.controlplane import ControlPlane, all_or_nothing, free_ports, log_tail, process_alive
 from gpugov.sandbox.kube import controller_manager, scheduler
 from gpugov.sandbox.kueue import Kueue
 from gpugov.sandbox.kwok import kwok
@@ -100,7 +100,7 @@ class Sandbox:
 
     def start(self) -> Sandbox:
         """Start every component and wait until each is ready. Stops them all on failure."""
-        try:
+        with all_or_nothing(self.stop, self._detach):
             binaries = {name: tool_binary(name) for name in (SCHEDULER_BINARY, CONTROLLER_MANAGER_BINARY, KWOK_BINARY, KUEUE_BINARY)}
             config_dir = kueue_config_dir(binaries[KUEUE_BINARY])
             begin = time.monotonic()
@@ -136,11 +136,6 @@ class Sandbox:
             self.components.append(kueue.component)
             kueue.start(self._timeout, detach=self._detach)
             self._record("kueue", kueue.component.version, kueue.component.pid or 0, begin, kueue.component.log_path)
-        except BaseException:
-            self.stop()
-            raise
-        if not self._detach:
-            atexit.register(self.stop)
         return self
 
     def _record(self, name: str, version: str, pid: int, begin: float, log: Path) -> None:

@@ -33,7 +33,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -55,6 +55,19 @@ _START_ATTEMPTS = 3  # retries only for the (rare) race on a just-picked free po
 _LOG_TAIL_LINES = 40
 
 _T = TypeVar("_T")
+
+
+@contextlib.contextmanager
+def all_or_nothing(stop: Callable[[], None], detach: bool) -> Iterator[None]:
+    """Run a start-up: on any failure (Ctrl-C included) stop what it started and re-raise, so
+    nothing is left half-started; what is not detached is stopped when the interpreter exits."""
+    try:
+        yield
+    except BaseException:
+        stop()
+        raise
+    if not detach:
+        atexit.register(stop)
 
 
 class ControlPlaneError(RuntimeError):
@@ -237,19 +250,13 @@ class ControlPlane:
         """Start the server, wait for readiness, install CRDs. Cleans up on failure."""
         if self._process is not None:
             raise ControlPlaneError("control plane already started")
-        try:
+        with all_or_nothing(self.stop, self._detach):
             self._binary = self._binary or controlplane_binary()
             self._workdir = self._make_workdir()
             self._pki = generate_pki(self.workdir / "pki")
             self._start_server(self._binary)
             self._write_kubeconfig()
             self._install_crds()
-        except BaseException:
-            # Includes KeyboardInterrupt: never leave a half-started server.
-            self.stop()
-            raise
-        if not self._detach:
-            atexit.register(self.stop)
         return self
 
     def stop(self) -> None:
