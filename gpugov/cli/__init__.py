@@ -15,7 +15,11 @@ from gpugov import __version__
 from gpugov.agent.cli import register as agent_command
 from gpugov.app.exit import ExitCode
 from gpugov.cli import cluster, declarations
+from gpugov.cli.capacity import register as capacity_command
 from gpugov.cli.common import CommandFailed, fail
+from gpugov.cli.doctor import register as doctor_command
+from gpugov.cli.queue import register as queue_commands
+from gpugov.cli.usage import register as usage_command
 from gpugov.notify.cli import register as notify_command
 from gpugov.sandbox.cli import register as sandbox_command
 
@@ -44,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     declarations.register(sub)
     cluster.register(sub)
+    capacity_command(sub)
+    queue_commands(sub)
+    usage_command(sub)
+    doctor_command(sub)
     agent_command(sub)
     notify_command(sub)
     sandbox_command(sub)

@@ -1,0 +1,150 @@
+"""`gpugov queue` and `gpugov why`: the queues of a Kueue cluster in the organisation's terms.
+
+Read-only and paginated (gpugov.cluster.queues); a read that is not whole exits 3. Exit 1 when
+a shown pending workload can never start as declared (it exceeds its tenant's maximum, no pool
+matches it, or its queue is misconfigured): a finding, not a wait.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from gpugov.app.desired import DesiredState
+from gpugov.app.exit import ExitCode
+from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail, kubeconfig_args
+from gpugov.queueing.view import Snapshot, snapshot
+
+Progress = Callable[[str], None]
+
+
+def progress_printer(what: str) -> tuple[Progress, Callable[[], None]]:
+    """(report a step, clear the line): on a terminal only, on stderr, so output stays clean."""
+    if not sys.stderr.isatty():
+        return (lambda _step: None), (lambda: None)
+
+    def show(step: str) -> None:
+        sys.stderr.write(f"\r\x1b[2Kgpugov {what}: {step}")
+        sys.stderr.flush()
+
+    def clear() -> None:
+        sys.stderr.write("\r\x1b[2K")
+        sys.stderr.flush()
+
+    return show, clear
+
+
+def positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
+def _kueue_state(args: argparse.Namespace, what: str) -> DesiredState:
+    state = desired(args)
+    if state.backend != "kueue":
+        raise CommandFailed(f"{what} reads Kueue's queues; cluster {state.cluster} is scheduled by {state.backend}")
+    return state
+
+
+def _snapshot(args: argparse.Namespace, state: DesiredState, what: str) -> Snapshot:
+    """The Snapshot of the cluster, or CommandFailed (exit 3 when it could not be read whole)."""
+    from kubernetes import config as kube_config
+
+    from gpugov.cli.cluster import api_client
+    from gpugov.cluster.queues import read_queues
+    from gpugov.queueing.workload import WorkloadError
+    from gpugov.sources import CheckIncomplete
+
+    show, clear = progress_printer(what)
+    now = datetime.now(UTC).replace(microsecond=0)
+    try:
+        read = read_queues(api_client(args), page_size=args.page_size, on_progress=show)
+        snap = snapshot(state.model, now, read.cluster_queues, read.local_queues, read.workloads, read.pending,
+                        read.readable)
+    except (CheckIncomplete, WorkloadError, kube_config.ConfigException, OSError) as exc:
+        clear()
+        raise CommandFailed(f"could not read the queues of cluster {state.cluster}: {' '.join(str(exc).split())}",
+                            ExitCode.INCOMPLETE) from None
+    clear()
+    return snap
+
+
+def cmd_queue(args: argparse.Namespace) -> ExitCode:
+    from gpugov.queueing import report
+    from gpugov.queueing.view import entries
+
+    state = _kueue_state(args, "queue")
+    known = set(state.model.tenants)
+    unknown = sorted(set(args.tenant or ()) - known)
+    if unknown:
+        return fail(f"no tenant {', '.join(unknown)} is declared (tenants: {', '.join(sorted(known))})")
+    snap = _snapshot(args, state, "queue")
+    shown = entries(snap, args.tenant or ())
+    render = {"text": report.queue_text, "json": report.queue_json, "markdown": report.queue_markdown}[args.format]
+    sys.stdout.write(render(shown, snap.now, state.cluster))
+    return ExitCode.FINDINGS if any(e.reason.finding for e in shown) else ExitCode.OK
+
+
+def cmd_why(args: argparse.Namespace) -> ExitCode:
+    from gpugov.queueing import report
+    from gpugov.queueing.view import explain_job
+
+    namespace, _, job = args.job.partition("/")
+    if not namespace or not job:
+        return fail(f"{args.job!r}: name the job as NAMESPACE/JOB")
+    state = _kueue_state(args, "why")
+    snap = _snapshot(args, state, "why")
+    if namespace not in snap.readable:
+        return fail(f"you may not read the Workloads of namespace {namespace}", ExitCode.INCOMPLETE)
+    candidates = [w for w in snap.workloads
+                  if w.namespace == namespace and job in (w.job, w.name)]
+    if not candidates:
+        return fail(f"no Workload for {namespace}/{job}: no such job, or it finished and its Workload was deleted")
+    workload = max(candidates, key=lambda w: (w.created or snap.now, w.name))
+    explanation = explain_job(snap, workload)
+    if args.format == "json":
+        sys.stdout.write(report.why_json(explanation, snap.now, state.cluster))
+    else:
+        sys.stdout.write(report.why_text(explanation, snap.now, markdown=args.format == "markdown"))
+    return ExitCode.FINDINGS if explanation.entry.reason.finding else ExitCode.OK
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    from gpugov.queueing.report import FORMATS
+
+    compile_target_args(p)
+    kubeconfig_args(p)
+    p.add_argument("--format", choices=FORMATS, default="text")
+    p.add_argument("--page-size", type=positive, default=500, metavar="N", help="objects per list request (default 500)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "queue",
+        help="pending and admitted workloads per tenant and queue, with positions and why each waits",
+        description="Per tenant and LocalQueue: admitted and pending Workloads with size (accelerators x pool), "
+        "priority, position (Kueue's visibility API), why each pending one waits in plain words, and an estimated "
+        "start where the running workloads' ends are known. Other tenants' job names are hidden unless you may "
+        "read their Workloads. Exit 0, 1 when a pending workload can never start as declared, 3 could not read.",
+    )
+    _common(p)
+    p.add_argument("--tenant", action="append", metavar="T", help="only this tenant (repeatable)")
+    p.set_defaults(func=cmd_queue)
+    w = sub.add_parser(
+        "why",
+        help="why one job waits: reason, deficit, what is ahead of it, estimated start",
+        description="Explain one job (NAMESPACE/JOB: a Job's name or its Workload's): its state and position, why "
+        "it waits, what is ahead of it in its ClusterQueue, what runs where it waits, and when it may start. "
+        "Exit 0, 1 when it can never start as declared, 2 no such job, 3 could not read.",
+    )
+    w.add_argument("job", metavar="NAMESPACE/JOB")
+    _common(w)
+    w.set_defaults(func=cmd_why)

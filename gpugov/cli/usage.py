@@ -1,0 +1,132 @@
+"""`gpugov usage`: the accelerator usage and cost ledger of a Kueue cluster over a window.
+
+Read-only: every Workload (cluster-wide, paginated) and, for idle hours, DCGM utilisation from
+Prometheus (range queries in chunks). A read that is not whole, or an earlier admission that
+cannot be placed in a pool, exits 3: a partial ledger is never presented as whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+from gpugov.app.exit import ExitCode
+from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail, kubeconfig_args
+from gpugov.cli.queue import positive, progress_printer
+from gpugov.queueing.clusterqueue import ClusterQueue, cluster_queue
+from gpugov.queueing.workload import Workload
+
+
+def _write(path: str | None, text: str) -> None:
+    if path is None or path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CommandFailed(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def cmd_usage(args: argparse.Namespace) -> ExitCode:
+    from kubernetes import config as kube_config
+
+    from gpugov.cli.cluster import api_client
+    from gpugov.cluster.queues import read_workloads
+    from gpugov.queueing.workload import WorkloadError, from_object
+    from gpugov.sources import CheckIncomplete
+    from gpugov.sources.prometheus import utilisation_series
+    from gpugov.usage import chart, formats
+    from gpugov.usage.idle import idle
+    from gpugov.usage.ledger import cluster_pools, ledger
+    from gpugov.usage.segments import segments
+    from gpugov.usage.window import WindowError, parse_window
+
+    if not args.prometheus and not args.no_idle:
+        return fail("idle hours need DCGM utilisation: give --prometheus URL, or --no-idle to leave them at 0")
+    now = datetime.now(UTC)
+    try:
+        window = parse_window(args.since, args.until, now)
+    except WindowError as exc:
+        return fail(str(exc))
+    state = desired(args)
+    if state.backend != "kueue":
+        return fail(f"usage reads Kueue's Workloads; cluster {state.cluster} is scheduled by {state.backend}")
+    model = state.model
+    queues: dict[str, ClusterQueue] = {o["metadata"]["name"]: cluster_queue(o) for o in state.objects
+                                       if o["kind"] == "ClusterQueue"}
+    owners = model.tenant_of_namespace()
+
+    def tenant_of(w: Workload) -> str:
+        if w.cluster_queue in model.tenants:
+            return w.cluster_queue
+        return owners.get(w.namespace) or w.cluster_queue or f"(namespace {w.namespace})"
+
+    pools = cluster_pools(model, state.cluster)
+
+    def offers(w: Workload, resource: str) -> list[str]:
+        """The pools its ClusterQueue lists the resource in and that have it (queues list every
+        covered resource on every flavor, at nominal 0 where the pool has none)."""
+        queue = queues.get(tenant_of(w))
+        return [f for f in queue.offers(resource) if f in pools and resource in pools[f].capacity] if queue else []
+
+    show, clear = progress_printer("usage")
+    try:
+        workloads = [from_object(w) for w in read_workloads(api_client(args), page_size=args.page_size,
+                                                            on_progress=show)]
+        found, unplaced = segments(workloads, window, now, tenant_of, offers)
+        if unplaced:
+            first = unplaced[0]
+            raise CheckIncomplete(f"{len(unplaced)} earlier admission(s) cannot be placed in a pool, e.g. "
+                                  f"{first.workload} ({first.seconds} s): {first.why}")
+        idle_seconds: dict[tuple[str, str, str], Decimal] = {}
+        notes: list[str] = []
+        if args.prometheus:
+            series = utilisation_series(args.prometheus, window.since, window.until, args.step, on_progress=show)
+            measured = idle(workloads, found, series, timedelta(seconds=args.step), model.limits.idle_below_percent)
+            idle_seconds = measured.seconds
+            if measured.pods_without_samples:
+                notes.append(f"{measured.pods_without_samples} pod(s) of admitted workloads have no DCGM samples: "
+                             "their time is not counted idle")
+        else:
+            notes.append("idle hours not measured (--no-idle): idle_hours are 0")
+    except (CheckIncomplete, WorkloadError, kube_config.ConfigException, OSError) as exc:
+        clear()
+        return fail(f"could not read the usage of cluster {state.cluster}: {' '.join(str(exc).split())}",
+                    ExitCode.INCOMPLETE)
+    clear()
+    book = ledger(model, state.cluster, window, found, idle_seconds, notes)
+    _write(args.out, formats.RENDER[args.format](book))
+    if args.chart:
+        _write(args.chart, chart.svg(found, window, pools, state.cluster))
+    for note in book.notes:
+        print(f"gpugov: note: {note}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from gpugov.usage.formats import FORMATS
+
+    p = sub.add_parser(
+        "usage",
+        help="the usage and cost ledger per tenant, cost centre and pool over a window",
+        description="Accelerator-hours admitted per tenant, cost centre and pool (from Kueue's Workload admission "
+        "and finish times), in quota vs borrowed, idle-but-allocated (DCGM below the Guardrails idle threshold), "
+        "cost at each pool's pricePerAcceleratorHour, what nobody held, and the capacity it adds up to. "
+        "Exit 0, 2 bad usage, 3 could not read the whole window.",
+    )
+    compile_target_args(p)
+    kubeconfig_args(p)
+    p.add_argument("--since", required=True, help="start: ISO 8601 (2026-11-01, 2026-11-01T08:00:00Z) or a "
+                   "duration before --until (90m, 24h, 7d, 2w)")
+    p.add_argument("--until", help="end: ISO 8601, not in the future (default: now)")
+    p.add_argument("--prometheus", metavar="URL", help="Prometheus with DCGM metrics, for idle hours")
+    p.add_argument("--no-idle", action="store_true", help="no Prometheus: leave idle hours at 0 (and say so)")
+    p.add_argument("--step", type=positive, default=60, metavar="SECONDS", help="DCGM sampling step (default 60)")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("--out", metavar="FILE", help="write the ledger here instead of stdout")
+    p.add_argument("--chart", metavar="FILE.svg", help="also write an SVG chart of usage per tenant over time")
+    p.add_argument("--page-size", type=positive, default=500, metavar="N", help="objects per list request (default 500)")
+    p.set_defaults(func=cmd_usage)

@@ -1,0 +1,122 @@
+"""When a pending workload may start, from the expected ends of the running ones.
+
+A running workload's end is known only when Kueue will end it: `spec.maximumExecutionTimeSeconds`
+(Job label `kueue.x-k8s.io/max-exec-time-seconds`) after its admission. For each pool where the
+workload waits, the need is its deficit plus what the workloads ahead of it in its ClusterQueue
+ask of that resource; the estimate is the first expected end by which the running workloads that
+hold that resource there (in its cohort tree for a quota wait, in its own ClusterQueue for a
+borrowing limit) release that much. Over several resources of a pool the latest such end counts;
+over several pools the earliest. It is an estimate: work queued in other ClusterQueues of the
+cohort, priorities and preemption can change the order, and a job may end before its limit.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from gpugov.kube.quantity import format_quantity
+from gpugov.queueing.reasons import Deficit, Reason, Why
+from gpugov.queueing.workload import Workload
+
+
+@dataclass(frozen=True)
+class Estimate:
+    at: datetime | None  # None: no estimate
+    text: str
+    relies_on: tuple[str, ...] = ()  # namespace/job of the running workloads whose ends it uses
+
+
+@dataclass(frozen=True)
+class Releases:
+    """What the running workloads will release of one pool resource: known ends soonest first,
+    with the running total, and how many hold some with no known end."""
+
+    pool: str
+    resource: str
+    ends: tuple[tuple[datetime, str, Decimal], ...]  # (expected end, namespace/job, total released by then)
+    unknown: int
+
+    @classmethod
+    def of(cls, running: Iterable[Workload], pool: str, resource: str) -> Releases:
+        holders = [(w, w.usage_by_flavor().get((pool, resource), Decimal(0))) for w in running]
+        holders = [(w, amount) for w, amount in holders if amount > 0]
+        known = sorted((w.expected_end, f"{w.namespace}/{w.job}", amount) for w, amount in holders
+                       if w.expected_end is not None)
+        total, ends = Decimal(0), []
+        for end, name, amount in known:
+            total += amount
+            ends.append((end, name, total))
+        return cls(pool, resource, tuple(ends), len(holders) - len(known))
+
+    def when(self, need: Decimal, now: datetime) -> tuple[datetime | None, str, tuple[str, ...]]:
+        """(first time `need` is released, why not when never, the workloads it relies on)."""
+        totals = [total for _, _, total in self.ends]
+        index = bisect_left(totals, need)
+        if index < len(self.ends):
+            return max(self.ends[index][0], now), "", tuple(name for _, name, _ in self.ends[:index + 1])
+        if self.unknown:
+            return None, (f"{self.unknown} running workload(s) holding {self.resource} in pool {self.pool} have no "
+                          "expected end (no maximum execution time)"), ()
+        released = totals[-1] if totals else Decimal(0)
+        return None, (f"the running workloads hold only {format_quantity(released)} {self.resource} in pool "
+                      f"{self.pool}, it needs {format_quantity(need)} released"), ()
+
+
+Lookup = Callable[[str, str], Releases]
+
+
+def releases(running: Iterable[Workload]) -> Lookup:
+    """(pool, resource) -> Releases of `running`, each computed once."""
+    workloads = list(running)
+    cache: dict[tuple[str, str], Releases] = {}
+
+    def lookup(pool: str, resource: str) -> Releases:
+        if (pool, resource) not in cache:
+            cache[(pool, resource)] = Releases.of(workloads, pool, resource)
+        return cache[(pool, resource)]
+
+    return lookup
+
+
+def estimate_start(reason: Reason, workload: Workload, ahead: Mapping[str, Decimal], cohort: Lookup, own: Lookup,
+                   now: datetime) -> Estimate:
+    """`ahead`: what the pending workloads before it in its ClusterQueue ask, per resource;
+    `cohort`: the releases of the admitted workloads of every ClusterQueue in its cohort tree (its
+    own included); `own`: those of its own ClusterQueue (see `releases`)."""
+    if reason.why in (Why.ADMITTED, Why.RESERVED, Why.FINISHED):
+        return Estimate(workload.admitted_at, "started")
+    if reason.why == Why.PREEMPTION:
+        return Estimate(now, "as soon as the preempted workloads have left")
+    if reason.finding:
+        return Estimate(None, "never, as declared: " + reason.why.value)
+    if reason.why not in (Why.QUOTA, Why.BORROWING_LIMIT) or not reason.deficits:
+        return Estimate(None, "no estimate for this reason")
+    lookup = own if reason.why == Why.BORROWING_LIMIT else cohort
+    by_pool: dict[str, list[Deficit]] = {}
+    for deficit in reason.deficits:
+        by_pool.setdefault(deficit.pool, []).append(deficit)
+    best: Estimate | None = None
+    why_not: list[str] = []
+    for pool, deficits in sorted(by_pool.items()):
+        latest: datetime | None = None
+        relies: list[str] = []
+        failed = ""
+        for deficit in deficits:
+            need = deficit.more + ahead.get(deficit.resource, Decimal(0))
+            at, failed, used = lookup(deficit.pool, deficit.resource).when(need, now)
+            if at is None:
+                break
+            latest = at if latest is None else max(latest, at)
+            relies.extend(u for u in used if u not in relies)
+        if failed or latest is None:
+            why_not.append(failed or f"nothing known about pool {pool}")
+            continue
+        if best is None or best.at is None or latest < best.at:
+            ends = ", ".join(relies)
+            verb = "reaches its" if len(relies) == 1 else "reach their"
+            best = Estimate(latest, f"when {ends} {verb} maximum execution time in pool {pool}", tuple(relies))
+    return best or Estimate(None, "no estimate: " + "; ".join(why_not))

@@ -1,0 +1,250 @@
+"""Why a Workload waits, in plain words, from its QuotaReserved condition.
+
+Kueue v0.17.0 writes the reason of a pending workload into the message of its QuotaReserved
+condition (status False, reason Pending or Inadmissible). The pieces come from
+pkg/scheduler/flavorassigner (one list per pod set: "couldn't assign flavors to pod set NAME:
+r1, r2", the flavors' reasons sorted), pkg/scheduler/scheduler.go (". Pending the preemption of
+N workload(s)", "Workload no longer fits after processing another workload", ClusterQueue and
+namespace checks) and pkg/controller/core/workload_controller.go (LocalQueue/ClusterQueue
+missing, inactive or stopped). A reason may itself contain ", " and parentheses, so the message
+is scanned for each known shape rather than split; anything unrecognised is kept verbatim
+(reason `other`), never guessed.
+
+Per flavor (= gpugov pool) a pod set either
+- waits for unused quota: "insufficient unused quota for R in flavor F, N more needed";
+- can never fit: "insufficient quota for R in flavor F, previously considered podsets requests
+  (A) + current podset request (B) > maximum capacity (C)": C is the most the queue could ever
+  hold there (its nominal quota, plus what its borrowing limit and the cohort allow);
+- does not match: node affinity, an untolerated taint, a topology-aware-scheduling mismatch, a
+  resource the queue does not offer;
+- waits for a topology domain with room: "topology T doesn't allow to fit any of N pod(s)".
+A wait for unused quota is a borrowing limit when the tenant's own reservation plus the request
+exceeds its nominal quota plus borrowing limit on that flavor (read from its ClusterQueue).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import StrEnum
+
+from gpugov.kube.quantity import QuantityError, format_quantity, parse_quantity
+from gpugov.queueing.clusterqueue import ClusterQueue
+from gpugov.queueing.workload import Workload
+
+
+class Why(StrEnum):
+    ADMITTED = "admitted"
+    RESERVED = "quota-reserved"  # quota held, admission checks pending
+    FINISHED = "finished"
+    QUOTA = "waiting-for-quota"
+    BORROWING_LIMIT = "borrowing-limit"
+    NEVER_FITS = "never-fits"
+    NO_FLAVOR = "no-matching-flavor"
+    TOPOLOGY = "waiting-for-topology"
+    PREEMPTION = "waiting-for-preemption"
+    MISCONFIGURED = "misconfigured-queue"
+    INACTIVE = "inactive"
+    NOT_CONSIDERED = "not-yet-considered"
+    OTHER = "other"
+
+
+# Reasons that no amount of waiting resolves: findings about the job or the declarations.
+FINDINGS = frozenset({Why.NEVER_FITS, Why.NO_FLAVOR, Why.MISCONFIGURED})
+
+_FLAVOR = r"(?P<flavor>[^\s,\"]+)"
+_RESOURCE = r"(?P<resource>[^\s,]+)"
+_UNUSED = re.compile(rf"insufficient unused quota for {_RESOURCE} in flavor {_FLAVOR}, (?P<more>[^\s,]+) more needed")
+_MAXIMUM = re.compile(
+    rf"insufficient quota for {_RESOURCE} in flavor {_FLAVOR}, previously considered podsets requests "
+    r"\((?P<previous>[^)]*)\) \+ current podset request \((?P<request>[^)]*)\) > maximum capacity \((?P<maximum>[^)]*)\)"
+)
+_AFFINITY = re.compile(rf"flavor {_FLAVOR} doesn't match node affinity")
+_TAINT = re.compile(rf"untolerated taint (?P<taint>.+?) in flavor {_FLAVOR}")
+_UNAVAILABLE = re.compile(rf"resource {_RESOURCE} unavailable in ClusterQueue")
+_NOT_FOUND = re.compile(rf"flavor {_FLAVOR} not found")
+_TAS = re.compile(r'Flavor "(?P<flavor>[^"]+)" (?P<what>supports only TopologyAwareScheduling|does not support '
+                  r"TopologyAwareScheduling|does not contain the requested level|information missing in TAS cache)")
+_TOPOLOGY = re.compile(r'topology "(?P<flavor>[^"]+)" (?:doesn\'t allow to fit any of (?P<total>\d+)|allows to fit only '
+                       r"(?P<fit>\d+) out of (?P<total2>\d+)) (?P<unit>[\w-]+)\(s\)")
+_PREEMPTING = re.compile(r"Pending the preemption of (?P<count>\d+) workload\(s\)")
+_MISCONFIGURED = re.compile(
+    r"(?:LocalQueue|ClusterQueue) \S+ (?:doesn't exist|is inactive|not found|is stopped|is terminating or missing)"
+    r"|Workload namespace doesn't match ClusterQueue selector|resources validation failed"
+    r"|resources didn't satisfy LimitRange constraints"
+)
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One thing Kueue said about one flavor (pool)."""
+
+    kind: str  # unused, maximum, affinity, taint, tas, topology, unavailable, not-found
+    flavor: str = ""
+    resource: str = ""
+    amount: Decimal | None = None  # unused: more needed; maximum: the request
+    maximum: Decimal | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Parsed:
+    facts: tuple[Fact, ...]
+    preempting: int | None  # workloads Kueue is preempting for it
+    misconfigured: str  # the misconfiguration Kueue named, "" for none
+
+
+@dataclass(frozen=True)
+class Deficit:
+    pool: str
+    resource: str
+    more: Decimal  # how much more it needs than is free (or than its limit allows)
+    held: Decimal | None = None  # borrowing limit: what the tenant holds there
+    limit: Decimal | None = None  # borrowing limit: nominal + borrowingLimit
+
+
+@dataclass(frozen=True)
+class Reason:
+    why: Why
+    text: str
+    deficits: tuple[Deficit, ...] = ()
+    kueue: str = ""  # the message as Kueue wrote it
+
+    @property
+    def finding(self) -> bool:
+        return self.why in FINDINGS
+
+
+def _amount(text: str) -> Decimal | None:
+    try:
+        return parse_quantity(text.strip())
+    except QuantityError:
+        return None
+
+
+def parse_message(message: str) -> Parsed:
+    """Every fact the message states, in the order it states them."""
+    found: list[tuple[int, Fact]] = []
+    for m in _UNUSED.finditer(message):
+        found.append((m.start(), Fact("unused", m["flavor"], m["resource"], _amount(m["more"]))))
+    for m in _MAXIMUM.finditer(message):
+        previous, request = _amount(m["previous"]) or Decimal(0), _amount(m["request"])
+        total = None if request is None else previous + request
+        found.append((m.start(), Fact("maximum", m["flavor"], m["resource"], total, _amount(m["maximum"]))))
+    for m in _AFFINITY.finditer(message):
+        found.append((m.start(), Fact("affinity", m["flavor"], detail="its node affinity excludes the pool")))
+    for m in _TAINT.finditer(message):
+        found.append((m.start(), Fact("taint", m["flavor"], detail=f"it does not tolerate the taint {m['taint']}")))
+    for m in _UNAVAILABLE.finditer(message):
+        found.append((m.start(), Fact("unavailable", resource=m["resource"])))
+    for m in _NOT_FOUND.finditer(message):
+        found.append((m.start(), Fact("not-found", m["flavor"], detail="the ResourceFlavor does not exist")))
+    for m in _TAS.finditer(message):
+        found.append((m.start(), Fact("tas", m["flavor"], detail=f"the pool {m['what'].replace('Flavor', '')}")))
+    for m in _TOPOLOGY.finditer(message):
+        total = int(m["total"] or m["total2"])
+        fit = int(m["fit"] or 0)
+        found.append((m.start(), Fact("topology", m["flavor"], amount=Decimal(fit), maximum=Decimal(total),
+                                      detail=m["unit"])))
+    preempting = _PREEMPTING.search(message)
+    misconfigured = _MISCONFIGURED.search(message)
+    return Parsed(tuple(f for _, f in sorted(found, key=lambda pair: pair[0])),
+                  int(preempting["count"]) if preempting else None,
+                  misconfigured.group(0) if misconfigured else "")
+
+
+def _q(amount: Decimal | None) -> str:
+    return "?" if amount is None else format_quantity(amount)
+
+
+def _or(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else "; or ".join(parts)
+
+
+def explain(workload: Workload, queue: ClusterQueue | None, queue_problem: str = "") -> Reason:
+    """Why `workload` (in ClusterQueue `queue`) is where it is. `queue_problem`: what is wrong
+    with its LocalQueue or ClusterQueue as read from the cluster ("" when both exist)."""
+    state = workload.state
+    if state == "finished":
+        return Reason(Why.FINISHED, "finished")
+    if state == "admitted":
+        return Reason(Why.ADMITTED, f"admitted to pool {', '.join(workload.flavors) or '?'}")
+    if state == "reserved":
+        return Reason(Why.RESERVED, "quota reserved; waiting for its admission checks")
+    reserved = workload.condition("QuotaReserved")
+    message = reserved.message if reserved else ""
+    if state == "inactive":
+        evicted = workload.condition("Evicted")
+        why = f": {evicted.message}" if evicted and evicted.message else ""
+        return Reason(Why.INACTIVE, f"deactivated (spec.active is false){why}", kueue=message)
+    if queue_problem:
+        return Reason(Why.MISCONFIGURED, f"misconfigured queue: {queue_problem}", kueue=message)
+    if reserved is None or not message:
+        strict = queue is not None and queue.strategy == "StrictFIFO"
+        behind = " (StrictFIFO: Kueue considers only the head of the queue)" if strict else ""
+        return Reason(Why.NOT_CONSIDERED, f"not yet considered by Kueue{behind}")
+    parsed = parse_message(message)
+    if parsed.misconfigured or reserved.reason == "Inadmissible":
+        return Reason(Why.MISCONFIGURED, f"misconfigured queue: {parsed.misconfigured or message}", kueue=message)
+    if parsed.preempting is not None:
+        return Reason(Why.PREEMPTION, f"waiting for the preemption of {parsed.preempting} workload(s) to make room",
+                      kueue=message)
+    if "preemption targets" in message or "requires preemption, but it's gated" in message:
+        return Reason(Why.PREEMPTION, "waiting to preempt: " + message, kueue=message)
+    return _from_facts(workload, queue, parsed, message)
+
+
+def _borrowing_limit(workload: Workload, queue: ClusterQueue | None, fact: Fact) -> Deficit | None:
+    """The deficit when the tenant's own limit, not the cohort, keeps `fact` from fitting."""
+    if queue is None:
+        return None
+    quota = queue.quotas.get((fact.flavor, fact.resource))
+    if quota is None or quota.maximum is None:
+        return None
+    held = queue.reserved.get((fact.flavor, fact.resource), Decimal(0))
+    request = workload.requests.get(fact.resource, Decimal(0))
+    over = held + request - quota.maximum
+    return Deficit(fact.flavor, fact.resource, over, held, quota.maximum) if over > 0 else None
+
+
+def _from_facts(workload: Workload, queue: ClusterQueue | None, parsed: Parsed, message: str) -> Reason:
+    tenant = queue.tenant if queue else workload.cluster_queue or "the tenant"
+    waiting = [f for f in parsed.facts if f.kind == "unused" and f.amount is not None]
+    if waiting:
+        limits = [(f, _borrowing_limit(workload, queue, f)) for f in waiting]
+        if all(limit is not None for _, limit in limits):
+            deficits = tuple(limit for _, limit in limits if limit is not None)
+            parts = [f"{tenant} holds {_q(d.held)} {d.resource} in pool {d.pool}, its nominal quota plus borrowing "
+                     f"limit is {_q(d.limit)}: {_q(d.more)} more than that limit" for d in deficits]
+            return Reason(Why.BORROWING_LIMIT, "borrowing limit reached: " + _or(parts)
+                          + "; it starts when the tenant's own jobs release that much", deficits, message)
+        cohort = [f for f, limit in limits if limit is None]
+        deficits = tuple(Deficit(f.flavor, f.resource, f.amount or Decimal(0)) for f in cohort)
+        parts = [f"{_q(d.more)} more {d.resource} needed in pool {d.pool}" for d in deficits]
+        return Reason(Why.QUOTA, "waiting for quota: " + _or(parts), deficits, message)
+    if "no longer fits after processing another workload" in message:
+        return Reason(Why.QUOTA, "waiting for quota: another workload took it in the same scheduling cycle",
+                      kueue=message)
+    topology = [f for f in parsed.facts if f.kind == "topology"]
+    if topology:
+        parts = [f"pool {f.flavor} fits {_q(f.amount)} of its {_q(f.maximum)} {f.detail}s within the required "
+                 "topology domain" for f in topology]
+        return Reason(Why.TOPOLOGY, "waiting for room in one topology domain: " + _or(parts), kueue=message)
+    maximum = [f for f in parsed.facts if f.kind == "maximum"]
+    if maximum:
+        possible = [f for f in maximum if f.maximum] or maximum
+        deficits = tuple(Deficit(f.flavor, f.resource, (f.amount or Decimal(0)) - (f.maximum or Decimal(0)))
+                         for f in possible)
+        parts = [f"it asks {_q(f.amount)} {f.resource}, at most {_q(f.maximum)} in pool {f.flavor}" for f in possible]
+        return Reason(Why.NEVER_FITS, f"exceeds {tenant}'s maximum, can never fit as declared: " + _or(parts),
+                      deficits, message)
+    mismatch = [f for f in parsed.facts if f.kind in ("affinity", "taint", "tas", "unavailable", "not-found")]
+    if mismatch:
+        parts = [f"{tenant}'s queue offers no {f.resource}" if f.kind == "unavailable" else f"pool {f.flavor}: {f.detail}"
+                 for f in mismatch]
+        return Reason(Why.NO_FLAVOR, "no matching pool: " + "; ".join(parts), kueue=message)
+    if "PodsReady" in message:
+        return Reason(Why.OTHER, "waiting for earlier admitted workloads' pods to be ready (waitForPodsReady)",
+                      kueue=message)
+    return Reason(Why.OTHER, f"Kueue says: {message}", kueue=message)

@@ -1,0 +1,141 @@
+"""`gpugov queue` and `gpugov why` output: text, json and markdown, deterministic."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from gpugov.kube.quantity import format_quantity
+from gpugov.queueing.view import Entry, Explanation
+
+FORMATS = ("text", "json", "markdown")
+
+
+def timestamp(at: datetime | None) -> str | None:
+    return None if at is None else at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _in(at: datetime, now: datetime) -> str:
+    seconds = int((at - now).total_seconds())
+    if seconds <= 0:
+        return "now"
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return "in " + " ".join(f"{v}{u}" for v, u in ((hours, "h"), (minutes, "m"), (seconds, "s")) if v or u == "s")
+
+
+def _position(e: Entry) -> str:
+    if e.position is None:
+        return "-"
+    return f"{e.position.in_cluster_queue + 1}/{e.position.in_local_queue + 1}"
+
+
+def _priority(e: Entry) -> str:
+    return f"{e.priority_class} ({e.priority})" if e.priority_class else str(e.priority)
+
+
+def _why(e: Entry, now: datetime) -> str:
+    if e.state in ("admitted", "reserved"):
+        return f"ends by {timestamp(e.expected_end)}" if e.expected_end else ""
+    text = e.reason.text
+    if e.estimate is not None and e.estimate.at is not None:
+        text += f" [estimated start {timestamp(e.estimate.at)}, {_in(e.estimate.at, now)}]"
+    return text
+
+
+def entry_json(e: Entry) -> dict[str, Any]:
+    return {
+        "tenant": e.tenant,
+        "namespace": None if e.hidden else e.namespace,
+        "job": None if e.hidden else e.job,
+        "workload": None if e.hidden else e.workload.partition("/")[2],
+        "hidden": e.hidden,
+        "local_queue": e.local_queue,
+        "cluster_queue": e.cluster_queue,
+        "state": e.state,
+        "size": {r: format_quantity(a) for r, a in e.size.items()},
+        "pools": list(e.flavors),
+        "priority": e.priority,
+        "priority_class": e.priority_class or None,
+        "position": None if e.position is None else {"cluster_queue": e.position.in_cluster_queue + 1,
+                                                     "local_queue": e.position.in_local_queue + 1},
+        "reason": e.reason.why.value,
+        "finding": e.reason.finding,
+        "message": e.reason.text,
+        "kueue_message": e.reason.kueue or None,
+        "deficits": [{"pool": d.pool, "resource": d.resource, "more": format_quantity(d.more),
+                      **({"held": format_quantity(d.held)} if d.held is not None else {}),
+                      **({"limit": format_quantity(d.limit)} if d.limit is not None else {})}
+                     for d in e.reason.deficits],
+        "expected_end": timestamp(e.expected_end),
+        "estimated_start": timestamp(e.estimate.at) if e.estimate else None,
+        "estimate": e.estimate.text if e.estimate else None,
+    }
+
+
+COLUMNS = ("TENANT", "QUEUE", "STATE", "POS", "JOB", "SIZE", "PRIORITY", "WHY")
+
+
+def _rows(entries: list[Entry], now: datetime) -> list[tuple[str, ...]]:
+    return [(e.tenant or "?", e.local_queue, e.state, _position(e), e.label, e.size_text, _priority(e), _why(e, now))
+            for e in entries]
+
+
+def queue_text(entries: list[Entry], now: datetime, cluster: str) -> str:
+    rows = _rows(entries, now)
+    if not rows:
+        return f"cluster {cluster}: no admitted or pending workloads\n"
+    widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS) - 1)]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1] for row in [COLUMNS, *rows]]
+    pending = sum(e.state not in ("admitted", "reserved") for e in entries)
+    findings = sum(e.reason.finding for e in entries)
+    lines.append(f"cluster {cluster}: {len(entries) - pending} admitted, {pending} pending, {findings} that can never "
+                 "start as declared (POS: position in ClusterQueue/LocalQueue)")
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def queue_markdown(entries: list[Entry], now: datetime, cluster: str) -> str:
+    lines = [f"### Queues of cluster {cluster}", "", "| " + " | ".join(COLUMNS) + " |",
+             "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in _rows(entries, now)]
+    return "\n".join(lines) + "\n"
+
+
+def queue_json(entries: list[Entry], now: datetime, cluster: str) -> str:
+    return json.dumps({"cluster": cluster, "at": timestamp(now), "workloads": [entry_json(e) for e in entries]},
+                      indent=2) + "\n"
+
+
+def why_json(explanation: Explanation, now: datetime, cluster: str) -> str:
+    return json.dumps({"cluster": cluster, "at": timestamp(now), "workload": entry_json(explanation.entry),
+                       "ahead": [entry_json(e) for e in explanation.ahead],
+                       "holding": [entry_json(e) for e in explanation.holding]}, indent=2) + "\n"
+
+
+def why_text(explanation: Explanation, now: datetime, markdown: bool = False) -> str:
+    e = explanation.entry
+    bullet = "- " if markdown else "  "
+    lines = [f"{'### ' if markdown else ''}{e.label} (Workload {e.workload.partition('/')[2]}, tenant {e.tenant or '?'}, "
+             f"LocalQueue {e.local_queue}, ClusterQueue {e.cluster_queue or '?'})"]
+    if markdown:
+        lines.append("")
+    where = f", position {e.position.in_cluster_queue + 1} in ClusterQueue {e.position.cluster_queue}, " \
+            f"{e.position.in_local_queue + 1} in LocalQueue {e.position.local_queue}" if e.position else ""
+    lines.append(f"{bullet}state: {e.state}{where}")
+    lines.append(f"{bullet}size: {e.size_text}; priority {_priority(e)}")
+    lines.append(f"{bullet}why: {e.reason.text}")
+    if e.reason.kueue:
+        lines.append(f"{bullet}Kueue: {e.reason.kueue}")
+    if e.state not in ("admitted", "reserved", "finished"):
+        ahead = ", ".join(f"{a.label} ({a.size_text})" for a in explanation.ahead) or "nothing"
+        lines.append(f"{bullet}ahead of it in its ClusterQueue: {ahead}")
+        if explanation.holding:
+            held = ", ".join(f"{h.label} ({h.size_text}, "
+                             f"{'ends by ' + str(timestamp(h.expected_end)) if h.expected_end else 'no expected end'})"
+                             for h in explanation.holding)
+            lines.append(f"{bullet}running where it waits: {held}")
+        if e.estimate is not None:
+            at = f"{timestamp(e.estimate.at)} ({_in(e.estimate.at, now)}), " if e.estimate.at else ""
+            lines.append(f"{bullet}estimated start: {at}{e.estimate.text}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,273 @@
+"""One Kueue Workload (kueue.x-k8s.io/v1beta2), read from its raw JSON into a typed record.
+
+What is taken from where (apis/kueue/v1beta2/workload_types.go):
+- size: an admitted Workload's `status.admission.podSetAssignments[].resourceUsage` (what Kueue
+  charged, with the flavor of each resource); before admission `status.resourceRequests` (what
+  it asked when last considered), else the pod templates of `spec.podSets` times their count;
+- times: the lastTransitionTime of the conditions Admitted, Finished, Evicted; earlier admitted
+  cycles only as `status.accumulatedPastExecutionTimeSeconds`;
+- expected end: Admitted + `spec.maximumExecutionTimeSeconds` (the
+  `kueue.x-k8s.io/max-exec-time-seconds` label of a Job), after which Kueue deactivates it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from functools import cached_property
+from typing import Any
+
+from gpugov.kube.quantity import QuantityError, parse_quantity
+
+NON_ACCELERATOR = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
+
+
+class WorkloadError(ValueError):
+    """A Workload whose fields are not what Kueue writes (an unreadable quantity or time)."""
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 time of the API (`2025-01-02T03:04:05Z`) as an aware UTC datetime."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise WorkloadError(f"{value!r} is not an RFC 3339 time") from exc
+    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def is_accelerator(resource: str) -> bool:
+    return resource not in NON_ACCELERATOR and not resource.startswith("hugepages-")
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    status: str
+    reason: str
+    message: str
+    since: datetime | None
+
+    @property
+    def true(self) -> bool:
+        return self.status == "True"
+
+
+@dataclass(frozen=True)
+class PodSet:
+    name: str
+    count: int
+    requests: Mapping[str, Decimal]  # the whole pod set: count pods together
+    flavors: Mapping[str, str] = field(default_factory=dict)  # resource -> flavor, once admitted
+
+    def per_pod(self, resource: str) -> Decimal:
+        return self.requests.get(resource, Decimal(0)) / self.count if self.count else Decimal(0)
+
+
+@dataclass(frozen=True)
+class Workload:
+    namespace: str
+    name: str
+    uid: str
+    owner_kind: str  # the controlling owner (Job, Pod, ...), "" for none
+    owner_name: str
+    queue: str  # its LocalQueue
+    cluster_queue: str  # of its admission; "" while it holds none
+    priority: int
+    priority_class: str
+    created: datetime | None
+    active: bool
+    pod_sets: tuple[PodSet, ...]
+    conditions: Mapping[str, Condition]
+    past_admitted_seconds: int = 0
+    max_execution_seconds: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def job(self) -> str:
+        """What the user submitted: the owner's name (a Job's), else the Workload's own."""
+        return self.owner_name or self.name
+
+    def condition(self, kind: str) -> Condition | None:
+        return self.conditions.get(kind)
+
+    def _is(self, kind: str) -> bool:
+        found = self.conditions.get(kind)
+        return found is not None and found.true
+
+    @property
+    def state(self) -> str:
+        """finished, admitted, reserved (quota held, admission checks pending), inactive or pending."""
+        if self._is("Finished"):
+            return "finished"
+        if self._is("Admitted"):
+            return "admitted"
+        if self._is("QuotaReserved"):
+            return "reserved"
+        if not self.active:
+            return "inactive"
+        return "pending"
+
+    @property
+    def admitted_at(self) -> datetime | None:
+        """Start of the current admission (None while not admitted)."""
+        found = self.conditions.get("Admitted")
+        return found.since if found is not None and found.true else None
+
+    @property
+    def finished_at(self) -> datetime | None:
+        found = self.conditions.get("Finished")
+        return found.since if found is not None and found.true else None
+
+    @property
+    def last_evicted_at(self) -> datetime | None:
+        found = self.conditions.get("Evicted")
+        return found.since if found is not None and found.true else None
+
+    @property
+    def expected_end(self) -> datetime | None:
+        """When an admitted workload must end: Kueue deactivates it at its maximum execution time."""
+        if self.admitted_at is None or self.max_execution_seconds is None:
+            return None
+        left = max(0, self.max_execution_seconds - self.past_admitted_seconds)
+        return self.admitted_at + timedelta(seconds=left)
+
+    @cached_property  # frozen, so computed once (a cached_property writes past the frozen guard)
+    def requests(self) -> dict[str, Decimal]:
+        total: dict[str, Decimal] = defaultdict(Decimal)
+        for pod_set in self.pod_sets:
+            for resource, amount in pod_set.requests.items():
+                total[resource] += amount
+        return dict(sorted(total.items()))
+
+    @property
+    def accelerators(self) -> dict[str, Decimal]:
+        return {r: a for r, a in self.requests.items() if is_accelerator(r) and a}
+
+    def usage_by_flavor(self) -> dict[tuple[str, str], Decimal]:
+        """(flavor, resource) -> amount held, for an admitted (or reserved) workload."""
+        return self._usage_by_flavor
+
+    @cached_property
+    def _usage_by_flavor(self) -> dict[tuple[str, str], Decimal]:
+        held: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+        for pod_set in self.pod_sets:
+            for resource, amount in pod_set.requests.items():
+                flavor = pod_set.flavors.get(resource)
+                if flavor and amount:
+                    held[(flavor, resource)] += amount
+        return dict(sorted(held.items()))
+
+    @property
+    def flavors(self) -> tuple[str, ...]:
+        return tuple(sorted({f for ps in self.pod_sets for f in ps.flavors.values()}))
+
+
+def _quantities(values: Any, scale: int = 1) -> dict[str, Decimal]:
+    if not isinstance(values, dict):
+        return {}
+    result = {}
+    for name, value in values.items():
+        try:
+            result[str(name)] = parse_quantity(value) * scale
+        except QuantityError as exc:
+            raise WorkloadError(f"resource {name}: {exc}") from exc
+    return result
+
+
+def pod_requests(spec: Any) -> dict[str, Decimal]:
+    """What one pod of a template asks: per resource, the larger of its containers' sum and
+    its largest init container, plus the pod overhead; requests, else limits (as the API
+    server defaults them)."""
+    if not isinstance(spec, dict):
+        return {}
+
+    def container(c: Any) -> dict[str, Decimal]:
+        resources = c.get("resources") if isinstance(c, dict) else None
+        resources = resources if isinstance(resources, dict) else {}
+        return {**_quantities(resources.get("limits")), **_quantities(resources.get("requests"))}
+
+    total: dict[str, Decimal] = defaultdict(Decimal)
+    for c in spec.get("containers") or []:
+        for name, amount in container(c).items():
+            total[name] += amount
+    for c in spec.get("initContainers") or []:
+        for name, amount in container(c).items():
+            total[name] = max(total[name], amount)
+    for name, amount in _quantities(spec.get("overhead")).items():
+        total[name] += amount
+    return dict(total)
+
+
+def _conditions(status: dict[str, Any]) -> dict[str, Condition]:
+    found = {}
+    for c in status.get("conditions") or []:
+        if isinstance(c, dict) and c.get("type"):
+            found[str(c["type"])] = Condition(str(c["type"]), str(c.get("status", "")), str(c.get("reason") or ""),
+                                              " ".join(str(c.get("message") or "").split()),
+                                              parse_time(c.get("lastTransitionTime")))
+    return found
+
+
+def _pod_sets(spec: dict[str, Any], status: dict[str, Any]) -> tuple[PodSet, ...]:
+    declared = [ps for ps in spec.get("podSets") or [] if isinstance(ps, dict)]
+    admission = status.get("admission") if isinstance(status.get("admission"), dict) else None
+    if admission:
+        by_name = {str(ps.get("name", "main")): ps for ps in declared}
+        result = []
+        for assignment in admission.get("podSetAssignments") or []:
+            name = str(assignment.get("name") or "main")
+            count = assignment.get("count", by_name.get(name, {}).get("count", 1))
+            flavors = {str(r): str(f) for r, f in (assignment.get("flavors") or {}).items()}
+            result.append(PodSet(name, int(count), _quantities(assignment.get("resourceUsage")), flavors))
+        return tuple(result)
+    asked = {str(r.get("name")): r for r in status.get("resourceRequests") or [] if isinstance(r, dict)}
+    result = []
+    for ps in declared:
+        name, count = str(ps.get("name") or "main"), int(ps.get("count", 1))
+        if name in asked:
+            requests = _quantities(asked[name].get("resources"))
+        else:
+            per_pod = pod_requests((ps.get("template") or {}).get("spec"))
+            requests = {r: a * count for r, a in per_pod.items()}
+        result.append(PodSet(name, count, requests))
+    return tuple(result)
+
+
+def from_object(obj: dict[str, Any]) -> Workload:
+    """The record of one raw Workload; WorkloadError when a field is not what Kueue writes."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
+    owner = next((o for o in owners if o.get("controller")), owners[0] if owners else {})
+    admission = status.get("admission") if isinstance(status.get("admission"), dict) else {}
+    priority_ref = spec.get("priorityClassRef") if isinstance(spec.get("priorityClassRef"), dict) else {}
+    max_seconds = spec.get("maximumExecutionTimeSeconds")
+    try:
+        return Workload(
+            namespace=str(meta.get("namespace") or ""),
+            name=str(meta.get("name") or ""),
+            uid=str(meta.get("uid") or ""),
+            owner_kind=str(owner.get("kind") or ""),
+            owner_name=str(owner.get("name") or ""),
+            queue=str(spec.get("queueName") or ""),
+            cluster_queue=str(admission.get("clusterQueue") or ""),
+            priority=int(spec.get("priority") or 0),
+            priority_class=str(priority_ref.get("name") or ""),
+            created=parse_time(meta.get("creationTimestamp")),
+            active=spec.get("active", True) is not False,
+            pod_sets=_pod_sets(spec, status),
+            conditions=_conditions(status),
+            past_admitted_seconds=int(status.get("accumulatedPastExecutionTimeSeconds") or 0),
+            max_execution_seconds=int(max_seconds) if max_seconds is not None else None,
+        )
+    except (TypeError, ValueError) as exc:  # WorkloadError is one; say which Workload
+        raise WorkloadError(f"Workload {meta.get('namespace')}/{meta.get('name')}: {exc}") from exc
