@@ -14,38 +14,14 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from gpugov.usage.ledger import PoolHours
+from gpugov.usage.ledger import Row as UsageRow  # the rows `gpugov usage` writes, read back
+
 ROW_KEYS = ("tenant", "pool", "resource", "admitted_hours", "in_quota_hours", "borrowed_hours", "idle_hours")
 
 
 class LedgerError(ValueError):
     """The ledger cannot be used: unreadable, not the documented shape, or incomplete."""
-
-
-@dataclass(frozen=True)
-class UsageRow:
-    tenant: str
-    department: str | None
-    cost_center: str | None
-    pool: str
-    resource: str
-    unit: str
-    admitted_hours: Decimal
-    in_quota_hours: Decimal
-    borrowed_hours: Decimal
-    idle_hours: Decimal
-    rate: Decimal | None
-    cost: Decimal | None
-
-
-@dataclass(frozen=True)
-class PoolHours:
-    """A pool resource's hours: its capacity over the window, or the part nobody used."""
-
-    pool: str
-    resource: str
-    hours: Decimal
-    rate: Decimal | None
-    cost: Decimal | None
 
 
 @dataclass(frozen=True)
