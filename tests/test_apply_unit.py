@@ -100,3 +100,51 @@ def test_widening_keeps_the_larger_value_and_drops_a_capability_only_one_side_ha
     assert wide["spec"]["deserved"] == {"nvidia.com/gpu": "16"}
     assert wide["spec"]["guarantee"] == {"resource": {"nvidia.com/gpu": "6"}}
     assert "capability" not in wide["spec"]  # no capability = no ceiling, the widest
+
+
+# -- prune: what gpugov owns, in which order --------------------------------------------------
+
+from gpugov.cluster.prune import _children_first, _prune_kinds, owned_by_gpugov, owned_metadata  # noqa: E402
+
+
+def managed(manager: str, operation: str, labels: list[str], annotations: list[str] = ()) -> dict:
+    meta: dict = {"f:labels": {f"f:{k}": {} for k in labels}}
+    if annotations:
+        meta["f:annotations"] = {f"f:{k}": {} for k in annotations}
+    return {"manager": manager, "operation": operation, "fieldsV1": {"f:metadata": meta}}
+
+
+def test_owned_means_gpugovs_label_and_its_field_manager() -> None:
+    labelled = {"metadata": {"name": "x", "labels": {"app.kubernetes.io/managed-by": "gpugov"}}}
+    assert not owned_by_gpugov(labelled)  # labelled by hand: no managedFields of gpugov's
+    labelled["metadata"]["managedFields"] = [managed("kubectl", "Update", ["app.kubernetes.io/managed-by"])]
+    assert not owned_by_gpugov(labelled)
+    labelled["metadata"]["managedFields"].append(managed("gpugov", "Apply", ["app.kubernetes.io/managed-by"]))
+    assert owned_by_gpugov(labelled)
+    assert not owned_by_gpugov({"metadata": {"name": "x", "managedFields": [managed("gpugov", "Apply", [])]}})
+
+
+def test_owned_metadata_reads_only_gpugovs_apply_entry() -> None:
+    node = {"metadata": {"name": "n", "managedFields": [
+        managed("gpugov", "Apply", ["gpugov.io/pool", "topology.gpugov.io/rack"], ["gpugov.io/taints"]),
+        managed("gpugov", "Update", ["not-applied"]),  # the taint merge is an Update, not the label set
+        managed("nvidia-gpu-feature-discovery", "Update", ["nvidia.com/gpu.product"]),
+    ]}}
+    assert owned_metadata(node) == ("gpugov.io/pool", "gpugov.io/taints", "topology.gpugov.io/rack")
+
+
+def test_volcano_children_are_deleted_before_their_parents() -> None:
+    queues = [queue("dept", 8), queue("root-dept", 24), queue("a", 4, "dept"), queue("b", 4, "dept")]
+    queues[0]["spec"]["parent"] = "root-dept"
+    order = [q["metadata"]["name"] for q in _children_first(queues)]
+    assert order == ["a", "b", "dept", "root-dept"]
+
+
+def test_prune_goes_in_reverse_apply_order_over_the_served_kinds() -> None:
+    kinds = _prune_kinds({"v1", "kueue.x-k8s.io/v1beta2", "rbac.authorization.k8s.io/v1"})
+    names = [k.kind for k in kinds]
+    assert names[0] == "Node" and names[-1] == "Namespace"
+    assert names.index("LocalQueue") < names.index("ClusterQueue") < names.index("Cohort") < names.index(
+        "ResourceFlavor")
+    assert "Queue" not in names and "ValidatingAdmissionPolicy" not in names  # not served: nothing to prune
+    assert "Pod" not in names  # gpugov never writes pods

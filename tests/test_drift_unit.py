@@ -208,3 +208,124 @@ def test_agent_snapshots_confirm_or_contradict_the_layout(org) -> None:
     # 8th GPU of a100-03: the fake's MIG-pending GPU is an H100 with no slices yet
     assert found == {("GD014", "Node a100-03"), ("GD016", "Node a100-03"), ("GD017", "Node a100-03"),
                      ("GD014", "Node a100-01"), ("GD017", "Node a100-01")}  # H100s where A100s with 7x1g should be
+
+
+# -- drift in the cluster: the CronJob reads the agents where the DaemonSet exposes them ---------
+
+
+def operations(objects) -> tuple[dict, dict]:
+    (cron,) = [o for o in objects if o["kind"] == "CronJob"]
+    (daemon,) = [o for o in objects if o["kind"] == "DaemonSet"]
+    return cron["spec"]["jobTemplate"]["spec"]["template"]["spec"], daemon["spec"]["template"]["spec"]
+
+
+def test_the_cronjob_reads_the_agents_on_the_port_and_nodes_the_daemonset_exposes(org) -> None:
+    from gpugov.agent.nvml import NvmlReader
+    from gpugov.agent.server import SnapshotCache, make_server
+    from gpugov.cli import build_parser
+    from gpugov.sources.agents import agent_nodes, fetch_snapshots
+    from tests.fake_nvml import FakeNVML, a100_mig
+
+    model, objects = org
+    drift_pod, agent_pod = operations(objects)
+    (drift,), (agent,) = drift_pod["containers"], agent_pod["containers"]
+    drift_args, agent_args = build_parser().parse_args(drift["args"]), build_parser().parse_args(agent["args"])
+    (port,) = agent["ports"]
+    listen_port = int(agent_args.listen.rpartition(":")[2])
+    url = urlparse(drift_args.agent_url.format(node="a100-03", node_ip="192.0.2.7"))
+    assert url.hostname == "192.0.2.7"  # the node's own address: a hostPort, not the pod network
+    assert url.port == port["hostPort"] == port["containerPort"] == listen_port
+    # The nodes drift asks are those the DaemonSet runs on (its nodeSelector), Ready and declared.
+    live = in_sync(model, objects)
+    declared = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
+    chosen = agent_nodes(declared, live.nodes, agent_pod["nodeSelector"])
+    assert chosen and set(chosen) == {n for n in declared if live.nodes[n]["metadata"]["labels"].get(
+        "nvidia.com/gpu.present") == "true"}
+    # ...and what the agent serves at that path is what drift reads: a real agent on 127.0.0.1.
+    with NvmlReader(FakeNVML([a100_mig(bus=f"0000:{i:02x}:00.0") for i in range(8)])) as reader:
+        server = make_server("127.0.0.1:0", SnapshotCache(lambda: reader.snapshot("a100-03")))
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            live.nodes["a100-03"]["status"]["addresses"] = [{"type": "InternalIP", "address": "127.0.0.1"}]
+            template = drift_args.agent_url.replace(f":{url.port}/", f":{server.server_address[1]}/")
+            snapshots = fetch_snapshots(template, ["a100-03"], live.nodes)
+        finally:
+            server.shutdown()
+            server.server_close()
+    assert snapshots["a100-03"]["node"] == "a100-03" and len(snapshots["a100-03"]["gpus"]) == 8
+
+
+def test_the_cronjob_can_notify_and_keep_its_dedup_state(org) -> None:
+    """Sinks from an optional Secret; what was sent in a ConfigMap (its pods keep no files), which
+    its ServiceAccount may get and patch, and only that one."""
+    from gpugov.cli import build_parser
+    from gpugov.notify.cli import CONFIGMAP_STATE
+
+    objects = org[1]
+    drift_pod, _ = operations(objects)
+    (drift,) = drift_pod["containers"]
+    assert {"secretRef": {"name": "gpugov-notify", "optional": True}} in drift["envFrom"]
+    state = {e["name"]: e.get("value") for e in drift["env"]}["GPUGOV_NOTIFY_STATE"]
+    namespace, _, name = state.removeprefix(CONFIGMAP_STATE).partition("/")
+    assert state.startswith(CONFIGMAP_STATE)
+    assert ("v1", "ConfigMap", namespace, name) in {object_key(o) for o in objects}
+    (binding,) = [o for o in objects if o["kind"] == "RoleBinding" and o["metadata"]["name"] == name]
+    assert binding["metadata"]["namespace"] == namespace  # the ClusterRole's rights, in this namespace only
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": drift_pod["serviceAccountName"],
+                                    "namespace": namespace}]
+    (role,) = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == binding["roleRef"]["name"]]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [name],
+                              "verbs": ["get", "patch"]}]
+    assert build_parser().parse_args([*drift["args"], "--notify-state", state]).notify_state == state
+
+
+class FakeAgent(BaseHTTPRequestHandler):
+    body: ClassVar[bytes] = b"{}"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("body", [b"{}", b"[1, 2]", b'{"kind": "gpugov.agent.snapshot", "node": "other"}', b"<html>"])
+def test_an_answer_that_is_not_the_nodes_snapshot_is_incomplete(body: bytes) -> None:
+    from gpugov.sources import CheckIncomplete
+    from gpugov.sources.agents import fetch_snapshots
+
+    FakeAgent.body = body
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeAgent)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(CheckIncomplete, match=r"agent on h100-01: GET http://127\.0\.0\.1:"):
+            fetch_snapshots(f"http://127.0.0.1:{server.server_address[1]}/snapshot.json", ["h100-01"])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_node_ip_needs_an_internal_ip() -> None:
+    from gpugov.sources import CheckIncomplete
+    from gpugov.sources.agents import fetch_snapshots
+
+    with pytest.raises(CheckIncomplete, match="has no InternalIP"):
+        fetch_snapshots("http://{node_ip}:9402/snapshot.json", ["h100-01"], {"h100-01": {"metadata": {}}})
+
+
+def test_a_bad_agent_url_template_is_bad_usage(capsys) -> None:
+    from gpugov.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["drift", str(REPO), "--agent-url", "http://{host}:9402/snapshot.json"])
+    assert exit_.value.code == 2 and "use {node} or {node_ip}" in capsys.readouterr().err
+
+
+def test_prometheus_answers_that_are_not_its_api_are_incomplete(prometheus: str) -> None:
+    FakePrometheus.samples = {"DCGM_FI_DEV_GPU_UTIL": [{"metric": {"pod": "p"}}], "DCGM_FI_PROF_GR_ENGINE_ACTIVE": []}
+    with pytest.raises(PrometheusError, match="a sample without a value"):
+        utilisation(prometheus, "1h")

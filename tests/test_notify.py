@@ -773,3 +773,57 @@ def test_alert_orders_by_severity_and_counts_every_level():
     assert [f.level for f in alert.findings] == sorted((f.level for f in findings), key=levels.index)
     assert alert.summary.startswith("2 errors, 1 warning")
     assert sum(alert.counts.values()) == len(findings)
+
+
+# --- drift that could not check still alerts ------------------------------------------------------
+
+
+def drift_notifying(fake, tmp_path: Path, *extra: str) -> int:
+    from gpugov.cli import main
+    from tests.conftest import REPO
+
+    return main(["drift", str(REPO), "--cluster", "east", "--kubeconfig", str(fake.kubeconfig(tmp_path)),
+                 "--format", "json", "--notify-state", str(tmp_path / "state.json"), *extra])
+
+
+def test_drift_that_cannot_check_alerts_once_then_resolves(receiver, tmp_path, capsys, monkeypatch):
+    """An unreachable or non-Kubernetes endpoint is exit 3 *and* an alert (GD000), deduplicated like
+    any finding; when the cluster answers again the next alert carries the real findings."""
+    from tests.fake_kube import HTML_PAGE, fake_kube
+
+    monkeypatch.setenv("GPUGOV_WEBHOOK_URL", receiver.url(WEBHOOK_PATH))
+    monkeypatch.delenv("GPUGOV_NOTIFY", raising=False)
+    with fake_kube() as fake:
+        fake.answer = lambda method, path: HTML_PAGE  # say, a proxy's login page
+        assert drift_notifying(fake, tmp_path, "--notify", "webhook") == 3
+        err = capsys.readouterr().err
+        assert "gpugov notify: webhook: sent" in err
+        (seen,) = receiver.seen
+        (finding,) = seen.json["findings"]
+        assert (finding["rule"], finding["level"], finding["object"]) == ("GD000", "error", "Cluster east")
+        assert f"GET {fake.url}/apis/" in finding["message"] and "not JSON (text/html)" in finding["message"]
+        assert drift_notifying(fake, tmp_path, "--notify", "webhook") == 3
+        assert "webhook: skipped (unchanged since" in capsys.readouterr().err
+        assert len(receiver.seen) == 1
+        fake.answer = lambda method, path: None  # it answers as an (empty) API server again
+        assert drift_notifying(fake, tmp_path, "--notify", "webhook") == 1
+        capsys.readouterr()
+    assert len(receiver.seen) == 2
+    assert {f["rule"] for f in receiver.seen[1].json["findings"]} == {"GD001", "GD010"}
+
+
+def test_the_sinks_can_come_from_gpugov_notify(receiver, tmp_path, capsys, monkeypatch):
+    """The drift CronJob names its sinks in a Secret: $GPUGOV_NOTIFY stands for --notify."""
+    from tests.fake_kube import EMPTY_OBJECT, fake_kube
+
+    monkeypatch.setenv("GPUGOV_WEBHOOK_URL", receiver.url(WEBHOOK_PATH))
+    monkeypatch.setenv("GPUGOV_NOTIFY", "webhook")
+    with fake_kube() as fake:
+        fake.answer = lambda method, path: EMPTY_OBJECT
+        assert drift_notifying(fake, tmp_path) == 3
+    assert "gpugov notify: webhook: sent" in capsys.readouterr().err
+    assert receiver.seen[0].json["findings"][0]["rule"] == "GD000"
+    monkeypatch.setenv("GPUGOV_NOTIFY", "pager")
+    with fake_kube() as fake:
+        assert drift_notifying(fake, tmp_path) == 2  # a bad sink name is bad usage, as with --notify
+    assert "unknown sink 'pager'" in capsys.readouterr().err

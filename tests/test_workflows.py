@@ -70,6 +70,139 @@ def test_codeowners_round_trips(tmp_path: Path) -> None:
     rules = codeowners.parse(text)
     assert rules["/policies/"] == list(model.limits.platform_team)
     for tenant in model.tenants.values():
-        owners = rules[f"/{tenant.doc.file}"]
+        owners = rules[f"/{tenant.file}"]
         assert set(tenant.owners.reviewers or tenant.owners.users) <= set(owners)
     assert codeowners.generate(model) == text  # stable
+
+
+# -- what the workflows promise: a pinned gpugov, per-cluster secrets, state kept, no silent skip --
+
+
+def workflow(name: str) -> dict:
+    return yaml.safe_load((REPO / ".github" / "workflows" / name).read_text())
+
+
+def steps(job: dict) -> dict[str, dict]:
+    return {step.get("name") or step.get("uses", "").split("@")[0]: step for step in job["steps"]}
+
+
+def bash(script: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run a step's script as Actions does (bash -e), with a `python` that records its arguments."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "python"
+    fake.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$RUNNER_TEMP/python-args"\n')
+    fake.chmod(0o755)
+    base = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path)}
+    return subprocess.run(["bash", "-e", "-c", script], env={**base, **env}, capture_output=True, text=True,
+                          check=False)
+
+
+INSTALLS = [(".", ".[{extras}]"), ("gpugov==0.1.0", "gpugov[{extras}]==0.1.0"),
+            ("gpugov @ git+https://github.com/example/gpugov@v0.1.0",
+             "gpugov[{extras}] @ git+https://github.com/example/gpugov@v0.1.0")]
+
+
+@pytest.mark.parametrize(("name", "job", "step", "extras"), [
+    ("drift.yml", "drift", "Install gpugov", "cluster,notify"),
+    ("pull-request.yml", "pulumi-preview", "Pulumi preview", "deploy"),
+])
+def test_a_config_repository_installs_a_pinned_gpugov(tmp_path, name: str, job: str, step: str, extras: str) -> None:
+    flow = workflow(name)
+    assert flow["env"]["GPUGOV_PIP_SPEC"] == "${{ vars.GPUGOV_PIP_SPEC || '.' }}"  # this repo: its source
+    script = steps(flow["jobs"][job])[step]["run"].split('python -m pip install "$spec"')[0]
+    script += 'python -m pip install "$spec"\n'
+    for pinned, installed in INSTALLS:
+        proc = bash(script, {"GPUGOV_PIP_SPEC": pinned}, tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / "python-args").read_text().splitlines() == ["-m", "pip", "install",
+                                                                       installed.format(extras=extras)]
+    proc = bash(script, {"GPUGOV_PIP_SPEC": "./gpugov"}, tmp_path)
+    assert proc.returncode == 1 and "GPUGOV_PIP_SPEC must be" in proc.stdout
+
+
+def test_no_workflow_installs_a_source_tree_it_may_not_have() -> None:
+    for path in [*WORKFLOWS, REPO / "examples" / "ci" / "gitlab-ci.yml"]:
+        for line in path.read_text().splitlines():
+            if "pip install" in line:
+                assert "GPUGOV_PIP_SPEC" in line or '"$spec"' in line, f"{path.name}: {line.strip()}"
+
+
+def test_each_cluster_has_its_own_kubeconfig_secret() -> None:
+    job = workflow("drift.yml")["jobs"]["drift"]
+    clusters = job["strategy"]["matrix"]["include"]
+    assert [c["cluster"] for c in clusters] == ["east", "west"]
+    assert len({c["secret"] for c in clusters}) == len(clusters)
+    assert all(c["secret"] == f"GPUGOV_KUBECONFIG_{c['cluster'].upper()}" for c in clusters)
+    assert job["env"]["KUBECONFIG_DATA"] == "${{ secrets[matrix.secret] }}"
+
+
+def test_an_empty_kubeconfig_secret_fails_the_job_with_a_clear_message(tmp_path) -> None:
+    job = workflow("drift.yml")["jobs"]["drift"]
+    assert all("if" not in step for step in job["steps"] if step.get("name") in ("Cluster credentials", "Drift"))
+    script = steps(job)["Cluster credentials"]["run"]
+    env = {"CLUSTER": "west", "KUBECONFIG_SECRET": "GPUGOV_KUBECONFIG_WEST"}
+    proc = bash(script, {**env, "KUBECONFIG_DATA": ""}, tmp_path)
+    assert proc.returncode == 1
+    assert "::error title=gpugov drift::secret GPUGOV_KUBECONFIG_WEST is empty or not set" in proc.stdout
+    proc = bash(script, {**env, "KUBECONFIG_DATA": "apiVersion: v1\nkind: Config\n"}, tmp_path)
+    assert proc.returncode == 0 and (tmp_path / "kubeconfig").read_text() == "apiVersion: v1\nkind: Config\n"
+
+
+def test_the_alert_state_is_saved_after_every_run() -> None:
+    job = workflow("drift.yml")["jobs"]["drift"]
+    names = [step.get("name") for step in job["steps"]]
+    by_name = steps(job)
+    restore, save = by_name["Restore the alert state"], by_name["Save the alert state"]
+    assert restore["uses"].startswith("actions/cache/restore@") and save["uses"].startswith("actions/cache/save@")
+    assert save["if"] == "always()"  # drift exits 1 or 3 exactly when the state matters most
+    assert names.index("Restore the alert state") < names.index("Drift") < names.index("Save the alert state")
+    assert restore["with"]["path"] == save["with"]["path"] == ".gpugov-state"
+    assert restore["with"]["key"] == save["with"]["key"] and "github.run_attempt" in save["with"]["key"]
+    assert job["env"]["GPUGOV_NOTIFY_STATE"].startswith("${{ github.workspace }}/.gpugov-state/")
+    assert not any(step.get("uses", "").startswith("actions/cache@") for step in job["steps"])
+
+
+# -- the image operations.image names --------------------------------------------------------------
+
+DOCKERFILE = REPO / "Dockerfile"
+
+
+def dockerfile_arg(name: str) -> str:
+    (value,) = re.findall(rf"^ARG {name}=(.*)$", DOCKERFILE.read_text(), re.MULTILINE)
+    return value
+
+
+def test_the_image_installs_every_extra_the_in_cluster_commands_import() -> None:
+    """Static: there is no docker here. The extras are those of every optional module the CLI
+    knows (gpugov.cli.EXTRA_OF_MODULE) except Pulumi's, which nothing in the cluster runs."""
+    from gpugov.cli import EXTRA_OF_MODULE
+
+    pyproject = (REPO / "pyproject.toml").read_text()
+    extras = set(dockerfile_arg("GPUGOV_EXTRAS").split(","))
+    assert extras == set(EXTRA_OF_MODULE.values()) - {"deploy"}
+    assert all(re.search(rf"^{extra} = \[", pyproject, re.MULTILINE) for extra in extras)
+    text = DOCKERFILE.read_text()
+    assert '"/src[$GPUGOV_EXTRAS]"' in text and '"gpugov[$GPUGOV_EXTRAS]${GPUGOV_PIP_SPEC#gpugov}"' in text
+    assert dockerfile_arg("GPUGOV_PIP_SPEC") == "."
+
+
+def test_the_image_runs_the_compiled_cronjob_and_daemonset() -> None:
+    from gpugov.app.desired import desired_state
+    from gpugov.sources.git import DECLARATION_DIRS
+
+    text = DOCKERFILE.read_text()
+    assert text.rstrip().endswith('ENTRYPOINT ["gpugov"]')  # the containers' args start with the command
+    assert re.search(r"for folder in (.*); do cp -r \"/src/\$folder\" /config/", text).group(1).split() == sorted(
+        DECLARATION_DIRS, key=["tenants", "policies", "hardware"].index)
+    state = desired_state(REPO, "east")
+    (cron,) = [o for o in state.objects if o["kind"] == "CronJob"]
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (uid,) = re.findall(r"^USER (\d+):", text, re.MULTILINE)
+    assert pod["securityContext"]["runAsUser"] == int(uid)
+    (container,) = pod["containers"]
+    assert container["args"][:2] == ["drift", "/config"]
+    assert build_parser().parse_args(container["args"]).func is not None
+    assert state.model.cluster("east").operations_image == "registry.example.com/platform/gpugov-config:main"
+    ignored = (REPO / ".dockerignore").read_text().split()
+    assert ".venv" in ignored and not set(ignored) & set(DECLARATION_DIRS)

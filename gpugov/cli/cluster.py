@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from gpugov.app.desired import DesiredState
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import compile_target_args, default_format, desired, fail, kubeconfig_args
-from gpugov.findings import Level
+from gpugov.findings import Finding, Level, make
 from gpugov.findings.report import FORMATS, REPORTERS
 from gpugov.notify.cli import add_arguments as notify_arguments
 
@@ -28,67 +30,165 @@ def api_client(args: argparse.Namespace, in_cluster: bool = False) -> Any:
 
 def cmd_apply(args: argparse.Namespace) -> ExitCode:
     from kubernetes import config as kube_config
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
 
     from gpugov.cluster.apply import ApplyError, apply_objects
+    from gpugov.cluster.prune import PruneError, prune, prune_plan
+    from gpugov.sources import CheckIncomplete
 
     state = desired(args)
     try:
-        applied = apply_objects(api_client(args), state.objects)
-    except ApplyError as exc:
-        return fail(f"apply failed: {exc}", ExitCode.INCOMPLETE)
-    except (ApiException, HTTPError, OSError, kube_config.ConfigException) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        return fail(f"apply failed: {reason}", ExitCode.INCOMPLETE)
+        if args.dry_run:
+            plan = prune_plan(api_client(args), state.objects) if args.prune else []
+            return _dry_run(state.objects, plan, args.prune)
+        api = api_client(args)
+        applied = apply_objects(api, state.objects)
+        _print_applied(applied)
+        if applied.missing:
+            print("prune skipped: not every applied object was found on read-back")
+            return ExitCode.FINDINGS
+        if args.prune:
+            _print_pruned(prune(api, prune_plan(api, state.objects)))
+    except (ApplyError, PruneError, CheckIncomplete, kube_config.ConfigException, OSError) as exc:
+        return fail(f"apply failed: {_one_line(exc)}", ExitCode.INCOMPLETE)
+    return ExitCode.OK
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _row(verb: str, kind: str, namespace: str, name: str, note: str = "", width: int = 8) -> str:
+    return f"{verb:<{width}} {kind:<22} {namespace + '/' if namespace else ''}{name}{': ' + note if note else ''}"
+
+
+def _print_applied(applied: Any) -> None:
     for kind, namespace, name in applied.applied:
-        print(f"applied {kind:<22} {namespace + '/' if namespace else ''}{name}")
+        print(_row("applied", kind, namespace, name))
     for name in applied.skipped_nodes:
         print(f"skipped Node {name}: not in the cluster (gpugov patches nodes, it never creates them)")
     print(
         f"{len(applied.applied)} objects applied with field manager gpugov; "
         f"{len(applied.applied) - len(applied.missing)} found on the server when read back"
     )
-    return ExitCode.OK if not applied.missing else ExitCode.FINDINGS
+
+
+def _print_pruned(pruned: list[Any]) -> None:
+    for p in pruned:
+        meta = p.item.obj["metadata"]
+        note = "; ".join(filter(None, (p.item.describe(done=True), p.note)))
+        print(_row(p.outcome, p.item.obj["kind"], meta.get("namespace", ""), meta["name"], note))
+    counts = {outcome: sum(p.outcome == outcome for p in pruned) for outcome in ("deleted", "deleting", "released")}
+    if not pruned:
+        print("nothing to prune: every object labelled managed-by gpugov is declared")
+    else:
+        print("pruned what gpugov no longer declares: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+
+
+def _dry_run(objects: list[dict[str, Any]], plan: list[Any], pruning: bool) -> ExitCode:
+    for obj in objects:
+        meta = obj["metadata"]
+        print(_row("would apply", obj["kind"], meta.get("namespace", ""), meta["name"], width=13))
+    for item in plan:
+        meta = item.obj["metadata"]
+        print(_row(f"would {item.action}", item.obj["kind"], meta.get("namespace", ""), meta["name"], item.describe(),
+                   width=13))
+    deletes = sum(item.action == "delete" for item in plan)
+    what = (f"{deletes} would be deleted and {len(plan) - deletes} released" if pruning
+            else "nothing would be pruned (--no-prune)")
+    print(f"dry run: {len(objects)} objects would be applied; {what}; nothing was changed")
+    return ExitCode.OK
 
 
 def cmd_drift(args: argparse.Namespace) -> ExitCode:
-    """Compare the declarations with the live cluster; exit 3 when the check is incomplete."""
+    """Compare the declarations with the live cluster; exit 3 (and alert) when the check is incomplete."""
     from kubernetes import config as kube_config
 
     from gpugov.cluster.observe import observe
+    from gpugov.compile.operations import AGENT_NODE_SELECTOR
     from gpugov.drift import check
-    from gpugov.notify.cli import notify_from_args, print_result
-    from gpugov.notify.config import NotifyConfigError
     from gpugov.sources import CheckIncomplete
-    from gpugov.sources.agents import fetch_snapshots, load_snapshots
+    from gpugov.sources.agents import agent_nodes, fetch_snapshots, load_snapshots
     from gpugov.sources.prometheus import utilisation
 
     state = desired(args)
     model, objects = state.model, state.objects
+    api = None
     try:
-        live = observe(api_client(args, in_cluster=True), objects)
+        api = api_client(args, in_cluster=True)
+        live = observe(api, objects)
         if args.prometheus:
             live.gpu_utilisation = utilisation(args.prometheus, model.limits.idle_window)
         if args.agent_snapshots:
             live.agent_snapshots = load_snapshots(Path(args.agent_snapshots))
         elif args.agent_url:
-            nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node" and o["metadata"]["name"] in live.nodes]
-            live.agent_snapshots = fetch_snapshots(args.agent_url, nodes)
+            declared = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
+            nodes = agent_nodes(declared, live.nodes, AGENT_NODE_SELECTOR)
+            live.agent_snapshots = fetch_snapshots(args.agent_url, nodes, live.nodes)
     except (CheckIncomplete, kube_config.ConfigException, OSError) as exc:
-        return fail(f"could not check drift: {exc}", ExitCode.INCOMPLETE)
+        return _incomplete(args, state, _one_line(exc), api)
     findings = check(model, objects, live, state.backend, state.cluster)
     checked = (f"cluster {state.cluster} ({state.backend}): {len(objects)} desired objects, {len(live.nodes)} nodes, "
                f"{len(live.pods)} pods checked")
     sys.stdout.write(REPORTERS[args.format or default_format()](findings, 0, checked, "gpugov drift"))
     failing = [f for f in findings if f.level is not Level.INFO]
+    sent = _notify(args, failing, state.cluster, api)
+    if sent is not None:
+        return sent
+    return ExitCode.FINDINGS if failing else ExitCode.OK
+
+
+def _notify(args: argparse.Namespace, findings: list[Finding], cluster: str, api: Any) -> ExitCode | None:
+    """Send the findings when --notify asks; an ExitCode only for a bad notification setup.
+    The state may live in a ConfigMap of the cluster (the CronJob's pods keep no files)."""
+    from gpugov.notify.cli import notify_from_args, print_result
+    from gpugov.notify.config import NotifyConfigError
+
+    def configmap(where: str) -> Any:
+        from gpugov.cluster.notify_state import ConfigMapState
+
+        if api is None:
+            raise NotifyConfigError(f"notify state configmap:{where}: no cluster client to reach it")
+        try:
+            return ConfigMapState.parse(api, where)
+        except ValueError as exc:
+            raise NotifyConfigError(str(exc)) from None
+
     try:
-        sent = notify_from_args(args, failing, f"gpugov drift: {state.cluster}")
+        sent = notify_from_args(args, findings, f"gpugov drift: {cluster}", configmap=configmap)
     except NotifyConfigError as exc:
         return fail(str(exc))
     if sent is not None:
         print_result(sent)
-    return ExitCode.FINDINGS if failing else ExitCode.OK
+    return None
+
+
+def _incomplete(args: argparse.Namespace, state: DesiredState, reason: str, api: Any) -> ExitCode:
+    """Exit 3: one line on stderr, a report saying so (json, github, markdown) and an alert
+    (GD000, deduplicated like any finding), so an unreachable cluster is never silent."""
+    from gpugov.drift.rules import INCOMPLETE
+
+    finding = make(INCOMPLETE, f"could not check drift on cluster {state.cluster}: {reason}", None,
+                   object=f"Cluster {state.cluster}")
+    fmt = args.format or default_format()
+    checked = f"cluster {state.cluster} ({state.backend}): could not check"
+    if fmt == "json":
+        report = json.loads(REPORTERS["json"]([finding], 0, checked, "gpugov drift"))
+        sys.stdout.write(json.dumps({"incomplete": True, "reason": reason, **report}, indent=2) + "\n")
+    elif fmt != "text":  # text: the stderr line is the report
+        sys.stdout.write(REPORTERS[fmt]([finding], 0, checked, "gpugov drift"))
+    fail(f"could not check drift: {reason}", ExitCode.INCOMPLETE)
+    code = _notify(args, [finding], state.cluster, api)
+    return ExitCode.INCOMPLETE if code is None else code
+
+
+def _agent_url(template: str) -> str:
+    """--agent-url: only the {node} and {node_ip} placeholders (checked before any read)."""
+    try:
+        template.format(node="node", node_ip="192.0.2.1")
+    except (KeyError, IndexError, ValueError):
+        raise argparse.ArgumentTypeError(f"bad template {template!r}: use {{node}} or {{node_ip}}, e.g. "
+                                         "http://{node_ip}:9402/snapshot.json") from None
+    return template
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -98,13 +198,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=FORMATS, help="output format (github inside GitHub Actions, else text)")
     p.add_argument("--prometheus", metavar="URL", help="Prometheus with DCGM metrics, to find idle accelerators")
     agents = p.add_mutually_exclusive_group()
-    agents.add_argument("--agent-url", metavar="TEMPLATE",
-                        help="NVML snapshots from the node agents, e.g. http://{node}:9402/snapshot.json")
+    agents.add_argument("--agent-url", metavar="TEMPLATE", type=_agent_url,
+                        help="NVML snapshots from the node agents; {node} is the node's name, {node_ip} its "
+                        "InternalIP, e.g. http://{node_ip}:9402/snapshot.json (the agent DaemonSet's hostPort)")
     agents.add_argument("--agent-snapshots", metavar="DIR", help="NVML snapshots saved as DIR/*.json")
     notify_arguments(p)
     p.set_defaults(func=cmd_drift)
 
-    p = sub.add_parser("apply", help="server-side apply the compiled objects to a cluster (field manager gpugov)")
+    p = sub.add_parser("apply", help="server-side apply the compiled objects to a cluster (field manager gpugov), "
+                       "then prune what gpugov owns and no longer declares; exit 3 could not apply")
     compile_target_args(p)
     kubeconfig_args(p)
+    p.add_argument("--dry-run", action="store_true",
+                   help="list what would be applied, deleted and released; change nothing")
+    p.add_argument("--prune", action=argparse.BooleanOptionalAction, default=True,
+                   help="delete objects gpugov owns that are no longer declared; release (unlabel) namespaces and "
+                   "nodes (default: prune; --no-prune to keep them)")
     p.set_defaults(func=cmd_apply)

@@ -1,8 +1,9 @@
 """apply: server-side apply of compiled objects to a cluster (field manager gpugov).
 
-This is the edge that talks to a cluster through the `kubernetes` client; it takes the
-objects compile produced and derives nothing. Node objects are patches: a Node that does
-not exist is reported and skipped, never created.
+This is the edge that writes to a cluster; it takes the objects compile produced and derives
+nothing. Requests are raw JSON through rest.py, so an endpoint that is not a Kubernetes API
+stops apply with one line (CheckIncomplete) instead of a traceback. Node objects are
+patches: a Node that does not exist is reported and skipped, never created.
 
 Node taints are an atomic list for server-side apply: applying gpugov's would replace the
 admins', the autoscaler's and the GPU Operator's. So a Node's labels go by server-side
@@ -12,31 +13,42 @@ taint is kept, written with the Node's resourceVersion so a concurrent writer is
 overwritten.
 
 Volcano's hierarchical Queues are applied in an order its webhook accepts, see
-``queue_apply_plan``.
+``queue_apply_plan``. What is no longer declared is removed afterwards by prune.py.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import NotFoundError
 
+from gpugov.cluster.rest import (
+    FIELD_MANAGER,
+    STRATEGIC_MERGE_PATCH,
+    Api,
+    Rejected,
+    list_all,
+    read_object,
+    served_versions,
+    server_side_apply,
+    unserved,
+    write,
+)
+from gpugov.kube.kinds import KINDS, kind_of
 from gpugov.kube.quantity import format_quantity, parse_quantity
 
-FIELD_MANAGER = "gpugov"
 TAINTS_ANNOTATION = "gpugov.io/taints"  # the taints gpugov set on a Node, to remove them when undeclared
+NODE = KINDS[("v1", "Node")]
 _CONFLICT = 409
+
+__all__ = ["FIELD_MANAGER", "TAINTS_ANNOTATION", "ApplyError", "ApplyResult", "apply_objects", "merge_taints"]
 
 
 class ApplyError(Exception):
-    """An object could not be applied; names the object."""
+    """The cluster refused an object; names the object."""
 
 
 @dataclass
@@ -46,61 +58,57 @@ class ApplyResult:
     missing: list[tuple[str, str, str]] = field(default_factory=list)  # applied, yet not found on read-back
 
 
-def apply_objects(api: client.ApiClient, objects: list[dict[str, Any]], force: bool = True) -> ApplyResult:
+def _label(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{obj['kind']} {meta['namespace'] + '/' if meta.get('namespace') else ''}{meta['name']}"
+
+
+def apply_objects(api_client: client.ApiClient, objects: list[dict[str, Any]], force: bool = True) -> ApplyResult:
     """Apply each object in order (compile's apply order: namespaces and flavors first),
-    then read every applied object back from the server."""
-    dynamic = DynamicClient(api)
+    then read every applied object back from the server.
+
+    Raises ApplyError when the server refuses an object, CheckIncomplete when there is no
+    well-formed answer (unreachable, not a Kubernetes API)."""
+    api = Api(api_client)
+    check_served(api, objects)
     result = ApplyResult()
     seen: set[tuple[str, str, str]] = set()
-    for obj in _in_apply_order(dynamic, objects):
-        resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+    for obj in _in_apply_order(api, objects):
         meta = obj["metadata"]
-        if obj["kind"] == "Node":
-            try:
-                merge_taints(client.CoreV1Api(api), obj)
-            except NotFoundError:
-                result.skipped_nodes.append(meta["name"])
-                continue
-            except ApiException as exc:
-                if exc.status == 404:
+        try:
+            if obj["kind"] == "Node":
+                if not merge_taints(api, obj):
                     result.skipped_nodes.append(meta["name"])
                     continue
-                raise ApplyError(f"Node {meta['name']}: {exc.status} {exc.reason}: {_message(exc)}") from exc
-            obj = without_taints(obj)
-        try:
-            dynamic.server_side_apply(
-                resource,
-                body=obj,
-                name=meta["name"],
-                namespace=meta.get("namespace"),
-                field_manager=FIELD_MANAGER,
-                force_conflicts=force,
-            )
-        except ApiException as exc:
-            where = f"{meta['namespace']}/" if meta.get("namespace") else ""
-            raise ApplyError(
-                f"{obj['kind']} {where}{meta['name']}: {exc.status} {exc.reason}: {_message(exc)}"
-            ) from exc
+                obj = without_taints(obj)
+            server_side_apply(api, kind_of(obj), obj, force=force)
+        except Rejected as exc:
+            raise ApplyError(f"{_label(obj)}: {exc}") from exc
         applied = (obj["kind"], meta.get("namespace", ""), meta["name"])
         if applied not in seen:  # a Volcano parent Queue is applied twice (widened, then settled)
             seen.add(applied)
             result.applied.append(applied)
     for obj in objects_applied(objects, result):
-        resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-        try:
-            resource.get(name=obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
-        except NotFoundError:
-            result.missing.append((obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
+        meta = obj["metadata"]
+        if read_object(api, kind_of(obj), meta["name"], meta.get("namespace", "")) is None:
+            result.missing.append((obj["kind"], meta.get("namespace", ""), meta["name"]))
     return result
 
 
-def _in_apply_order(dynamic: DynamicClient, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def check_served(api: Api, objects: list[dict[str, Any]]) -> None:
+    """Before the first write: every kind to apply is served (CheckIncomplete names the first that is not)."""
+    served = served_versions(api)
+    for kind in sorted({kind_of(o) for o in objects}, key=lambda k: (k.api_version, k.kind)):
+        if kind.api_version not in served:
+            raise unserved(api, kind)
+
+
+def _in_apply_order(api: Api, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """compile's order, with Volcano's Queues as queue_apply_plan orders them (at their first place)."""
     queues = [o for o in objects if is_volcano_queue(o)]
     if not queues:
         return objects
-    api = dynamic.resources.get(api_version=QUEUE_API, kind="Queue")
-    live = {q["metadata"]["name"]: q for q in api.get().to_dict().get("items", [])}
+    live = {q["metadata"]["name"]: q for q in list_all(api, kind_of(queues[0]))}
     first = objects.index(queues[0])
     rest = [o for o in objects if not is_volcano_queue(o)]
     return rest[:first] + queue_apply_plan(queues, live) + rest[first:]
@@ -123,6 +131,12 @@ def without_taints(node_patch: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def recorded_taints(node: dict[str, Any]) -> list[str]:
+    """The taints gpugov recorded on a live Node ("key=value:Effect")."""
+    recorded = (node["metadata"].get("annotations") or {}).get(TAINTS_ANNOTATION, "")
+    return [item for item in str(recorded).split(",") if item]
+
+
 def merged_taints(live: list[dict[str, Any]], recorded: str, desired: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Live taints minus gpugov's (recorded or desired, matched by key and effect), plus the desired ones."""
     ours = {(t["key"], t["effect"]) for t in desired}
@@ -133,23 +147,25 @@ def merged_taints(live: list[dict[str, Any]], recorded: str, desired: list[dict[
     return kept + [dict(t) for t in desired]
 
 
-def merge_taints(core: client.CoreV1Api, node_patch: dict[str, Any], attempts: int = 5) -> None:
-    """Put gpugov's taints on the Node without touching anyone else's (optimistic concurrency)."""
+def merge_taints(api: Api, node_patch: dict[str, Any], attempts: int = 5) -> bool:
+    """Put gpugov's taints on the Node without touching anyone else's (optimistic concurrency).
+    False when the Node does not exist."""
     name = node_patch["metadata"]["name"]
     desired = (node_patch.get("spec") or {}).get("taints", [])
     for _ in range(attempts):
-        node = core.api_client.sanitize_for_serialization(core.read_node(name))
+        node = read_object(api, NODE, name)
+        if node is None:
+            return False
         live = (node.get("spec") or {}).get("taints") or []
-        recorded = (node["metadata"].get("annotations") or {}).get(TAINTS_ANNOTATION, "")
-        wanted = merged_taints(live, recorded, desired)
+        wanted = merged_taints(live, ",".join(recorded_taints(node)), desired)
         if wanted == live:
-            return
+            return True
         body = {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]}, "spec": {"taints": wanted}}
-        try:
-            core.patch_node(name, body)  # a strategic merge patch replaces the list as a whole
-            return
-        except ApiException as exc:
-            if exc.status != _CONFLICT:
+        try:  # a strategic merge patch replaces the list as a whole
+            write(api, "PATCH", NODE, name, "", body, STRATEGIC_MERGE_PATCH, [("fieldManager", FIELD_MANAGER)])
+            return True
+        except Rejected as exc:
+            if exc.answer.status != _CONFLICT:
                 raise
     raise ApplyError(f"Node {name}: taints changed concurrently {attempts} times; try again")
 
@@ -157,24 +173,6 @@ def merge_taints(core: client.CoreV1Api, node_patch: dict[str, Any], attempts: i
 def objects_applied(objects: Iterable[dict[str, Any]], result: ApplyResult) -> list[dict[str, Any]]:
     done = set(result.applied)
     return [o for o in objects if (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) in done]
-
-
-def _message(exc: ApiException) -> str:
-    try:
-        return str(json.loads(exc.body).get("message", ""))
-    except (TypeError, ValueError):
-        return str(exc.body or "")
-
-
-def list_managed(api: client.ApiClient, kinds: Iterable[tuple[str, str]]) -> list[tuple[str, str, str]]:
-    """(kind, namespace, name) of every object labelled managed-by gpugov, for the given kinds."""
-    dynamic = DynamicClient(api)
-    found = []
-    for api_version, kind in kinds:
-        resource = dynamic.resources.get(api_version=api_version, kind=kind)
-        items = resource.get(label_selector="app.kubernetes.io/managed-by=gpugov").items
-        found.extend((kind, item.metadata.namespace or "", item.metadata.name) for item in items)
-    return sorted(found)
 
 
 # -- Volcano queue order ------------------------------------------------------
@@ -231,7 +229,7 @@ def widened(desired: Queue, live: Queue) -> Queue:
     return body
 
 
-def _depth(name: str, parent_of: dict[str, str]) -> int:
+def queue_depth(name: str, parent_of: dict[str, str]) -> int:
     depth, seen = 0, set()
     while name in parent_of and name not in seen:
         seen.add(name)
@@ -245,7 +243,7 @@ def queue_apply_plan(desired: Iterable[Queue], live: dict[str, Queue]) -> list[Q
     queues = list(desired)
     parent_of = {q["metadata"]["name"]: q["spec"]["parent"] for q in queues if (q.get("spec") or {}).get("parent")}
     parents = set(parent_of.values())
-    by_depth = sorted(queues, key=lambda q: _depth(q["metadata"]["name"], parent_of))
+    by_depth = sorted(queues, key=lambda q: queue_depth(q["metadata"]["name"], parent_of))
     plan = []
     for queue in by_depth:  # top-down
         name = queue["metadata"]["name"]

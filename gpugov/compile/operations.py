@@ -1,9 +1,19 @@
 """gpugov running in the cluster: the drift CronJob and the NVML agent DaemonSet.
 
-Emitted when the Cluster declares `operations.image` (an image holding gpugov and this
-repository at /config). Each gets its own ServiceAccount; the drift checker's ClusterRole
+Emitted when the Cluster declares `operations.image` (an image holding gpugov with its
+cluster, notify and agent extras, and this repository at /config: the repository's
+Dockerfile builds it). Each gets its own ServiceAccount; the drift checker's ClusterRole
 may only get, list and watch, and only the kinds it reads: those compile emits for this
 cluster, plus nodes, pods and namespaces.
+
+The two agree by construction: the agent listens on AGENT_PORT and publishes it as a
+hostPort, so it answers on each node's own address; the CronJob reads it there
+(`--agent-url http://{node_ip}:9402/snapshot.json`, the Node's InternalIP), on the nodes the
+DaemonSet's nodeSelector picks. Alerts: the CronJob takes its environment from the optional
+Secret NOTIFY_SECRET (GPUGOV_NOTIFY names the sinks, GPUGOV_*_WEBHOOK_URL / _SECRET their
+settings); without that Secret drift runs and fails the Job, but sends nothing. What was sent
+is kept in the ConfigMap NOTIFY_STATE (a Job's pod keeps no files), which the drift
+ServiceAccount may get and patch, and no other ConfigMap.
 """
 
 from __future__ import annotations
@@ -17,6 +27,10 @@ COMPONENT = "gpugov.io/component"
 DRIFT = "gpugov-drift"
 AGENT = "gpugov-agent"
 AGENT_PORT = 9402
+AGENT_NODE_SELECTOR = {"nvidia.com/gpu.present": "true"}  # GPU Feature Discovery's label
+AGENT_URL = f"http://{{node_ip}}:{AGENT_PORT}/snapshot.json"  # drift's --agent-url for the DaemonSet below
+NOTIFY_SECRET = "gpugov-notify"  # optional: GPUGOV_NOTIFY and the sinks' GPUGOV_* settings
+NOTIFY_STATE = f"{DRIFT}-notify-state"  # ConfigMap: what the CronJob last sent (deduplication)
 READ_VERBS = ["get", "list", "watch"]
 ALWAYS_READ = (("v1", "Node"), ("v1", "Pod"), ("v1", "Namespace"))
 
@@ -44,10 +58,15 @@ def _hardened(container: dict[str, Any]) -> dict[str, Any]:
 def drift_objects(scope: Scope, kinds: set[tuple[str, str]]) -> list[Object]:
     cluster = scope.cluster
     ns = cluster.operations_namespace
+    args = ["drift", "/config", "--cluster", cluster.name, "--backend", scope.backend, "--format", "json"]
+    if cluster.run_agent:
+        args += ["--agent-url", AGENT_URL]
     container = _hardened({
         "name": "drift",
         "image": cluster.operations_image,
-        "args": ["drift", "/config", "--cluster", cluster.name, "--backend", scope.backend, "--format", "json"],
+        "args": args,
+        "env": [{"name": "GPUGOV_NOTIFY_STATE", "value": f"configmap:{ns}/{NOTIFY_STATE}"}],
+        "envFrom": [{"secretRef": {"name": NOTIFY_SECRET, "optional": True}}],
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
     })
     return [
@@ -57,6 +76,16 @@ def drift_objects(scope: Scope, kinds: set[tuple[str, str]]) -> list[Object]:
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": _meta(scope, f"{DRIFT}-reader", "drift", namespaced=False),
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{DRIFT}-reader"},
+         "subjects": [{"kind": "ServiceAccount", "name": DRIFT, "namespace": ns}]},
+        # The alert state: one ConfigMap the drift ServiceAccount may write (a ClusterRole bound
+        # in this namespace only, by a RoleBinding), emitted empty: drift owns its data.
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(scope, NOTIFY_STATE, "drift")},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": _meta(scope, NOTIFY_STATE, "drift", namespaced=False),
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [NOTIFY_STATE],
+                    "verbs": ["get", "patch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": _meta(scope, NOTIFY_STATE, "drift"),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NOTIFY_STATE},
          "subjects": [{"kind": "ServiceAccount", "name": DRIFT, "namespace": ns}]},
         {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(scope, DRIFT, "drift"), "spec": {
             "schedule": cluster.drift_schedule,
@@ -84,7 +113,8 @@ def agent_objects(scope: Scope) -> list[Object]:
             {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
             {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"},
         ],
-        "ports": [{"name": "metrics", "containerPort": AGENT_PORT}],
+        # hostPort: the agent answers on the node's own address, where drift reads it (AGENT_URL)
+        "ports": [{"name": "metrics", "containerPort": AGENT_PORT, "hostPort": AGENT_PORT}],
         "resources": {"requests": {"cpu": "20m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
     }
     return [
@@ -95,7 +125,7 @@ def agent_objects(scope: Scope) -> list[Object]:
                 "serviceAccountName": AGENT,
                 "automountServiceAccountToken": False,
                 "runtimeClassName": "nvidia",
-                "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                "nodeSelector": dict(AGENT_NODE_SELECTOR),
                 "tolerations": [{"operator": "Exists"}],  # GPU pools are tainted for their tenants
                 "containers": [_hardened(container)],
             }},
@@ -112,6 +142,7 @@ def operations_objects(scope: Scope, objects: list[Object]) -> list[Object]:
     result = [namespace]
     agent = agent_objects(scope) if cluster.run_agent else []
     kinds = {(o["apiVersion"], o["kind"]) for o in [*objects, namespace, *agent]}
-    kinds |= {("v1", "ServiceAccount"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
-              ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ("batch/v1", "CronJob")}
+    kinds |= {("v1", "ServiceAccount"), ("v1", "ConfigMap"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+              ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+              ("batch/v1", "CronJob")}
     return [*result, *drift_objects(scope, kinds), *agent]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from gpugov.findings import Level, rule
 
+INCOMPLETE = rule("GD000", "check-incomplete", Level.ERROR,
+                  "Drift could not read the cluster (or Prometheus, or an agent) completely, so nothing was compared.",
+                  "The message names the request that failed: check the endpoint, the credentials (RBAC) and that "
+                  "Kueue or Volcano is installed.")
 OBJECT_MISSING = rule("GD001", "object-missing", Level.ERROR,
                       "A desired object is not in the cluster.", "Apply the declarations: pulumi up or gpugov apply.")
 OBJECT_CHANGED = rule("GD002", "object-changed", Level.ERROR,
@@ -53,6 +57,7 @@ IDLE = rule("GD030", "idle-accelerator", Level.WARNING,
             "A pod holds accelerators whose utilisation (DCGM) stayed under the idle threshold for the whole window.",
             "Ask the owner to release the GPUs; consider a shorter runtime limit.")
 
-DRIFT_RULE_IDS = {r.id for r in (OBJECT_MISSING, OBJECT_CHANGED, OBJECT_NOT_DESIRED, NODE_MISSING, NODE_NOT_READY,
-                                 NODE_LABEL, NODE_TAINT, GPU_PRODUCT, GPU_COUNT, MIG_STATE, MIG_ALLOCATABLE, OVER_QUOTA,
-                                 QUEUE_BYPASS, FOREIGN_NAMESPACE, POOL_WITHOUT_QUOTA, PENDING, BORROWING, IDLE)}
+DRIFT_RULE_IDS = {r.id for r in (INCOMPLETE, OBJECT_MISSING, OBJECT_CHANGED, OBJECT_NOT_DESIRED, NODE_MISSING,
+                                 NODE_NOT_READY, NODE_LABEL, NODE_TAINT, GPU_PRODUCT, GPU_COUNT, MIG_STATE,
+                                 MIG_ALLOCATABLE, OVER_QUOTA, QUEUE_BYPASS, FOREIGN_NAMESPACE, POOL_WITHOUT_QUOTA,
+                                 PENDING, BORROWING, IDLE)}

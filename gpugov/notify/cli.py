@@ -11,7 +11,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
@@ -19,9 +19,12 @@ from typing import TextIO
 from gpugov.app.exit import ExitCode
 from gpugov.findings import Finding, Level, Location
 from gpugov.notify.config import NotifyConfigError, build_sinks, spec_help
+from gpugov.notify.dedup import StateStore
 from gpugov.notify.dispatch import DEFAULT_WINDOW, NotifyResult, notify
 from gpugov.notify.transport import Transport
 
+CONFIGMAP_STATE = "configmap:"  # --notify-state configmap:NAMESPACE/NAME (drift: the CronJob keeps no files)
+NOTIFY_ENV = "GPUGOV_NOTIFY"  # the sinks, where --notify is not given (the drift CronJob's Secret)
 _DURATION = re.compile(r"(\d+)([smhd])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
@@ -48,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser, required: bool = False) -> No
         action="append",
         metavar="SINK",
         required=required,
-        help=f"send the findings to SINK (repeatable or comma-separated); {spec_help()}",
+        help=f"send the findings to SINK (repeatable or comma-separated; default ${NOTIFY_ENV}); {spec_help()}",
     )
     group.add_argument(
         "--notify-config",
@@ -58,9 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser, required: bool = False) -> No
     )
     group.add_argument(
         "--notify-state",
-        type=Path,
         metavar="FILE",
-        help="what was last sent, for deduplication (default: $GPUGOV_NOTIFY_STATE or ~/.local/state/gpugov/)",
+        help="what was last sent, for deduplication (default: $GPUGOV_NOTIFY_STATE or ~/.local/state/gpugov/); "
+        "drift also takes configmap:NAMESPACE/NAME",
     )
     group.add_argument(
         "--notify-window",
@@ -78,14 +81,29 @@ def notify_from_args(
     env: Mapping[str, str] | None = None,
     *,
     transport: Transport | None = None,
+    configmap: Callable[[str], StateStore] | None = None,
 ) -> NotifyResult | None:
-    """Send when --notify was given; raise NotifyConfigError for a bad spec or missing setting."""
-    if not args.notify:
-        return None
+    """Send when --notify (or $GPUGOV_NOTIFY, e.g. from a Kubernetes Secret) names sinks;
+    raise NotifyConfigError for a bad spec or missing setting. `configmap` makes the state
+    store for a `configmap:NAMESPACE/NAME` state."""
     env = os.environ if env is None else env
-    sinks = build_sinks(args.notify, env, args.notify_config, transport=transport)
-    state = args.notify_state or default_state_file(env)
-    return notify(findings, sinks, state, args.notify_window, title)
+    specs = args.notify or ([env[NOTIFY_ENV]] if env.get(NOTIFY_ENV, "").strip() else [])
+    if not specs:
+        return None
+    sinks = build_sinks(specs, env, args.notify_config, transport=transport)
+    return notify(findings, sinks, state_store(args.notify_state, env, configmap), args.notify_window, title)
+
+
+def state_store(spec: Path | str | None, env: Mapping[str, str],
+                configmap: Callable[[str], StateStore] | None = None) -> Path | StateStore:
+    """--notify-state (else $GPUGOV_NOTIFY_STATE, else the default file): a file, or with
+    `configmap` (drift, which has a cluster) `configmap:NAMESPACE/NAME`."""
+    text = str(spec) if spec is not None else env.get("GPUGOV_NOTIFY_STATE", "")
+    if text.startswith(CONFIGMAP_STATE):
+        if configmap is None:
+            raise NotifyConfigError(f"notify state {text}: only gpugov drift keeps it in a ConfigMap; use a file")
+        return configmap(text.removeprefix(CONFIGMAP_STATE))
+    return Path(text) if text else default_state_file(env)
 
 
 def print_result(result: NotifyResult, stream: TextIO | None = None) -> None:
@@ -146,7 +164,10 @@ def cmd_notify(
         return _fail(str(exc))
     except ImportError:
         return _fail("requests is not installed (pip install 'gpugov[notify]')")
-    state = args.notify_state or default_state_file(env)
+    try:
+        state = state_store(args.notify_state, env)
+    except NotifyConfigError as exc:
+        return _fail(str(exc))
     result = notify(findings, sinks, state, args.notify_window, args.title, max_findings=args.max_findings)
     print_result(result)
     return ExitCode.OK if result.ok else ExitCode.FINDINGS

@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from gpugov.findings import Finding
 
@@ -36,18 +37,61 @@ class Sent:
     findings: int
 
 
+class StateStore(Protocol):
+    """Where what was last sent is kept: a file (FileState), or elsewhere (a ConfigMap, for the
+    drift CronJob whose pods keep no files between runs)."""
+
+    def load(self) -> dict[str, Sent]:
+        """What was last sent; "nothing yet" when the store is missing or unreadable."""
+        ...
+
+    def save(self, state: dict[str, Sent]) -> None:
+        """Keep `state`; OSError when it cannot."""
+        ...
+
+
+@dataclass(frozen=True)
+class FileState:
+    path: Path
+
+    def load(self) -> dict[str, Sent]:
+        return load_state(self.path)
+
+    def save(self, state: dict[str, Sent]) -> None:
+        save_state(self.path, state)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def state_from_text(text: str) -> dict[str, Sent]:
+    """Parse a saved state; ValueError, KeyError, TypeError or AttributeError when it is malformed."""
+    data = json.loads(text)
+    return {
+        name: Sent(
+            str(entry["fingerprint"]),
+            _aware(datetime.fromisoformat(entry["sent_at"])),
+            int(entry.get("findings", 0)),
+        )
+        for name, entry in data["sinks"].items()
+    }
+
+
+def state_to_text(state: dict[str, Sent]) -> str:
+    data = {
+        "version": STATE_VERSION,
+        "sinks": {
+            name: {"fingerprint": s.fingerprint, "sent_at": s.at.astimezone(UTC).isoformat(), "findings": s.findings}
+            for name, s in sorted(state.items())
+        },
+    }
+    return json.dumps(data, indent=2) + "\n"
+
+
 def load_state(path: Path) -> dict[str, Sent]:
     """Per sink name, what was last delivered. A missing or unreadable file means "nothing yet"."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {
-            name: Sent(
-                str(entry["fingerprint"]),
-                _aware(datetime.fromisoformat(entry["sent_at"])),
-                int(entry.get("findings", 0)),
-            )
-            for name, entry in data["sinks"].items()
-        }
+        return state_from_text(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -62,19 +106,11 @@ def _aware(when: datetime) -> datetime:
 
 def save_state(path: Path, state: dict[str, Sent]) -> None:
     """Write atomically: a crash leaves the old file or the new one, never half of one."""
-    data = {
-        "version": STATE_VERSION,
-        "sinks": {
-            name: {"fingerprint": s.fingerprint, "sent_at": s.at.astimezone(UTC).isoformat(), "findings": s.findings}
-            for name, s in sorted(state.items())
-        },
-    }
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2)
-            out.write("\n")
+            out.write(state_to_text(state))
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from gpugov.findings import Finding
-from gpugov.notify.dedup import EMPTY, Sent, fingerprint, load_state, save_state
+from gpugov.notify.dedup import EMPTY, FileState, Sent, StateStore, fingerprint
 from gpugov.notify.message import Alert
 from gpugov.notify.sinks import Sink
 from gpugov.notify.transport import SendError
@@ -62,7 +62,7 @@ class NotifyResult:
 def notify(
     findings: list[Finding],
     sinks: list[Sink],
-    state_file: Path,
+    state_file: Path | StateStore,
     window: timedelta = DEFAULT_WINDOW,
     title: str = "gpugov",
     *,
@@ -76,7 +76,8 @@ def notify(
     """
     now = (clock or (lambda: datetime.now(UTC)))()
     fp = fingerprint(findings)
-    state = load_state(state_file)
+    store = FileState(state_file) if isinstance(state_file, Path) else state_file
+    state = store.load()
     alert = Alert.of(title, findings, fp)
     outcomes = []
     changed = False
@@ -107,8 +108,8 @@ def notify(
     state_error = None
     if changed:
         try:
-            save_state(state_file, state)
+            store.save(state)
         except OSError as exc:
-            state_error = f"cannot write {state_file}: {exc.strerror or type(exc).__name__}"
+            state_error = f"cannot write {store}: {exc.strerror or str(exc) or type(exc).__name__}"
             log.warning("notify: %s", state_error)
     return NotifyResult(fp, tuple(outcomes), state_error)

@@ -8,6 +8,8 @@ that keeps the exporter's own labels has it in pod/namespace: both are read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import requests
@@ -18,6 +20,7 @@ WHOLE_GPU = 'max by (exported_namespace, exported_pod, namespace, pod) (max_over
 MIG = ('100 * max by (exported_namespace, exported_pod, namespace, pod) '
        '(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{GPU_I_PROFILE!=""}}[{window}]))')
 TIMEOUT = (5, 30)
+MAX_POINTS = 10_000  # per series and request; Prometheus refuses more than 11,000
 
 
 class PrometheusError(CheckIncomplete):
@@ -32,9 +35,13 @@ def query(url: str, promql: str, session: requests.Session | None = None) -> lis
         body = response.json()
     except (requests.RequestException, ValueError) as exc:
         raise PrometheusError(f"Prometheus query failed: {type(exc).__name__}: {exc}") from exc
-    if body.get("status") != "success":
-        raise PrometheusError(f"Prometheus query failed: {body.get('error', 'unknown error')}")
-    return body.get("data", {}).get("result", [])
+    if not isinstance(body, dict) or body.get("status") != "success":
+        error = body.get("error", "unknown error") if isinstance(body, dict) else "not a Prometheus API answer"
+        raise PrometheusError(f"Prometheus query failed: {error}")
+    result = (body.get("data") or {}).get("result")
+    if not isinstance(result, list):
+        raise PrometheusError("Prometheus query failed: the answer has no data.result list")
+    return result
 
 
 def utilisation(url: str, window: str, session: requests.Session | None = None) -> dict[tuple[str, str], float]:
@@ -42,13 +49,77 @@ def utilisation(url: str, window: str, session: requests.Session | None = None) 
     result: dict[tuple[str, str], float] = {}
     for promql in (WHOLE_GPU.format(window=window), MIG.format(window=window)):
         for sample in query(url, promql, session):
-            labels = sample.get("metric", {})
+            labels = sample.get("metric", {}) if isinstance(sample, dict) else {}
             namespace = labels.get("exported_namespace") or labels.get("namespace", "")
             pod = labels.get("exported_pod") or labels.get("pod", "")
             if not pod:
                 continue
-            value = float(sample["value"][1])
+            try:
+                value = float(sample["value"][1])
+            except (KeyError, IndexError, TypeError, ValueError) as exc:
+                raise PrometheusError(f"Prometheus query failed: a sample without a value ({type(exc).__name__})") from exc
             result[(namespace, pod)] = max(value, result.get((namespace, pod), 0.0))
     return result
 
 
+
+
+def query_range(url: str, promql: str, start: datetime, end: datetime, step: int,
+                session: requests.Session | None = None,
+                on_progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """`/api/v1/query_range` from start to end every `step` seconds, in requests of at most
+    MAX_POINTS steps; the series of all requests merged by their labels. Whole or PrometheusError."""
+    http = session or requests.Session()
+    merged: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+    chunk = timedelta(seconds=step * (MAX_POINTS - 1))
+    low = start
+    while low <= end:
+        high = min(low + chunk, end)
+        if on_progress:
+            on_progress(f"query_range {low:%Y-%m-%dT%H:%M:%SZ}..{high:%Y-%m-%dT%H:%M:%SZ}")
+        params = {"query": promql, "start": f"{low.timestamp():.3f}", "end": f"{high.timestamp():.3f}", "step": str(step)}
+        try:
+            response = http.get(f"{url.rstrip('/')}/api/v1/query_range", params=params, timeout=TIMEOUT)
+            response.raise_for_status()
+            body = response.json()
+        except (requests.RequestException, ValueError) as exc:
+            raise PrometheusError(f"Prometheus range query failed: {type(exc).__name__}: {exc}") from exc
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(body, dict) or body.get("status") != "success" or not isinstance(data, dict):
+            error = body.get("error", "unknown error") if isinstance(body, dict) else "not a Prometheus API answer"
+            raise PrometheusError(f"Prometheus range query failed: {error}")
+        if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+            raise PrometheusError("Prometheus range query failed: the answer is not a matrix")
+        for series in data["result"]:
+            labels = series.get("metric") if isinstance(series, dict) else None
+            values = series.get("values") if isinstance(series, dict) else None
+            if not isinstance(labels, dict) or not isinstance(values, list):
+                raise PrometheusError("Prometheus range query failed: a series without metric and values")
+            key = tuple(sorted((str(k), str(v)) for k, v in labels.items()))
+            merged.setdefault(key, {"metric": labels, "values": []})["values"].extend(values)
+        low = high + timedelta(seconds=step)
+    return list(merged.values())
+
+
+def utilisation_series(url: str, start: datetime, end: datetime, step: int,
+                       session: requests.Session | None = None,
+                       on_progress: Callable[[str], None] | None = None) -> dict[tuple[str, str], list[tuple[datetime, float]]]:
+    """(namespace, pod) -> (t, busiest device's utilisation in percent over (t - step, t]),
+    whole GPUs and MIG, for the usage ledger's idle hours."""
+    points: dict[tuple[str, str], dict[float, float]] = {}
+    for promql in (WHOLE_GPU.format(window=f"{step}s"), MIG.format(window=f"{step}s")):
+        for series in query_range(url, promql, start, end, step, session, on_progress):
+            labels = series["metric"]
+            namespace = labels.get("exported_namespace") or labels.get("namespace", "")
+            pod = labels.get("exported_pod") or labels.get("pod", "")
+            if not pod:
+                continue
+            into = points.setdefault((namespace, pod), {})
+            for value in series["values"]:
+                try:
+                    at, percent = float(value[0]), float(value[1])
+                except (IndexError, TypeError, ValueError) as exc:
+                    raise PrometheusError(f"Prometheus range query failed: a malformed sample ({type(exc).__name__})") from exc
+                into[at] = max(percent, into.get(at, percent))
+    return {pod: [(datetime.fromtimestamp(at, UTC), v) for at, v in sorted(samples.items())]
+            for pod, samples in sorted(points.items())}

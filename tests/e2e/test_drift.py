@@ -64,7 +64,7 @@ def run_pod(api: client.ApiClient, namespace: str, name: str, node: str, limits:
 def drift(capsys: pytest.CaptureFixture[str], kubeconfig: Path | str) -> tuple[int, dict]:
     code = main(["drift", str(REPO), "--cluster", "east", "--kubeconfig", str(kubeconfig), "--format", "json"])
     out, err = capsys.readouterr()
-    return code, (json.loads(out) if out.strip() else {"stderr": err})
+    return code, {**(json.loads(out) if out.strip() else {}), "stderr": err}
 
 
 def rules(report: dict) -> set[str]:
@@ -187,3 +187,4 @@ def test_server_stopped_mid_check_is_incomplete(controlplane_binary_path: Path, 
     stale.write_text(kubeconfig)
     code, report = drift(capsys, stale)
     assert code == 3 and "could not check drift" in report["stderr"]
+    assert report["incomplete"] is True and [f["rule"] for f in report["findings"]] == ["GD000"]

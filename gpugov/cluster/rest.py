@@ -1,0 +1,253 @@
+"""The Kubernetes API as raw JSON, every answer checked: the one door for observe, apply and prune.
+
+Requests go through the kubernetes client's connection (its kubeconfig, auth, TLS and proxy
+settings) but not through its typed models or its discovery: a server that is not a
+Kubernetes API (a 404 page, `{}`, an HTML login page behind a proxy, a list of another kind)
+must never read as an empty cluster. So every answer is checked against what was asked: a
+list must be a `<Kind>List` of the asked apiVersion with an `items` list of named objects, an
+object must be that kind with that name, "not found" must be the API's own Status naming the
+object. Anything else raises CheckIncomplete with one line naming the method, host and path.
+
+A collection that answers 404 is incomplete too, not "nothing there": on a real API server it
+means the kind is not served (Kueue's or Volcano's CRDs are not installed, or not at this
+version), and reporting every desired object of it as missing would hide that.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from gpugov.kube.kinds import Kind
+from gpugov.sources import CheckIncomplete
+
+TIMEOUT = (10, 60)  # connect, read (seconds)
+PAGE_SIZE = 500
+APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (a JSON body is valid YAML)
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+FIELD_MANAGER = "gpugov"
+# Who serves the API groups gpugov writes that a bare cluster lacks, for the 404 hint.
+PROVIDED_BY = {"kueue.x-k8s.io": "Kueue (v0.16 or later)", "scheduling.volcano.sh": "Volcano"}
+
+Query = Sequence[tuple[str, str]]
+
+
+class Rejected(Exception):
+    """The API server answered, as a Kubernetes API does, and refused the request (Status)."""
+
+    def __init__(self, answer: Answer) -> None:
+        super().__init__(f"{answer.status} {answer.status_reason or answer.reason}: {answer.message}".rstrip(": "))
+        self.answer = answer
+
+
+@dataclass(frozen=True)
+class Answer:
+    method: str
+    where: str  # host and path, for the one-line error
+    status: int
+    reason: str
+    body: dict[str, Any] | None  # None: the answer was not a JSON object
+    content_type: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def is_status(self) -> bool:
+        """The API's own Status object (what a Kubernetes API server sends with an error)."""
+        return self.body is not None and self.body.get("kind") == "Status" and self.body.get("apiVersion") == "v1"
+
+    @property
+    def status_reason(self) -> str:
+        return str(self.body.get("reason") or "") if self.is_status and self.body else ""
+
+    @property
+    def message(self) -> str:
+        return " ".join(str(self.body.get("message") or "").split()) if self.is_status and self.body else ""
+
+    def incomplete(self, why: str) -> CheckIncomplete:
+        status = " ".join(filter(None, (str(self.status), self.reason)))
+        return CheckIncomplete(f"{self.method} {self.where}: {status}: {why}")
+
+    def not_an_api(self, wanted: str) -> CheckIncomplete:
+        """The answer is not what a Kubernetes API server sends for this request."""
+        if self.body is None:
+            got = f"the answer is not JSON ({self.content_type.split(';')[0].strip() or 'no content type'})"
+        else:
+            got = f"expected {wanted}, got kind {self.body.get('kind')!r} of apiVersion {self.body.get('apiVersion')!r}"
+        return self.incomplete(f"{got}; is this a Kubernetes API server?")
+
+    def failed(self, kind: Kind) -> CheckIncomplete:
+        """A non-2xx answer to a read: why, in one line."""
+        if self.status == 404:
+            return self.incomplete(not_served(kind))
+        if not self.is_status:
+            return self.not_an_api("Status")
+        why = self.message or self.status_reason or "refused"
+        if self.status in (401, 403):
+            why += " (the credentials may not read this kind)"
+        return self.incomplete(why)
+
+
+def not_served(kind: Kind) -> str:
+    provider = PROVIDED_BY.get(kind.group)
+    hint = f" (is {provider} installed?)" if provider else ""
+    return f"the server does not serve {kind.plural} of {kind.api_version}{hint}"
+
+
+def unserved(api: Api, kind: Kind) -> CheckIncomplete:
+    """`kind` is missing from the server's discovery (GET /apis)."""
+    return CheckIncomplete(f"GET {api.host}/apis: {not_served(kind)}")
+
+
+class Api:
+    """Raw JSON requests over a kubernetes ApiClient."""
+
+    def __init__(self, api_client: client.ApiClient, timeout: tuple[float, float] = TIMEOUT) -> None:
+        self.client = api_client
+        self.host = str(api_client.configuration.host).rstrip("/")
+        self.timeout = timeout
+
+    def call(self, method: str, path: str, query: Query = (), body: Any = None, content_type: str = "") -> Answer:
+        """One request; CheckIncomplete only when no answer came (unreachable, timed out)."""
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        where = f"{self.host}{path}"
+        try:
+            method, url, headers, data, post = self.client.param_serialize(
+                method, path, query_params=list(query), header_params=headers, body=body,
+                auth_settings=["BearerToken"],
+            )
+            response = self.client.call_api(method, url, headers, data, post, _request_timeout=self.timeout)
+            raw = response.read()
+        except ApiException as exc:  # TLS failures and requests the client could not build
+            raise CheckIncomplete(f"{method} {where}: {exc.reason or exc.status}".split("\n")[0]) from exc
+        except (HTTPError, OSError) as exc:
+            raise CheckIncomplete(f"{method} {where}: {type(exc).__name__}: cluster unreachable or timed out") from exc
+        return Answer(method, where, response.status, response.reason or "", _json_object(raw),
+                      response.getheader("Content-Type") or "")
+
+
+def _json_object(raw: bytes | str | None) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw or b"")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _is_named(item: Any) -> bool:
+    meta = item.get("metadata") if isinstance(item, dict) else None
+    return isinstance(meta, dict) and isinstance(meta.get("name"), str) and bool(meta["name"])
+
+
+def is_object(body: dict[str, Any] | None, kind: Kind, name: str | None = None) -> bool:
+    """`body` is an object of `kind` (named `name`, when given), as the API returns it."""
+    return (body is not None and body.get("kind") == kind.kind and body.get("apiVersion") == kind.api_version
+            and _is_named(body) and (name is None or body["metadata"]["name"] == name))
+
+
+def read_page(api: Api, kind: Kind, query: Query) -> dict[str, Any]:
+    """One page of the collection of `kind`: a well-formed `<Kind>List`, or CheckIncomplete."""
+    answer = api.call("GET", kind.collection_path(), query)
+    if not answer.ok:
+        raise answer.failed(kind)
+    page = answer.body
+    wanted = f"{kind.kind}List"
+    if (page is None or page.get("kind") != wanted or page.get("apiVersion") != kind.api_version
+            or not isinstance(page.get("items"), list) or not isinstance(page.get("metadata") or {}, dict)):
+        raise answer.not_an_api(f"{wanted} of {kind.api_version}")
+    if not all(_is_named(item) for item in page["items"]):
+        raise answer.incomplete(f"an item of the {wanted} has no metadata.name")
+    return page
+
+
+def list_all(api: Api, kind: Kind, label_selector: str = "", field_selector: str = "",
+             page_size: int = PAGE_SIZE) -> Iterator[dict[str, Any]]:
+    """Every object of `kind` in all namespaces, page by page (limit/continue)."""
+    token = ""
+    while True:
+        query = [("limit", str(page_size))]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        if token:
+            query.append(("continue", token))
+        page = read_page(api, kind, query)
+        for item in page["items"]:
+            item.setdefault("apiVersion", kind.api_version)  # list items may leave them out
+            item.setdefault("kind", kind.kind)
+            yield item
+        token = str((page.get("metadata") or {}).get("continue") or "")
+        if not token:
+            return
+
+
+def read_object(api: Api, kind: Kind, name: str, namespace: str = "") -> dict[str, Any] | None:
+    """The object, None when the API says it does not exist, CheckIncomplete otherwise."""
+    answer = api.call("GET", kind.object_path(name, namespace))
+    if answer.ok:
+        if not is_object(answer.body, kind, name):
+            raise answer.not_an_api(f"{kind.kind} {name}")
+        return answer.body
+    details = (answer.body or {}).get("details") or {}
+    if answer.status == 404 and answer.status_reason == "NotFound" and details.get("name") == name:
+        return None
+    raise answer.failed(kind)
+
+
+def write(api: Api, method: str, kind: Kind, name: str, namespace: str, body: Any, content_type: str,
+          query: Query = ()) -> dict[str, Any]:
+    """A PATCH (apply, merge) answered with the object; Rejected when the API refuses it."""
+    answer = api.call(method, kind.object_path(name, namespace), query, body, content_type)
+    if answer.ok:
+        if not is_object(answer.body, kind, name):
+            raise answer.not_an_api(f"{kind.kind} {name}")
+        assert answer.body is not None
+        return answer.body
+    if answer.is_status:
+        raise Rejected(answer)
+    raise answer.not_an_api("Status")
+
+
+def server_side_apply(api: Api, kind: Kind, obj: dict[str, Any], force: bool = True,
+                      field_manager: str = FIELD_MANAGER) -> dict[str, Any]:
+    meta = obj["metadata"]
+    query = [("fieldManager", field_manager), ("force", "true" if force else "false")]
+    return write(api, "PATCH", kind, meta["name"], meta.get("namespace", ""), obj, APPLY_PATCH, query)
+
+
+def delete(api: Api, kind: Kind, name: str, namespace: str = "") -> None:
+    """Ask the server to delete the object (background propagation); gone already is fine."""
+    answer = api.call("DELETE", kind.object_path(name, namespace), [("propagationPolicy", "Background")])
+    if answer.ok and answer.body is not None:
+        return
+    if answer.status == 404 and answer.status_reason == "NotFound":
+        return
+    if answer.is_status:
+        raise Rejected(answer)
+    raise answer.not_an_api("Status")
+
+
+def served_versions(api: Api) -> set[str]:
+    """Every group/version the server serves ("v1", "kueue.x-k8s.io/v1beta2", ...), from discovery."""
+    answer = api.call("GET", "/apis")
+    body = answer.body
+    if not answer.ok or body is None or body.get("kind") != "APIGroupList" or not isinstance(body.get("groups"), list):
+        raise answer.not_an_api("APIGroupList")
+    versions = {"v1"}
+    for group in body["groups"]:
+        for version in (group.get("versions") or []) if isinstance(group, dict) else []:
+            if isinstance(version, dict) and version.get("groupVersion"):
+                versions.add(str(version["groupVersion"]))
+    return versions
