@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpugov.app.exit import ExitCode
-from gpugov.app.pipeline import InputError, Validation, validate_repo
+from gpugov.app.pipeline import InputError, Validation, gc_paused, validate_repo
 from gpugov.compile import CompileError, compile, select
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level
@@ -56,7 +56,8 @@ def desired_state(root: Path, cluster: str | None = None, backend: str | None = 
     or objects that break a conformance rule under another backend) or CompileError (an
     unknown cluster or backend)."""
     model, validation = valid_model(root)
-    objects = compile(model, backend, cluster)
+    with gc_paused():  # a large acyclic tree, built while the model is alive: see gc_paused
+        objects = compile(model, backend, cluster)
     scope = select(model, cluster, backend)
     if scope.backend != scope.cluster.backend:  # validate checked the declared backend's objects
         problems = check_objects(objects)
