@@ -56,10 +56,12 @@ def desired_state(root: Path, cluster: str | None = None, backend: str | None = 
     or objects that break a conformance rule under another backend) or CompileError (an
     unknown cluster or backend)."""
     model, validation = valid_model(root)
-    with gc_paused():  # a large acyclic tree, built while the model is alive: see gc_paused
-        objects = compile(model, backend, cluster)
     scope = select(model, cluster, backend)
-    if scope.backend != scope.cluster.backend:  # validate checked the declared backend's objects
+    if scope.backend == scope.cluster.backend and scope.cluster.name in validation.compiled:
+        objects = validation.compiled.pop(scope.cluster.name)  # validate compiled and checked them
+    else:
+        with gc_paused():  # a large acyclic tree, built while the model is alive: see gc_paused
+            objects = compile(model, backend, cluster)
         problems = check_objects(objects)
         if problems:
             raise InvalidDeclarations(validation, problems)

@@ -14,6 +14,7 @@ from gpugov.declarations.loader import DECLARATION_DIRS, UNREADABLE, SourceFile,
 from gpugov.declarations.model import Model, build_model
 from gpugov.declarations.schema import check_document
 from gpugov.findings import Finding, Level
+from gpugov.kube.objects import Object
 from gpugov.policy import run_policy
 from gpugov.policy.conformance import check_objects
 from gpugov.policy.repository import check_repository
@@ -29,6 +30,9 @@ class Validation:
     files: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     model: Model | None = None
+    # Each cluster's objects for its declared backend, compiled for the conformance checks and
+    # handed on to desired_state, so a render compiles once.
+    compiled: dict[str, list[Object]] = field(default_factory=dict, repr=False)
 
     @property
     def errors(self) -> list[Finding]:
@@ -105,6 +109,7 @@ def _validate(root: Path, files: list[SourceFile], conformance: bool) -> Validat
     result.model = model
     if conformance and not result.errors:
         for cluster in model.cluster_names():
-            result.findings.extend(check_objects(compile(model, None, cluster)))
+            result.compiled[cluster] = compile(model, None, cluster)
+            result.findings.extend(check_objects(result.compiled[cluster]))
     result.findings.sort(key=Finding.sort_key)
     return result
