@@ -6,6 +6,7 @@ import copy
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 from urllib.parse import parse_qs, urlparse
@@ -21,7 +22,7 @@ from gpugov.drift.objects import changed_by, differences
 from gpugov.drift.usage import accelerator_requests
 from gpugov.sandbox.simulated import simulated_nodes
 from gpugov.sources.prometheus import PrometheusError, utilisation
-from tests.conftest import REPO
+from tests.conftest import REPO, overlay_repo
 
 
 @pytest.fixture(scope="module")
@@ -329,3 +330,33 @@ def test_prometheus_answers_that_are_not_its_api_are_incomplete(prometheus: str)
     FakePrometheus.samples = {"DCGM_FI_DEV_GPU_UTIL": [{"metric": {"pod": "p"}}], "DCGM_FI_PROF_GR_ENGINE_ACTIVE": []}
     with pytest.raises(PrometheusError, match="a sample without a value"):
         utilisation(prometheus, "1h")
+
+
+def test_hami_vnpu_and_declared_model_nodes_do_not_drift_when_they_match_their_pools(tmp_path: Path) -> None:
+    # Nodes that advertise exactly what their pools declare (HAMi virtual GPUs, Ascend vNPU templates,
+    # a user-declared model) are no hardware drift; one with a card missing is.
+    root = overlay_repo(tmp_path, REPO / "tests" / "examples" / "positive" / "production-mix")
+    model = validate_repo(root).model
+    assert model is not None
+    cluster = model.cluster_names()[0]
+    objects = compile(model, None, cluster)
+    live = LiveState()
+    patches = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Node"}
+    for node in simulated_nodes(model, cluster):
+        name = node["metadata"]["name"]
+        if name in patches:
+            node["metadata"]["labels"].update(patches[name]["metadata"]["labels"])
+            node["spec"] = copy.deepcopy(patches[name].get("spec", {}))
+        node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        live.nodes[name] = node
+    pools = {p.name: p for p in model.pools.values()}
+    assert any(p.hami is not None for p in pools.values()) and any(p.vnpu_layouts for p in pools.values())
+    hardware = [f for f in check(model, objects, live, model.cluster(cluster).backend, cluster)
+                if f.rule in ("GD014", "GD015", "GD017")]
+    assert hardware == []
+    vnpu_pool, vnpu_node = next((p, n) for p in pools.values() if p.vnpu_layouts for n in p.nodes if n.vnpu_layout)
+    allocatable = live.nodes[vnpu_node.name]["status"]["allocatable"]
+    resource = sorted(vnpu_pool.node_accelerators(None, vnpu_node.vnpu_layout))[0]  # a vNPU template resource
+    allocatable[resource] = str(int(allocatable[resource]) - 1)
+    again = [f for f in check(model, objects, live, model.cluster(cluster).backend, cluster) if f.rule == "GD015"]
+    assert [f.details for f in again if vnpu_node.name in f.message]

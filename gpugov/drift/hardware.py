@@ -44,12 +44,13 @@ def _ready(node: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def expected_allocatable(pool: GPUPool, config: str | None, geometry: dict[str, dict[str, int]]) -> dict[str, int]:
-    """Accelerator resources a node should advertise: whole GPUs, or MIG devices x GPUs."""
-    if pool.model.vendor != "nvidia":
-        return {pool.model.resource: pool.per_node}
-    if config is None or config == ALL_DISABLED:
-        return {"nvidia.com/gpu": pool.per_node}
+def expected_allocatable(pool: GPUPool, config: str | None, geometry: dict[str, dict[str, int]],
+                         vnpu_layout: str | None = None) -> dict[str, int]:
+    """Accelerator resources a node should advertise: MIG devices x GPUs of the compiled mig-parted
+    layout it is labelled with, else what the pool's model says (whole devices, vNPU templates,
+    HAMi's virtual devices)."""
+    if config is None or config == ALL_DISABLED or pool.model.vendor != "nvidia":
+        return {resource: int(amount) for resource, amount in pool.node_accelerators(None, vnpu_layout).items()}
     devices = geometry.get(config, {})
     expected = {mig_resource_name(profile): count * pool.per_node for profile, count in devices.items()}
     expected["nvidia.com/gpu"] = 0
@@ -102,7 +103,8 @@ def hardware_findings(model: Model, objects: list[Object], live: LiveState) -> l
                                  f"for config {config}", where, object=f"Node {name}",
                                  live=str(labels.get(MIG_STATE_LABEL))))
         allocatable = status.get("allocatable") or {}
-        for resource, amount in expected_allocatable(pool, config, geometry).items():
+        vnpu_layout = next((n.vnpu_layout for n in pool.nodes if n.name == name), None)
+        for resource, amount in expected_allocatable(pool, config, geometry, vnpu_layout).items():
             have = allocatable.get(resource, 0)
             if not quantities_equal(have, amount):
                 rule_ = MIG_ALLOCATABLE if config is not None else GPU_COUNT
