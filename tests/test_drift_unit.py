@@ -6,8 +6,8 @@ import copy
 import json
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import ClassVar
 from urllib.parse import parse_qs, urlparse
 
