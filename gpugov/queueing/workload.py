@@ -115,21 +115,23 @@ class Workload:
             return "inactive"
         return "pending"
 
+    def true_since(self, condition: str) -> datetime | None:
+        """When the condition last became true; None while it is not."""
+        found = self.conditions.get(condition)
+        return found.since if found is not None and found.true else None
+
     @property
     def admitted_at(self) -> datetime | None:
         """Start of the current admission (None while not admitted)."""
-        found = self.conditions.get("Admitted")
-        return found.since if found is not None and found.true else None
+        return self.true_since("Admitted")
 
     @property
     def finished_at(self) -> datetime | None:
-        found = self.conditions.get("Finished")
-        return found.since if found is not None and found.true else None
+        return self.true_since("Finished")
 
     @property
     def last_evicted_at(self) -> datetime | None:
-        found = self.conditions.get("Evicted")
-        return found.since if found is not None and found.true else None
+        return self.true_since("Evicted")
 
     @property
     def expected_end(self) -> datetime | None:
