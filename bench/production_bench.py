@@ -10,49 +10,17 @@ generate_production (A100 half MIG, H800, A800, A10 with a HAMi-shared pool, L20
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
-
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+# The same steps and timing as bench.py, so the two benchmarks' ratios compare.
+from bench.bench import best_of, parse_only, validate, validate_and_render
 from bench.synthetic import generate_production
 from gpugov.app.pipeline import validate_repo
-from gpugov.compile import compile
 from gpugov.declarations.loader import discover
-from gpugov.manifests import manifest_files
-
-
-def parse_only(root: Path) -> None:
-    for path in discover(root):
-        list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader))
-
-
-def validate(root: Path) -> None:
-    result = validate_repo(root)
-    assert not result.errors, result.errors[:3]
-
-
-def validate_and_render(root: Path) -> None:
-    result = validate_repo(root)
-    assert result.model is not None and not result.errors
-    manifest_files(compile(result.model))
-
-
-def best_of(functions: dict[str, Callable[[Path], None]], root: Path, repeat: int) -> dict[str, float]:
-    best = dict.fromkeys(functions, float("inf"))
-    for _ in range(repeat):
-        for name, function in functions.items():
-            gc.collect()
-            started = time.perf_counter()
-            function(root)
-            best[name] = min(best[name], time.perf_counter() - started)
-    return best
 
 
 def main() -> int:
