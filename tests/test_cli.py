@@ -178,3 +178,18 @@ def test_rules_lists_every_rule(capsys) -> None:
 def test_console_entry_point_and_module_agree() -> None:
     proc = subprocess.run([sys.executable, "-m", "gpugov", "--version"], capture_output=True, text=True, check=True)
     assert proc.stdout.startswith("gpugov ")
+
+
+@pytest.mark.parametrize("command", [
+    ["apply", str(REPO), "--cluster", "east"],
+    ["drift", str(REPO), "--cluster", "east"],
+    ["doctor", str(REPO), "--cluster", "east"],
+    ["queue", str(REPO), "--cluster", "east"],
+    ["capacity", str(REPO), "--cluster", "east"],
+])
+def test_a_missing_kubeconfig_file_is_bad_usage_not_an_unreachable_cluster(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "kubeconfig"
+    assert main([*command, "--kubeconfig", str(missing)]) == 2
+    assert f"gpugov: --kubeconfig {missing}: no such file" in capsys.readouterr().err

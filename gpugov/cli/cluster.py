@@ -11,7 +11,7 @@ from typing import Any
 
 from gpugov.app.desired import DesiredState
 from gpugov.app.exit import ExitCode
-from gpugov.cli.common import compile_target_args, default_format, desired, fail, kubeconfig_args
+from gpugov.cli.common import CommandFailed, compile_target_args, default_format, desired, fail, kubeconfig_args
 from gpugov.findings import Finding, Level, make
 from gpugov.findings.report import FORMATS, REPORTERS
 from gpugov.notify.cli import add_arguments as notify_arguments
@@ -25,6 +25,8 @@ def api_client(args: argparse.Namespace, in_cluster: bool = False) -> Any:
     if in_cluster and not args.kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
         kube_config.load_incluster_config()
         return kube_client.ApiClient()
+    if args.kubeconfig and not Path(args.kubeconfig).is_file():  # bad usage, not an unreachable cluster
+        raise CommandFailed(f"--kubeconfig {args.kubeconfig}: no such file")
     return kube_config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
 
 
