@@ -360,3 +360,12 @@ def test_hami_vnpu_and_declared_model_nodes_do_not_drift_when_they_match_their_p
     allocatable[resource] = str(int(allocatable[resource]) - 1)
     again = [f for f in check(model, objects, live, model.cluster(cluster).backend, cluster) if f.rule == "GD015"]
     assert [f.details for f in again if vnpu_node.name in f.message]
+    # A pod outside every tenant that holds a vNPU (not a whole device the catalog names) is still seen.
+    live.pods.append({
+        "metadata": {"name": "stray", "namespace": "nobody"},
+        "spec": {"nodeName": vnpu_node.name,
+                 "containers": [{"name": "c", "resources": {"limits": {resource: "1"}}}]},
+        "status": {"phase": "Running"},
+    })
+    foreign = [f for f in check(model, objects, live, model.cluster(cluster).backend, cluster) if f.rule == "GD022"]
+    assert [f.message for f in foreign if "nobody/stray" in f.message and resource in f.message]

@@ -13,7 +13,7 @@ from typing import Any
 
 from gpugov.catalog import MODELS
 from gpugov.compile import Object
-from gpugov.compile.common import LABEL_POOL, select
+from gpugov.compile.common import LABEL_POOL, NON_ACCELERATOR, select
 from gpugov.compile.core import accelerator_ceiling
 from gpugov.declarations.model import Model
 from gpugov.drift.live import LiveState
@@ -29,18 +29,25 @@ SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
 _WHOLE_DEVICES = frozenset(model.resource for model in MODELS.values())
 
 
-def is_accelerator(resource: str) -> bool:
-    return resource in _WHOLE_DEVICES or resource.startswith("nvidia.com/mig-")
+def accelerator_resources(model: Model) -> frozenset[str]:
+    """Every accelerator resource name: the catalog's whole devices, and whatever the model's pools
+    advertise (declared models, vNPU templates, HAMi's units)."""
+    pooled = {r for pool in model.pools.values() for r in pool.capacity if r not in NON_ACCELERATOR}
+    return _WHOLE_DEVICES | pooled
 
 
-def accelerator_requests(pod: dict[str, Any]) -> dict[str, Decimal]:
+def is_accelerator(resource: str, known: frozenset[str] = _WHOLE_DEVICES) -> bool:
+    return resource in known or resource.startswith("nvidia.com/mig-")
+
+
+def accelerator_requests(pod: dict[str, Any], known: frozenset[str] = _WHOLE_DEVICES) -> dict[str, Decimal]:
     """Accelerators a pod holds: extended resources are set in limits (requests default to them)."""
     totals: dict[str, Decimal] = defaultdict(Decimal)
     for container in (pod.get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}
         amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
         for resource, amount in amounts.items():
-            if is_accelerator(resource):
+            if is_accelerator(resource, known):
                 try:
                     totals[resource] += parse_quantity(amount)
                 except QuantityError:
@@ -68,8 +75,9 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
     ceilings = {name: accelerator_ceiling(scope, tenant) for name, tenant in scope.tenants.items()}
     used: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     ignored = SYSTEM_NAMESPACES | ignore_namespaces
+    known = accelerator_resources(model)
     for pod in live.pods:
-        requests = accelerator_requests(pod)
+        requests = accelerator_requests(pod, known)
         if not requests:
             continue
         namespace = pod["metadata"].get("namespace", "")
