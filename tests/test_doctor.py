@@ -9,7 +9,6 @@ import contextlib
 import copy
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from gpugov.doctor.metrics import parse_samples
 from gpugov.doctor.report import checks_table, exit_code, to_json
 from gpugov.sandbox.simulated import simulated_nodes
 from tests.conftest import REPO
+from tests.local_http import serving
 
 METRICS = Path(__file__).resolve().parent / "fixtures" / "metrics"
 
@@ -50,14 +50,8 @@ def serve_files(files: dict[str, Path | bytes]) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield url
 
 
 def crd(name: str, version: str, served: bool = True, storage: bool = True) -> dict[str, Any]:

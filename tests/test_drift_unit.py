@@ -6,7 +6,7 @@ import copy
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 from urllib.parse import parse_qs, urlparse
@@ -23,6 +23,7 @@ from gpugov.drift.usage import accelerator_requests
 from gpugov.sandbox.simulated import simulated_nodes
 from gpugov.sources.prometheus import PrometheusError, utilisation
 from tests.conftest import REPO, overlay_repo
+from tests.local_http import serving
 
 
 @pytest.fixture(scope="module")
@@ -148,12 +149,8 @@ class FakePrometheus(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def prometheus() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakePrometheus)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(FakePrometheus) as url:
+        yield url
 
 
 def test_idle_accelerators_from_dcgm(org, prometheus: str) -> None:
@@ -300,14 +297,8 @@ def test_an_answer_that_is_not_the_nodes_snapshot_is_incomplete(body: bytes) -> 
     from gpugov.sources.agents import fetch_snapshots
 
     FakeAgent.body = body
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeAgent)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with pytest.raises(CheckIncomplete, match=r"agent on h100-01: GET http://127\.0\.0\.1:"):
-            fetch_snapshots(f"http://127.0.0.1:{server.server_address[1]}/snapshot.json", ["h100-01"])
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(FakeAgent) as url, pytest.raises(CheckIncomplete, match=r"agent on h100-01: GET http://127\.0\.0\.1:"):
+        fetch_snapshots(f"{url}/snapshot.json", ["h100-01"])
 
 
 def test_node_ip_needs_an_internal_ip() -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -32,6 +32,7 @@ from gpugov.notify.message import Alert, clip_bytes
 from gpugov.notify.redact import REDACTED, url_fragments
 from gpugov.notify.sinks import dingtalk_sign, feishu_sign
 from gpugov.notify.transport import retry_after_seconds
+from tests.local_http import serving
 
 # Credentials as the platforms shape them: in the path (Slack, Feishu) or the query (DingTalk, WeCom).
 SLACK_PATH = "/services/T0SECRET1/B0SECRET2/xoxbSlackHookToken9f8e7d6c"
@@ -129,17 +130,9 @@ def receiver() -> Iterator[Receiver]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    rec.base = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(Handler) as url:
+        rec.base = url
         yield rec
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 @pytest.fixture

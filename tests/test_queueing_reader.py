@@ -7,10 +7,9 @@ in tests/e2e/test_queueing.py."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
@@ -20,6 +19,7 @@ from kubernetes import client
 from gpugov.cluster.queues import pending_workloads, read_queues, read_workloads
 from gpugov.cluster.rest import Api
 from gpugov.sources import CheckIncomplete
+from tests.local_http import serving
 
 Reply = tuple[int, Any]  # status, JSON body (bytes: sent as is)
 Route = Callable[[str, dict[str, str], Any], Reply]
@@ -65,15 +65,10 @@ class FakeApi(BaseHTTPRequestHandler):
 @contextmanager
 def fake_api(routes: dict[tuple[str, str], Route]) -> Iterator[client.ApiClient]:
     FakeApi.routes, FakeApi.seen = routes, []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    config = client.Configuration()
-    config.host = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(FakeApi) as url:
+        config = client.Configuration()
+        config.host = url
         yield client.ApiClient(config)
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def access(allowed_namespaces: set[str], cluster_wide: bool) -> Route:

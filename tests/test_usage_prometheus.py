@@ -5,11 +5,10 @@ the same fixture for the pods it runs)."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlparse
@@ -18,6 +17,7 @@ import pytest
 
 from gpugov.sources import prometheus
 from gpugov.sources.prometheus import PrometheusError, query_range, utilisation_series
+from tests.local_http import serving
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dcgm"
 
@@ -64,14 +64,8 @@ class FakeRangePrometheus(BaseHTTPRequestHandler):
 @contextmanager
 def fake_prometheus(series: dict[str, list[dict[str, Any]]]) -> Iterator[str]:
     FakeRangePrometheus.series, FakeRangePrometheus.requests, FakeRangePrometheus.answer = series, [], None
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeRangePrometheus)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(FakeRangePrometheus) as url:
+        yield url
 
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)

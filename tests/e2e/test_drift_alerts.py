@@ -7,9 +7,8 @@ is not sent again by the next run; it may write that ConfigMap and no other, and
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from gpugov.sandbox import ControlPlane
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
 from tests.conftest import REPO
+from tests.local_http import serving
 
 pytestmark = pytest.mark.e2e
 NAMESPACE = "gpugov-system"
@@ -66,12 +66,9 @@ def webhook() -> Iterator[list[dict]]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    seen.append({"url": f"http://127.0.0.1:{server.server_address[1]}/hook"})
-    yield seen
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as url:
+        seen.append({"url": f"{url}/hook"})
+        yield seen
 
 
 def test_the_cronjobs_alert_state_survives_its_pods(cluster, webhook, capsys, monkeypatch) -> None:
