@@ -20,6 +20,7 @@ from gpugov.cli.common import CommandFailed, fail
 from gpugov.cli.doctor import register as doctor_command
 from gpugov.cli.queue import register as queue_commands
 from gpugov.cli.usage import register as usage_command
+from gpugov.cli.whatif import register as whatif_commands
 from gpugov.notify.cli import register as notify_command
 from gpugov.sandbox.cli import register as sandbox_command
 
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     queue_commands(sub)
     usage_command(sub)
     doctor_command(sub)
+    whatif_commands(sub)
     agent_command(sub)
     notify_command(sub)
     sandbox_command(sub)

@@ -1,0 +1,69 @@
+"""Benchmark: `gpugov whatif`'s simulator on a 100,000-job synthetic trace.
+
+    python bench/whatif_bench.py [--jobs 100000] [--load 0.7] [--repeat 1] [--repo .] [--cluster east]
+
+Synthesizes a seeded trace over the organisation's Kueue objects (compile's output for the
+cluster), writes it as CSV, and times in the same run:
+  - reading and parsing that CSV (the baseline: the least any replay must do),
+  - replaying it through the Kueue simulation (fair sharing on, as gpugov's weights need),
+and prints jobs/s of each and their ratio, with the scheduling cycles the replay ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpugov.app.pipeline import validate_repo
+from gpugov.whatif.replay import kueue_setup, placement_of
+from gpugov.whatif.simulate import Options, Simulator
+from gpugov.whatif.synthetic import synthesize
+from gpugov.whatif.trace import dump_trace, read_trace
+
+
+def best_of(repeat: int, work) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = work()
+        best = min(best, time.perf_counter() - started)
+    return best, result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--load", type=float, default=0.7, help="offered load per tenant, share of its quota")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--repo", default=str(Path(__file__).resolve().parents[1]))
+    parser.add_argument("--cluster", default="east")
+    args = parser.parse_args()
+
+    model = validate_repo(Path(args.repo)).model
+    assert model is not None, "the repository does not validate"
+    setup = kueue_setup(model, args.cluster)
+    jobs = synthesize(setup, args.jobs, seed=1, load=args.load)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.csv"
+        path.write_text(dump_trace(jobs))
+        parse_s, parsed = best_of(args.repeat, lambda: read_trace(path))
+    assert parsed == jobs
+    placement = placement_of(model)
+    replay_s, outcome = best_of(args.repeat, lambda: Simulator(setup, jobs, Options(), placement).run())
+    span_h = jobs[-1].submit_ms / 3_600_000
+    print(f"trace: {len(jobs):,} jobs over {span_h:,.0f} h on cluster {args.cluster} "
+          f"({len(setup.cluster_queues)} ClusterQueues, load {args.load})")
+    print(f"parse the CSV  : {parse_s:6.2f} s  {len(jobs) / parse_s:>10,.0f} jobs/s")
+    print(f"replay (Kueue) : {replay_s:6.2f} s  {len(jobs) / replay_s:>10,.0f} jobs/s  "
+          f"({outcome.cycles:,} scheduling cycles, {len(outcome.preemption_log):,} preemptions)")
+    print(f"replay / parse : {replay_s / parse_s:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

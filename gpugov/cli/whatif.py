@@ -1,0 +1,232 @@
+"""`gpugov whatif`: what a change does to waiting times, replayed against a job trace; and
+`gpugov trace`: import public traces, export a live cluster's finished Workloads, synthesize one."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from gpugov.app.exit import ExitCode
+from gpugov.app.pipeline import InputError, Validation, check_root, validate_files
+from gpugov.cli.common import CommandFailed, fail, kubeconfig_args
+from gpugov.compile import CompileError
+from gpugov.declarations.loader import tree_files
+from gpugov.declarations.model import Model
+from gpugov.findings.report import REPORTERS
+from gpugov.whatif.trace import Job, TraceError, dump_trace, read_trace
+
+DEFAULT_SYNTHETIC_JOBS = 2000
+
+
+def _validated(repo: Path, ref: str | None) -> tuple[Validation, str]:
+    """The validation of `ref` (None: the working tree) and its label."""
+    from gpugov.sources.git import GitError, resolve, revision_files
+
+    try:
+        check_root(repo)
+        if ref is None:
+            return validate_files(repo, tree_files(repo)), "working tree"
+        files = revision_files(repo, ref)
+        return validate_files(repo, files), f"`{ref}` ({resolve(repo, ref)[:8]})"
+    except (GitError, InputError) as exc:
+        raise CommandFailed(str(exc)) from None
+
+
+def _model(validation: Validation, label: str) -> Model:
+    if validation.errors or validation.model is None:
+        sys.stderr.write(REPORTERS["text"](validation.findings, len(validation.files)))
+        raise CommandFailed(f"{label} does not validate, so there is nothing to replay",
+                            validation.exit_code() or ExitCode.FINDINGS)
+    return validation.model
+
+
+def _kueue_cluster(models: list[Model], wanted: str | None) -> str:
+    """The cluster to replay: --cluster, or the only Kueue cluster both revisions know."""
+    known = sorted(set.intersection(*(set(m.cluster_names()) for m in models)))
+    if wanted is not None:
+        if wanted not in known:
+            raise CommandFailed(f"cluster '{wanted}' is not declared in both revisions (both have: "
+                                f"{', '.join(known) or 'none'})")
+        backend = models[-1].cluster(wanted).backend
+        if backend != "kueue":
+            raise CommandFailed(f"whatif simulates Kueue; cluster '{wanted}' is scheduled by {backend}")
+        return wanted
+    kueue = [name for name in known if all(m.cluster(name).backend == "kueue" for m in models)]
+    if len(kueue) != 1:
+        raise CommandFailed(f"choose a cluster with --cluster (Kueue clusters in both revisions: "
+                            f"{', '.join(kueue) or 'none'})")
+    return kueue[0]
+
+
+def cmd_whatif(args: argparse.Namespace) -> ExitCode:
+    from gpugov.whatif.replay import kueue_setup, replay
+    from gpugov.whatif.report import compare, markdown, to_json
+    from gpugov.whatif.setup import SetupError
+    from gpugov.whatif.simulate import Options
+    from gpugov.whatif.synthetic import synthesize
+
+    repo = Path(args.repo)
+    head_validation, head_label = _validated(repo, args.head)
+    head = _model(head_validation, f"the head ({head_label})")
+    base_validation, base_label = _validated(repo, args.base)
+    base = _model(base_validation, f"the base {base_label}")
+    cluster = _kueue_cluster([base, head], args.cluster)
+    options = Options(fair_sharing=not args.classical_preemption, seed=args.seed)
+    try:
+        if args.trace:
+            jobs = read_trace(Path(args.trace))
+            name = Path(args.trace).name
+        else:
+            jobs = synthesize(kueue_setup(base, cluster), args.synthetic_jobs, args.seed)
+            if not jobs:
+                return fail(f"no tenant of cluster '{cluster}' holds accelerator quota to synthesize a trace from; "
+                            "give one with --trace")
+            name = f"a synthetic trace ({len(jobs):,} jobs, seed {args.seed})"
+        base_run = replay(base, cluster, jobs, base_label, options)
+        head_run = replay(head, cluster, jobs, head_label, options)
+    except (TraceError, SetupError, CompileError) as exc:
+        return fail(str(exc))
+    comparison = compare(name, cluster, options, base_run, head_run)
+    text = json.dumps(to_json(comparison), indent=2) + "\n" if args.format == "json" else markdown(comparison)
+    return _emit(text, args.out)
+
+
+def _emit(text: str, out: str | None) -> ExitCode:
+    if out is None:
+        sys.stdout.write(text)
+        return ExitCode.OK
+    try:
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return fail(f"cannot write {out}: {exc}")
+    print(f"wrote {out}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _pairs(values: list[str], what: str) -> dict[str, str]:
+    pairs = {}
+    for value in values or []:
+        key, sep, target = value.partition("=")
+        if not sep or not key or not target:
+            raise CommandFailed(f"{what} must be KEY=VALUE, got {value!r}")
+        pairs[key] = target
+    return pairs
+
+
+def cmd_trace_import(args: argparse.Namespace) -> ExitCode:
+    from gpugov.whatif.importers import IMPORTERS, Mapping
+
+    try:
+        scale = Decimal(args.time_scale)
+        if not scale.is_finite() or scale <= 0:
+            raise InvalidOperation
+    except InvalidOperation:
+        return fail(f"--time-scale must be a number above 0, got {args.time_scale!r}")
+    mapping = Mapping(_pairs(args.map, "--map"), _pairs(args.model, "--model"), scale, not args.accelerators_only)
+    path = Path(args.file)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        return fail(f"{path}: cannot read: {exc}")
+    try:
+        imported = IMPORTERS[args.source](text, str(path), mapping)
+    except TraceError as exc:
+        return fail(str(exc))
+    jobs = imported.jobs[: args.limit] if args.limit else imported.jobs
+    skipped = ", ".join(f"{n:,} {why}" for why, n in sorted(imported.skipped.items()))
+    tenants = sorted({j.tenant for j in jobs})
+    print(f"imported {len(jobs):,} jobs of {len(tenants)} tenants ({', '.join(tenants[:8])}"
+          f"{', ...' if len(tenants) > 8 else ''})" + (f"; left out {skipped}" if skipped else ""), file=sys.stderr)
+    return _emit(dump_trace(jobs, args.format), args.out)
+
+
+def cmd_trace_export(args: argparse.Namespace) -> ExitCode:
+    from kubernetes import config as kube_config
+
+    from gpugov.cli.cluster import api_client
+    from gpugov.cluster.workloads import finished_jobs
+    from gpugov.sources import CheckIncomplete
+
+    try:
+        jobs, skipped = finished_jobs(api_client(args))
+    except (CheckIncomplete, kube_config.ConfigException, OSError) as exc:
+        return fail(f"export failed: {str(exc).splitlines()[0]}", ExitCode.INCOMPLETE)
+    if not jobs:
+        return fail("no finished Workloads to export", ExitCode.INCOMPLETE)
+    print(f"exported {len(jobs):,} finished Workloads" + (f" ({skipped:,} others left out)" if skipped else ""),
+          file=sys.stderr)
+    return _emit(dump_trace(jobs, args.format), args.out)
+
+
+def cmd_trace_synth(args: argparse.Namespace) -> ExitCode:
+    from gpugov.whatif.replay import kueue_setup
+    from gpugov.whatif.setup import SetupError
+    from gpugov.whatif.synthetic import synthesize
+
+    validation, label = _validated(Path(args.repo), None)
+    model = _model(validation, label)
+    cluster = _kueue_cluster([model], args.cluster)
+    try:
+        jobs: list[Job] = synthesize(kueue_setup(model, cluster), args.jobs, args.seed, args.load)
+    except (SetupError, CompileError) as exc:
+        return fail(str(exc))
+    return _emit(dump_trace(jobs, args.format), args.out)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "whatif",
+        help="replay a job trace against the base and the proposed quotas: waits, use, borrowing, preemptions",
+        description="Replay a job trace through a simulation of Kueue v0.17's admission over compile's objects "
+        "of two revisions, and compare per tenant: p50/p95 wait, use of nominal quota, borrowed GPU-hours, "
+        "preemptions. Without --trace, a seeded synthetic trace from the base's quotas.",
+    )
+    p.add_argument("repo", nargs="?", default=".", help="repository root (a git work tree)")
+    p.add_argument("--base", required=True, metavar="REF", help="base revision, e.g. origin/main")
+    p.add_argument("--head", metavar="REF", help="head revision (default: the working tree)")
+    p.add_argument("--trace", metavar="FILE", help="job trace (CSV or JSON lines; see the README)")
+    p.add_argument("--cluster", help="cluster to replay (default: the only Kueue cluster)")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic trace and of Kueue's UID tie-breaks")
+    p.add_argument("--synthetic-jobs", type=int, default=DEFAULT_SYNTHETIC_JOBS, metavar="N",
+                   help=f"jobs of the synthetic trace (default {DEFAULT_SYNTHETIC_JOBS})")
+    p.add_argument("--classical-preemption", action="store_true",
+                   help="simulate Kueue without fair sharing (default: fair sharing on, as gpugov's weights need)")
+    p.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
+    p.set_defaults(func=cmd_whatif)
+
+    trace = sub.add_parser("trace", help="job traces for whatif: import public ones, export a cluster's, synthesize")
+    actions = trace.add_subparsers(dest="trace_command", metavar="ACTION")
+    actions.required = True
+    p = actions.add_parser("import", help="convert an Alibaba (openb_pod_list) or Helios (cluster_log) trace")
+    p.add_argument("source", choices=("alibaba", "helios"))
+    p.add_argument("file", help="the public trace's CSV file")
+    p.add_argument("--map", action="append", metavar="KEY=TENANT",
+                   help="tenant of a QoS class (alibaba) or virtual cluster (helios); * for the rest")
+    p.add_argument("--model", action="append", metavar="SPEC=MODEL",
+                   help="alibaba: accelerator model for a gpu_spec, e.g. V100M32=V100-32GB")
+    p.add_argument("--time-scale", default="1", metavar="F", help="multiply every time by F (e.g. 0.01)")
+    p.add_argument("--accelerators-only", action="store_true", help="leave out the trace's cpu and memory requests")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N jobs")
+    p.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    p.add_argument("-o", "--out", metavar="FILE", help="write here instead of stdout")
+    p.set_defaults(func=cmd_trace_import)
+
+    p = actions.add_parser("export", help="a trace of the finished Kueue Workloads of a live cluster")
+    kubeconfig_args(p)
+    p.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    p.add_argument("-o", "--out", metavar="FILE", help="write here instead of stdout")
+    p.set_defaults(func=cmd_trace_export)
+
+    p = actions.add_parser("synth", help="the seeded synthetic trace whatif uses when given none")
+    p.add_argument("repo", nargs="?", default=".", help="repository root")
+    p.add_argument("--cluster", help="cluster (default: the only Kueue cluster)")
+    p.add_argument("--jobs", type=int, default=DEFAULT_SYNTHETIC_JOBS)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--load", type=float, default=0.8, help="offered load as a share of each tenant's quota")
+    p.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    p.add_argument("-o", "--out", metavar="FILE", help="write here instead of stdout")
+    p.set_defaults(func=cmd_trace_synth)

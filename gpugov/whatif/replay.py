@@ -1,0 +1,49 @@
+"""One what-if: compile a revision's model for a cluster, replay the trace, keep what the report needs.
+
+The quotas come only from `compile(model, "kueue", cluster)`; the model itself supplies
+hardware facts the Kueue objects do not carry: which accelerator resource a pool serves and
+which pools hold a given GPU model (for a trace's `pool` and `model` columns), and how much of
+a GPU a MIG slice is (for GPU-hours).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from gpugov.compile import compile
+from gpugov.compile.kueue import gpu_equivalents
+from gpugov.declarations.model import Model
+from gpugov.whatif.report import Run
+from gpugov.whatif.setup import FR, Placement, Setup, read_setup
+from gpugov.whatif.simulate import Options, Simulator
+from gpugov.whatif.trace import Job
+
+
+def placement_of(model: Model) -> Placement:
+    resource_of_pool: dict[str, str] = {}
+    pools_of_model: dict[str, list[str]] = {}
+    resource_of_model: dict[str, str] = {}
+    for name, pool in sorted(model.pools.items()):
+        accelerator = pool.model
+        resource_of_pool[name] = accelerator.resource
+        pools_of_model.setdefault(accelerator.name.lower(), []).append(name)
+        resource_of_model.setdefault(accelerator.name.lower(), accelerator.resource)
+    return Placement(resource_of_pool, {k: tuple(v) for k, v in pools_of_model.items()}, resource_of_model)
+
+
+def weights_of(model: Model) -> dict[FR, Decimal]:
+    """GPU equivalents of one unit of each (pool, resource): 1 for a whole device, a MIG
+    profile's compute slices over the GPU's."""
+    return {(name, resource): weight for name, pool in sorted(model.pools.items())
+            for resource, weight in gpu_equivalents(pool).items()}
+
+
+def kueue_setup(model: Model, cluster: str) -> Setup:
+    return read_setup(compile(model, "kueue", cluster))
+
+
+def replay(model: Model, cluster: str, jobs: list[Job], label: str, options: Options) -> Run:
+    setup = kueue_setup(model, cluster)
+    simulator = Simulator(setup, jobs, options, placement_of(model))
+    outcome = simulator.run()
+    return Run(label, setup, outcome, simulator.never, weights_of(model))

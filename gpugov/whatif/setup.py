@@ -1,0 +1,312 @@
+"""Compile's Kueue objects as the simulator reads them: flavors, cohorts, ClusterQueues,
+LocalQueues, priority classes and namespaces.
+
+Nothing is re-derived from the declarations: quotas, limits, preemption policies, flavor
+order and fungibility, weights and namespace selectors come from the objects that
+`gpugov.compile.compile(model, "kueue", cluster)` emits (or any Kueue v1beta2 objects),
+with the API server's defaults filled in where a field is absent.
+
+Quantities become integers the way Kueue counts them (resources.ResourceValue): cpu in
+millicores, everything else in whole units, rounded up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpugov.kube.quantity import QuantityError, parse_quantity
+from gpugov.whatif.trace import DEFAULT_RESOURCE, Job
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+TENANT_LABEL = "gpugov.io/tenant"
+ALLOWED_PRIORITY_CLASSES = "gpugov.io/allowed-priority-classes"  # compile's LocalQueue annotation
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+NON_ACCELERATOR = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
+
+FR = tuple[str, str]  # (flavor, resource)
+
+
+class SetupError(ValueError):
+    """Objects the simulator cannot use (a ClusterQueue naming a missing flavor, a bad quantity)."""
+
+
+def resource_value(resource: str, quantity: Any) -> int:
+    try:
+        amount = parse_quantity(quantity if isinstance(quantity, int | str) else str(quantity))
+    except QuantityError as exc:
+        raise SetupError(f"{resource}: {exc}") from None
+    return math.ceil(amount * 1000) if resource == "cpu" else math.ceil(amount)
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    node_labels: dict[str, str]
+    untolerated_taints: tuple[str, ...]  # NoSchedule/NoExecute taints its own tolerations leave open
+    topology: bool  # a TAS flavor (spec.topologyName)
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    covered: tuple[str, ...]
+    flavors: tuple[str, ...]  # preference order
+
+
+@dataclass(frozen=True)
+class Quota:
+    nominal: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+
+
+@dataclass(frozen=True)
+class Preemption:
+    within_cluster_queue: str = "Never"
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: str = "Never"
+    max_priority_threshold: int | None = None
+
+
+@dataclass(frozen=True)
+class Fungibility:
+    when_can_borrow: str = "MayStopSearch"
+    when_can_preempt: str = "TryNextFlavor"
+    preference: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterQueueSpec:
+    name: str
+    tenant: str
+    cohort: str | None
+    groups: tuple[ResourceGroup, ...]
+    quotas: dict[FR, Quota]
+    queueing_strategy: str
+    preemption: Preemption
+    fungibility: Fungibility
+    weight: float
+    namespace_selector: dict[str, Any] | None  # None: admits no namespace
+    stopped: bool
+    tas_only: bool  # every flavor is a TAS flavor: Kueue then treats every podset as topology-aware
+
+
+@dataclass(frozen=True)
+class CohortSpec:
+    name: str
+    parent: str | None
+    quotas: dict[FR, Quota]
+    weight: float
+
+
+@dataclass
+class Setup:
+    """Everything the simulator reads, by name, sorted for deterministic iteration."""
+
+    flavors: dict[str, Flavor] = field(default_factory=dict)
+    cohorts: dict[str, CohortSpec] = field(default_factory=dict)
+    cluster_queues: dict[str, ClusterQueueSpec] = field(default_factory=dict)
+    local_queues: dict[str, str] = field(default_factory=dict)  # "namespace/name" -> ClusterQueue
+    local_queues_of_tenant: dict[str, list[str]] = field(default_factory=dict)
+    allowed_priority_classes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # LocalQueue -> classes
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def queue_for(self, tenant: str = "", namespace: str = "", queue: str = "") -> str | None:
+        """The LocalQueue (namespace/name) a job goes to: the named one, else the first of its
+        namespace, else the first of its tenant."""
+        if queue:
+            return queue if queue in self.local_queues else None
+        if namespace:
+            candidates = sorted(q for q in self.local_queues if q.split("/", 1)[0] == namespace)
+            return candidates[0] if candidates else None
+        candidates = self.local_queues_of_tenant.get(tenant, [])
+        return candidates[0] if candidates else None
+
+    def tenant_of(self, cluster_queue: str) -> str:
+        spec = self.cluster_queues.get(cluster_queue)
+        return spec.tenant if spec else cluster_queue
+
+
+def _weight(spec: dict[str, Any]) -> float:
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    if weight is None:
+        return 1.0
+    return float(parse_quantity(weight if isinstance(weight, int | str) else str(weight)))
+
+
+def _quotas(groups: list[dict[str, Any]], owner: str) -> tuple[tuple[ResourceGroup, ...], dict[FR, Quota], set[str]]:
+    parsed: list[ResourceGroup] = []
+    quotas: dict[FR, Quota] = {}
+    flavor_names: set[str] = set()
+    for group in groups or []:
+        covered = tuple(str(r) for r in group.get("coveredResources") or [])
+        names = []
+        for flavor in group.get("flavors") or []:
+            name = str(flavor["name"])
+            names.append(name)
+            flavor_names.add(name)
+            for resource in flavor.get("resources") or []:
+                rname = str(resource["name"])
+                borrowing, lending = resource.get("borrowingLimit"), resource.get("lendingLimit")
+                try:
+                    quotas[(name, rname)] = Quota(
+                        resource_value(rname, resource.get("nominalQuota", 0)),
+                        None if borrowing is None else resource_value(rname, borrowing),
+                        None if lending is None else resource_value(rname, lending),
+                    )
+                except SetupError as exc:
+                    raise SetupError(f"{owner} flavor {name}: {exc}") from None
+        parsed.append(ResourceGroup(covered, tuple(names)))
+    return tuple(parsed), quotas, flavor_names
+
+
+def _untolerated(spec: dict[str, Any]) -> tuple[str, ...]:
+    tolerations = spec.get("tolerations") or []
+    open_taints = []
+    for taint in spec.get("nodeTaints") or []:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        tolerated = any(
+            (t.get("operator") == "Exists" and t.get("key") in (None, "", taint.get("key")))
+            or (t.get("key") == taint.get("key") and t.get("value", "") == taint.get("value", ""))
+            for t in tolerations
+            if t.get("effect") in (None, "", taint.get("effect"))
+        )
+        if not tolerated:
+            open_taints.append(f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}")
+    return tuple(open_taints)
+
+
+def read_setup(objects: Iterable[dict[str, Any]]) -> Setup:
+    """The simulator's view of a cluster's Kueue objects; SetupError when they do not hold together."""
+    setup = Setup()
+    kueue = [o for o in objects if o.get("apiVersion") == KUEUE_API]
+    for obj in objects:
+        if obj.get("apiVersion") == "v1" and obj.get("kind") == "Namespace":
+            name = obj["metadata"]["name"]
+            setup.namespace_labels[name] = {**(obj["metadata"].get("labels") or {}), NAMESPACE_NAME_LABEL: name}
+    for obj in sorted(kueue, key=lambda o: (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace", ""))):
+        kind, meta = obj["kind"], obj["metadata"]
+        name, spec = meta["name"], obj.get("spec") or {}
+        if kind == "ResourceFlavor":
+            setup.flavors[name] = Flavor(name, dict(spec.get("nodeLabels") or {}), _untolerated(spec),
+                                         bool(spec.get("topologyName")))
+        elif kind == "WorkloadPriorityClass":
+            setup.priority_classes[name] = int(obj.get("value", 0))
+        elif kind == "Cohort":
+            _groups, quotas, _ = _quotas(spec.get("resourceGroups") or [], f"Cohort {name}")
+            setup.cohorts[name] = CohortSpec(name, spec.get("parentName") or None, quotas, _weight(spec))
+        elif kind == "LocalQueue":
+            key = f"{meta.get('namespace', 'default')}/{name}"
+            setup.local_queues[key] = str(spec.get("clusterQueue", ""))
+            allowed = (meta.get("annotations") or {}).get(ALLOWED_PRIORITY_CLASSES, "")
+            setup.allowed_priority_classes[key] = tuple(c for c in allowed.split(",") if c)
+            tenant = (meta.get("labels") or {}).get(TENANT_LABEL)
+            if tenant:
+                setup.local_queues_of_tenant.setdefault(tenant, []).append(key)
+    for obj in sorted((o for o in kueue if o["kind"] == "ClusterQueue"), key=lambda o: o["metadata"]["name"]):
+        setup.cluster_queues[obj["metadata"]["name"]] = _cluster_queue(obj, setup)
+    for queues in setup.local_queues_of_tenant.values():
+        queues.sort()
+    # A cohort named by a ClusterQueue or a child without its own object exists, without quota.
+    referenced = {cq.cohort for cq in setup.cluster_queues.values() if cq.cohort}
+    referenced |= {c.parent for c in setup.cohorts.values() if c.parent}
+    for name in sorted(referenced - set(setup.cohorts)):
+        setup.cohorts[name] = CohortSpec(name, None, {}, 1.0)
+    _check_no_cycle(setup)
+    return setup
+
+
+def _cluster_queue(obj: dict[str, Any], setup: Setup) -> ClusterQueueSpec:
+    meta, spec = obj["metadata"], obj.get("spec") or {}
+    name = meta["name"]
+    groups, quotas, flavor_names = _quotas(spec.get("resourceGroups") or [], f"ClusterQueue {name}")
+    missing = sorted(flavor_names - set(setup.flavors))
+    if missing:
+        raise SetupError(f"ClusterQueue {name} names ResourceFlavor {missing[0]}, which is not among the objects")
+    preemption = spec.get("preemption") or {}
+    borrow = preemption.get("borrowWithinCohort") or {}
+    fungibility = spec.get("flavorFungibility") or {}
+    threshold = borrow.get("maxPriorityThreshold")
+    return ClusterQueueSpec(
+        name=name,
+        tenant=(meta.get("labels") or {}).get(TENANT_LABEL, name),
+        cohort=spec.get("cohortName") or None,
+        groups=groups,
+        quotas=quotas,
+        queueing_strategy=spec.get("queueingStrategy", "BestEffortFIFO"),
+        preemption=Preemption(
+            within_cluster_queue=preemption.get("withinClusterQueue", "Never"),
+            reclaim_within_cohort=preemption.get("reclaimWithinCohort", "Never"),
+            borrow_within_cohort=borrow.get("policy", "Never"),
+            max_priority_threshold=None if threshold is None else int(threshold),
+        ),
+        fungibility=Fungibility(
+            when_can_borrow=fungibility.get("whenCanBorrow", "MayStopSearch"),
+            when_can_preempt=fungibility.get("whenCanPreempt", "TryNextFlavor"),
+            preference=fungibility.get("preference"),
+        ),
+        weight=_weight(spec),
+        namespace_selector=spec.get("namespaceSelector"),
+        stopped=spec.get("stopPolicy", "None") != "None",
+        tas_only=bool(flavor_names) and all(setup.flavors[f].topology for f in flavor_names),
+    )
+
+
+def _check_no_cycle(setup: Setup) -> None:
+    for start in setup.cohorts:
+        seen = {start}
+        parent = setup.cohorts[start].parent
+        while parent is not None:
+            if parent in seen:
+                raise SetupError(f"Cohort {start} is in a parent cycle (Kueue disables every queue in it)")
+            seen.add(parent)
+            parent = setup.cohorts[parent].parent if parent in setup.cohorts else None
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector semantics: None matches nothing, {} everything."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a trace's `pool` and `model` columns let a job run, and which resource it asks for
+    when the trace names none: facts about the hardware (a pool's accelerator model and its
+    device-plugin resource), never about quotas."""
+
+    resource_of_pool: dict[str, str] = field(default_factory=dict)
+    pools_of_model: dict[str, tuple[str, ...]] = field(default_factory=dict)  # lower-cased model name
+    resource_of_model: dict[str, str] = field(default_factory=dict)
+
+    def resolve(self, job: Job) -> tuple[str, frozenset[str] | None]:
+        """(resource, the flavors its pods may use; None: any) of a job."""
+        if job.pool:
+            return job.resource or self.resource_of_pool.get(job.pool, DEFAULT_RESOURCE), frozenset({job.pool})
+        if job.model:
+            model = job.model.lower()
+            resource = job.resource or self.resource_of_model.get(model, DEFAULT_RESOURCE)
+            return resource, frozenset(self.pools_of_model.get(model, ()))
+        return job.resource or DEFAULT_RESOURCE, None
+
+
+DEFAULT_PLACEMENT = Placement()

@@ -1,0 +1,584 @@
+"""Replaying a trace through Kueue v0.17's admission, event by event.
+
+Time advances from event to event (a job submitted, a job finished, an evicted job's quota
+coming free, parked jobs retried). Between events the scheduler runs cycles, as Kueue's loop
+does:
+
+- each cycle pops the head of every ClusterQueue (highest priority, then oldest creation
+  second, then UID; a BestEffortFIFO queue's preemptor stays at its head while its victims
+  leave);
+- every head gets a flavor assignment against the state at the start of the cycle;
+- heads are taken in Kueue's order (fair sharing: a tournament of Dominant Resource Shares
+  down the cohort tree; classical: non-borrowing first, then priority, then age); a head that
+  fits is admitted, one that needs preemption evicts its victims and waits for the next
+  cycle, one that no longer fits after an earlier admission is skipped;
+- a head that did not get in goes back: to the heap at once (StrictFIFO, skipped,
+  preempting), or, in a BestEffortFIFO queue, to the parked (inadmissible) ones, which are
+  retried one second after quota frees up in their cohort tree (Kueue's requeue batch), so
+  later, smaller jobs can pass them.
+
+A preempted workload keeps its quota until its pods are gone (`eviction_delay_ms`), then
+queues again and runs from the beginning when readmitted, as a Job whose pods are deleted
+does. Cycles take no time unless `status_write_ms` says what one status write costs. An
+instant that keeps cycling without time passing (a preemption livelock) stops after
+MAX_CYCLES_PER_INSTANT cycles and is counted. Deterministic: the same trace, objects and
+seed give the same result; the seed only draws the UIDs that break ties of priority and
+creation second.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from gpugov.whatif.flavors import MODE_FIT, MODE_NO_FIT, MODE_PREEMPT, Assignment, assign
+from gpugov.whatif.preemption import Preemptor, Target
+from gpugov.whatif.quota import (
+    QuotaNode,
+    accumulate,
+    add_all,
+    compare_drs,
+    compute_lendable,
+    cq_available,
+    drs,
+    freeze_local,
+    remove_all,
+)
+from gpugov.whatif.setup import DEFAULT_PLACEMENT, FR, Placement, Setup, selector_matches
+from gpugov.whatif.state import (
+    EVICTING,
+    FINISHED,
+    INADMISSIBLE,
+    INFLIGHT,
+    NEVER,
+    PENDING,
+    RUNNING,
+    ClusterQueue,
+    Workload,
+)
+from gpugov.whatif.trace import Job
+
+# Entry outcomes within one cycle.
+NOT_NOMINATED, SKIPPED, PREEMPTING, ADMITTED = range(4)
+MAX_CYCLES_PER_INSTANT = 10_000
+
+
+@dataclass(frozen=True)
+class Options:
+    fair_sharing: bool = True  # Kueue's Configuration fairSharing block (gpugov's weights need it)
+    seed: int = 0
+    # From a preemption to the victim's quota coming free: its Job is suspended and its pods
+    # terminate first (about a second on the sandbox's KWOK nodes; a pod's grace period on real ones).
+    eviction_delay_ms: int = 1000
+    # Kueue retries parked workloads this long after quota frees up in their cohort tree
+    # (pkg/cache/queue requeueBatchPeriod: one second).
+    requeue_delay_ms: int = 1000
+    # What the scheduler spends per head it does not admit, writing its Pending status before the
+    # next cycle: one API round trip. Milliseconds on a healthy API server (0: cycles take no
+    # time); on a loaded one it decides how fast a long queue is re-evaluated.
+    status_write_ms: int = 0
+
+
+@dataclass
+class Outcome:
+    """A finished replay: every workload's history, and each queue's borrowing."""
+
+    workloads: list[Workload]
+    cluster_queues: dict[str, ClusterQueue]
+    end_ms: int
+    cycles: int
+    admission_log: list[tuple[int, int, str]] = field(default_factory=list)  # (ms, cycle, job id)
+    preemption_log: list[tuple[int, str, str, str]] = field(default_factory=list)  # (ms, victim, preemptor, reason)
+    unconverged_instants: int = 0
+
+
+class Entry:
+    __slots__ = ("assignment", "cq", "status", "targets", "wl")
+
+    def __init__(self, wl: Workload, cq: ClusterQueue, assignment: Assignment, targets: list[Target]) -> None:
+        self.wl = wl
+        self.cq = cq
+        self.assignment = assignment
+        self.targets = targets
+        self.status = NOT_NOMINATED
+
+
+def build_queues(setup: Setup) -> dict[str, ClusterQueue]:
+    """ClusterQueues with their quota nodes linked into the cohort tree."""
+    cohorts = {name: QuotaNode(name, False, spec.quotas, spec.weight) for name, spec in setup.cohorts.items()}
+    for name, spec in setup.cohorts.items():
+        if spec.parent is not None and spec.parent in cohorts:
+            cohorts[name].parent = cohorts[spec.parent]
+            cohorts[spec.parent].child_cohorts.append(cohorts[name])
+    queues: dict[str, ClusterQueue] = {}
+    for name, spec in setup.cluster_queues.items():
+        node = QuotaNode(name, True, spec.quotas, spec.weight)
+        if spec.cohort is not None:
+            node.parent = cohorts[spec.cohort]
+            cohorts[spec.cohort].child_cqs.append(node)
+        rg_of = {resource: i for i, group in enumerate(spec.groups) for resource in group.covered}
+        cq = ClusterQueue(spec, node, rg_of)
+        node.owner = cq
+        queues[name] = cq
+    for cq in queues.values():
+        cq.root = cq.node.root()
+    for cohort in cohorts.values():
+        cohort.child_cqs.sort(key=lambda n: n.name)
+        cohort.child_cohorts.sort(key=lambda n: n.name)
+    for cohort in cohorts.values():
+        if cohort.parent is None:
+            accumulate(cohort)
+    for cq in queues.values():
+        if cq.node.parent is None:
+            freeze_local(cq.node)
+    for node in [*cohorts.values(), *(cq.node for cq in queues.values())]:
+        compute_lendable(node)
+    return queues
+
+
+def make_workloads(jobs: list[Job], setup: Setup, queues: dict[str, ClusterQueue], seed: int,
+                   placement: Placement = DEFAULT_PLACEMENT) -> tuple[list[Workload], dict[int, str]]:
+    """One workload per job, routed to its LocalQueue's ClusterQueue; the second value names,
+    per workload index, why it can never be admitted (no queue, namespace refused, ...)."""
+    rng = random.Random(seed)
+    workloads: list[Workload] = []
+    never: dict[int, str] = {}
+    for index, job in enumerate(jobs):
+        uid = rng.getrandbits(63)
+        queue = setup.queue_for(job.tenant, job.namespace, job.queue) or ""
+        cq = queues.get(setup.local_queues.get(queue, ""))
+        resource, allowed = placement.resolve(job)
+        requests: dict[str, int] = {}
+        if job.accelerators:
+            requests[resource] = job.gpu_count
+        if job.cpu_milli:
+            requests["cpu"] = job.cpu_milli * job.pods
+        if job.memory_bytes:
+            requests["memory"] = job.memory_bytes * job.pods
+        priority = setup.priority_classes.get(job.priority_class, 0)
+        wl = Workload(job, index, uid, queue, cq, priority, requests, allowed)
+        wl.hash = (tuple(sorted(requests.items())), allowed, priority)
+        why = ""
+        if cq is None:
+            who = job.queue or (f"namespace {job.namespace}" if job.namespace else f"tenant {job.tenant}")
+            why = f"no LocalQueue for {who}"
+        elif job.priority_class and job.priority_class not in setup.priority_classes:
+            why = f"unknown WorkloadPriorityClass {job.priority_class}"
+        elif allowed is not None and not allowed & set(setup.flavors):
+            why = f"no ResourceFlavor for {'pool ' + job.pool if job.pool else 'model ' + job.model}"
+        elif cq.spec.stopped:
+            why = f"ClusterQueue {cq.name} is stopped"
+        elif not selector_matches(cq.spec.namespace_selector,
+                                  setup.namespace_labels.get(queue.split("/", 1)[0],
+                                                             {"kubernetes.io/metadata.name": queue.split("/", 1)[0]})):
+            why = f"ClusterQueue {cq.name} does not admit namespace {queue.split('/', 1)[0]}"
+        if why:
+            wl.state = NEVER
+            never[index] = why
+        workloads.append(wl)
+    return workloads, never
+
+
+class Simulator:
+    def __init__(self, setup: Setup, jobs: list[Job], options: Options = Options(),
+                 placement: Placement = DEFAULT_PLACEMENT) -> None:
+        self.setup = setup
+        self.options = options
+        self.queues = build_queues(setup)
+        self.queue_order = [self.queues[name] for name in sorted(self.queues)]
+        self.workloads, self.never = make_workloads(jobs, setup, self.queues, options.seed, placement)
+        self.preemptor = Preemptor(self.queues, options.fair_sharing)
+        self.finishing: list[tuple[int, int, int, Workload]] = []
+        self.releasing: list[tuple[int, int, Workload]] = []
+        self.requeuing: list[tuple[int, int, int]] = []  # (due, sequence, root id)
+        self.requeue_pending: dict[int, tuple[ClusterQueue, int]] = {}  # root id -> (a queue of it, due)
+        self.sequence = 0
+        self.cycles = 0
+        self.assignments: dict[tuple[int, tuple[object, ...], int], tuple[int, Assignment, list[Target]]] = {}
+        self.outcome = Outcome(self.workloads, self.queues, 0, 0)
+
+    # -- queues -------------------------------------------------------------------------------
+
+    def _push(self, wl: Workload) -> None:
+        assert wl.cq is not None
+        wl.state = PENDING
+        wl.heap_token += 1
+        heapq.heappush(wl.cq.heap, (-wl.priority, wl.created_s, wl.uid, wl.index, wl.heap_token, wl))
+
+    def _pop(self, cq: ClusterQueue) -> Workload | None:
+        sticky = cq.sticky
+        if sticky is not None and sticky.state == PENDING:
+            sticky.heap_token += 1  # its heap entry goes stale
+            sticky.state = INFLIGHT
+            return sticky
+        heap = cq.heap
+        while heap:
+            *_, token, wl = heapq.heappop(heap)
+            if wl.state == PENDING and token == wl.heap_token:
+                wl.state = INFLIGHT
+                return wl
+        return None
+
+    def _park(self, wl: Workload) -> None:
+        assert wl.cq is not None
+        wl.state = INADMISSIBLE
+        wl.cq.inadmissible[wl.index] = wl
+
+    def _notify(self, cq: ClusterQueue, now: int) -> None:
+        """Quota came free in cq's cohort tree: its parked workloads get another try after the
+        requeue delay (notifications for the same tree coalesce into the first)."""
+        root = id(cq.root)
+        if root in self.requeue_pending:
+            return
+        due = now + self.options.requeue_delay_ms
+        self.requeue_pending[root] = (cq, due)
+        self.sequence += 1
+        heapq.heappush(self.requeuing, (due, self.sequence, root))
+        if self.options.requeue_delay_ms == 0:
+            self._requeue_due(now)
+
+    def _requeue_due(self, now: int) -> None:
+        while self.requeuing and self.requeuing[0][0] <= now:
+            _, _, root = heapq.heappop(self.requeuing)
+            self._requeue_inadmissible(self.requeue_pending.pop(root)[0])
+
+    def _requeue_inadmissible(self, cq: ClusterQueue) -> None:
+        """Kueue's QueueAssociatedInadmissibleWorkloadsAfter: the whole cohort tree."""
+        node = cq.node.root()
+        for queue in (node.subtree_cqs() if not node.is_cq else [node]):
+            parked: ClusterQueue = queue.owner
+            if parked.inadmissible:
+                for wl in parked.inadmissible.values():
+                    self._push(wl)
+                parked.inadmissible.clear()
+
+    # -- usage and accounting -----------------------------------------------------------------
+
+    def _account(self, cq: ClusterQueue, now: int) -> None:
+        """Integrate borrowed accelerators (usage above nominal) since the queue's last change;
+        called before every lasting change of the queue's usage (which also outdates the
+        assignments kept for its cohort tree)."""
+        cq.root.version += 1
+        elapsed = now - cq.borrowed_since_ms
+        if elapsed:
+            node = cq.node
+            for fr, used in node.usage.items():
+                if used:
+                    cq.used_units_ms[fr] = cq.used_units_ms.get(fr, 0) + used * elapsed
+                over = used - node.nominal.get(fr, 0)
+                if over > 0:
+                    cq.borrowed_units_ms[fr] = cq.borrowed_units_ms.get(fr, 0) + over * elapsed
+        cq.borrowed_since_ms = now
+
+    def _admit(self, entry: Entry, now: int) -> None:
+        wl, cq = entry.wl, entry.cq
+        wl.usage = dict(entry.assignment.usage)
+        wl.flavors = entry.assignment.flavors
+        wl.borrow_level = entry.assignment.borrowing
+        wl.state = RUNNING
+        wl.admitted_ms = now
+        wl.reserved_s = now // 1000
+        if wl.first_admitted_ms < 0:
+            wl.first_admitted_ms = now
+        wl.admissions += 1
+        wl.run_token += 1
+        cq.admitted[wl.index] = wl
+        if cq.sticky is wl:
+            cq.sticky = None
+        self.sequence += 1
+        heapq.heappush(self.finishing, (now + wl.job.duration_ms, self.sequence, wl.run_token, wl))
+        self.outcome.admission_log.append((now, self.cycles, wl.job.id))
+
+    def _finish(self, wl: Workload, now: int) -> None:
+        cq = wl.cq
+        assert cq is not None
+        self._account(cq, now)
+        remove_all(cq.node, wl.usage)
+        del cq.admitted[wl.index]
+        wl.state = FINISHED
+        wl.waited_ms = wl.admitted_ms - wl.job.submit_ms
+
+    def _evict(self, victim: Workload, now: int) -> None:
+        """Preempted: it stops, but holds its quota (and stays a candidate, evicted ones first)
+        until its pods are gone."""
+        victim.state = EVICTING
+        victim.preemptions += 1
+        victim.run_token += 1  # its pending finish no longer counts
+        self.sequence += 1
+        heapq.heappush(self.releasing, (now + self.options.eviction_delay_ms, self.sequence, victim))
+
+    def _release(self, victim: Workload, now: int) -> None:
+        """An evicted workload's quota comes free; it queues again from the start."""
+        cq = victim.cq
+        assert cq is not None
+        self._account(cq, now)
+        remove_all(cq.node, victim.usage)
+        del cq.admitted[victim.index]
+        ran = now - victim.admitted_ms
+        for fr, value in victim.usage.items():
+            victim.lost_units_ms[fr] = victim.lost_units_ms.get(fr, 0) + value * ran
+        victim.usage = {}
+        self._push(victim)
+
+    # -- one scheduling cycle -----------------------------------------------------------------
+
+    def _nominate(self, wl: Workload) -> Entry:
+        """The workload's flavor assignment (and victims) against the state now. Workloads alike
+        (same queue, requests, pools and priority) get the same answer until usage changes, so
+        the answer is kept for them: a backlog of equal jobs costs one evaluation, not one each."""
+        cq = wl.cq
+        assert cq is not None
+        key = (id(cq), wl.hash, wl.created_s if cq.spec.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
+               else 0)
+        version = cq.root.version
+        cached = self.assignments.get(key)
+        if cached is not None and cached[0] == version:
+            return Entry(wl, cq, cached[1], cached[2])
+        assignment = assign(wl, cq, self.setup.flavors, self.preemptor, self.options.fair_sharing)
+        targets: list[Target] = []
+        if assignment.mode == MODE_PREEMPT:
+            targets = self.preemptor.targets(wl, cq, assignment.needs_preemption, assignment.usage)
+        self.assignments[key] = (version, assignment, targets)
+        return Entry(wl, cq, assignment, targets)
+
+    def _classical_order(self, entries: list[Entry]) -> list[Entry]:
+        return sorted(entries, key=lambda e: (e.assignment.borrowing, -e.wl.priority, e.wl.created_s, e.wl.uid))
+
+    def _fair_order(self, entries: list[Entry]) -> Iterator[Entry]:
+        """Kueue's fairSharingIterator: per root cohort, the tournament winner first; DRS values
+        are recomputed after each admission."""
+        remaining = {id(e.cq): e for e in entries}
+        while remaining:
+            first = min(remaining.values(), key=lambda e: e.cq.name)
+            if first.cq.node.parent is None:
+                del remaining[id(first.cq)]
+                yield first
+                continue
+            root = first.cq.root
+            rivals = [e for e in remaining.values() if e.cq.root is root]
+            if len(rivals) == 1:  # alone in its cohort tree: no tournament to run
+                del remaining[id(first.cq)]
+                yield first
+                continue
+            values = self._tournament_shares(root, remaining)
+            winner = self._tournament(root, remaining, values)
+            assert winner is not None
+            del remaining[id(winner.cq)]
+            yield winner
+
+    @staticmethod
+    def _tournament_shares(root: QuotaNode, remaining: dict[int, Entry]) -> dict[tuple[int, int], object]:
+        values: dict[tuple[int, int], object] = {}
+        for node in root.subtree_cqs():
+            entry = remaining.get(id(node.owner))
+            if entry is None:
+                continue
+            usage = entry.assignment.usage
+            add_all(node, usage)
+            share = drs(node)
+            for ancestor in node.ancestors():
+                values[(id(ancestor), id(entry))] = share
+                share = drs(ancestor)
+            remove_all(node, usage)
+        return values
+
+    def _tournament(self, cohort: QuotaNode, remaining: dict[int, Entry],
+                    values: dict[tuple[int, int], object]) -> Entry | None:
+        candidates = [c for child in cohort.child_cohorts if (c := self._tournament(child, remaining, values))]
+        candidates += [remaining[id(child.owner)] for child in cohort.child_cqs if id(child.owner) in remaining]
+        if not candidates:
+            return None
+        best = candidates[0]
+        for current in candidates[1:]:
+            if self._fairer(current, best, id(cohort), values):
+                best = current
+        return best
+
+    @staticmethod
+    def _fairer(a: Entry, b: Entry, parent: int, values: dict[tuple[int, int], object]) -> bool:
+        a_share, b_share = values[(parent, id(a))], values[(parent, id(b))]
+        # FairSharingPrioritizeNonBorrowing (on in 0.17): not borrowing on its own flavors wins.
+        a_borrows = a_share.borrowing_on(a.assignment.usage)  # type: ignore[attr-defined]
+        b_borrows = b_share.borrowing_on(b.assignment.usage)  # type: ignore[attr-defined]
+        if a_borrows != b_borrows:
+            return not a_borrows
+        order = compare_drs(a_share, b_share)  # type: ignore[arg-type]
+        if order:
+            return order < 0
+        if a.wl.priority != b.wl.priority:
+            return a.wl.priority > b.wl.priority
+        return (a.wl.created_s, a.wl.uid) < (b.wl.created_s, b.wl.uid)
+
+    def _fits(self, entry: Entry, preempted: dict[int, Workload]) -> bool:
+        """Kueue's fits(): the assignment fits once this cycle's victims (and its own) are gone."""
+        gone = dict(preempted)
+        for victim, _ in entry.targets:
+            gone[victim.index] = victim
+        for victim in gone.values():
+            assert victim.cq is not None
+            remove_all(victim.cq.node, victim.usage)
+        node = entry.cq.node
+        result = all(cq_available(node, fr) >= value for fr, value in entry.assignment.usage.items())
+        for victim in gone.values():
+            assert victim.cq is not None
+            add_all(victim.cq.node, victim.usage)
+        return result
+
+    def _reserve(self, entry: Entry) -> dict[FR, int]:
+        """What a preemptor without candidates holds for the rest of the cycle (resourcesToReserve)."""
+        node = entry.cq.node
+        reserved = {}
+        for fr, value in entry.assignment.usage.items():
+            nominal = node.nominal.get(fr, 0)
+            used = node.usage.get(fr, 0)
+            if entry.assignment.borrowing > 0:
+                limit = node.borrowing_limit.get(fr)
+                reserved[fr] = value if limit is None else min(value, nominal + limit - used)
+            else:
+                reserved[fr] = max(0, min(value, nominal - used))
+        return reserved
+
+    def _requeue(self, entries: list[Entry], now: int) -> bool:
+        """Heads that were not admitted go back (Kueue's requeueAndUpdate), one status write
+        after the other; whether one was parked. A head whose cohort tree had its parked
+        workloads requeued since the cycle began goes back to the heap, not to the parked ones
+        (Kueue's queueInadmissibleCycle >= popCycle)."""
+        parked = False
+        written = 0
+        for entry in entries:
+            if entry.status == ADMITTED:
+                continue
+            wl, cq = entry.wl, entry.cq
+            if entry.status == PREEMPTING and cq.best_effort:
+                cq.sticky = wl
+            requeued_meanwhile = written and self._requeue_due_by(cq, now + written * self.options.status_write_ms)
+            written += 1
+            if not cq.best_effort or entry.status in (SKIPPED, PREEMPTING) or requeued_meanwhile:
+                self._push(wl)
+            else:
+                self._park(wl)
+                parked = True
+        return parked
+
+    def _requeue_due_by(self, cq: ClusterQueue, when: int) -> bool:
+        due = self.requeue_pending.get(id(cq.root))
+        return due is not None and due[1] <= when
+
+    def _cycle(self, now: int) -> tuple[bool, int]:
+        """One scheduling cycle: whether anything changed, and how long it kept the scheduler busy
+        (Kueue writes the status of each head it did not admit before it starts the next cycle)."""
+        heads = [wl for cq in self.queue_order if (wl := self._pop(cq)) is not None]
+        if not heads:
+            return False, 0
+        self.cycles += 1
+        entries = [self._nominate(wl) for wl in heads]
+        if all(e.assignment.mode == MODE_NO_FIT or (e.assignment.mode == MODE_PREEMPT and not e.targets and
+                                                    e.cq.spec.preemption.reclaim_within_cohort == "Any")
+               for e in entries):
+            # Nobody can be admitted or preempt: the order does not matter, all go back.
+            return self._requeue(entries, now), self.options.status_write_ms * len(entries)
+        ordered = self._fair_order(entries) if self.options.fair_sharing else self._classical_order(entries)
+        preempted: dict[int, Workload] = {}
+        held: list[tuple[ClusterQueue, dict[FR, int]]] = []  # usage added to the snapshot for this cycle only
+        victims: list[tuple[Workload, Workload, str]] = []
+        changed = False
+        for entry in ordered:
+            mode = entry.assignment.mode
+            if mode == MODE_NO_FIT:
+                continue
+            if mode == MODE_PREEMPT and not entry.targets:
+                if entry.cq.spec.preemption.reclaim_within_cohort != "Any":  # CanAlwaysReclaim
+                    reserved = self._reserve(entry)
+                    add_all(entry.cq.node, reserved)
+                    held.append((entry.cq, reserved))
+                continue
+            if any(victim.index in preempted for victim, _ in entry.targets):
+                entry.status = SKIPPED
+                continue
+            if not self._fits(entry, preempted):
+                entry.status = SKIPPED
+                continue
+            for victim, reason in entry.targets:
+                preempted[victim.index] = victim
+                victims.append((victim, entry.wl, reason))
+            if mode == MODE_PREEMPT:
+                add_all(entry.cq.node, entry.assignment.usage)
+                held.append((entry.cq, entry.assignment.usage))
+                entry.status = PREEMPTING
+                continue
+            assert mode == MODE_FIT
+            self._account(entry.cq, now)
+            add_all(entry.cq.node, entry.assignment.usage)
+            entry.status = ADMITTED
+            self._admit(entry, now)
+            changed = True
+        for cq, usage in held:
+            remove_all(cq.node, usage)
+        changed = self._requeue(entries, now) or changed
+        for victim, preemptor, reason in victims:
+            if victim.state == RUNNING:  # not already on its way out
+                self._evict(victim, now)
+                self.outcome.preemption_log.append((now, victim.job.id, preemptor.job.id, reason))
+                changed = True
+        if self.options.eviction_delay_ms == 0:
+            self._release_due(now)
+        return changed, self.options.status_write_ms * sum(1 for e in entries if e.status != ADMITTED)
+
+    def _release_due(self, now: int) -> None:
+        while self.releasing and self.releasing[0][0] <= now:
+            _, _, victim = heapq.heappop(self.releasing)
+            self._release(victim, now)
+            assert victim.cq is not None
+            self._notify(victim.cq, now)
+
+    # -- the replay ---------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        pending = sorted((wl for wl in self.workloads if wl.state != NEVER), key=lambda wl: wl.job.submit_ms)
+        position = 0
+        now = 0
+        next_cycle: int | None = None  # when the scheduler runs its next cycle; None: idle until an event
+        cycles_now = (0, 0)  # (instant, cycles run at it): the livelock guard
+        while True:
+            due = [t for t in (pending[position].job.submit_ms if position < len(pending) else None,
+                               self.finishing[0][0] if self.finishing else None,
+                               self.releasing[0][0] if self.releasing else None,
+                               self.requeuing[0][0] if self.requeuing else None) if t is not None]
+            event = min(due) if due else None
+            if next_cycle is not None and (event is None or next_cycle < event):
+                now = next_cycle
+                cycles_now = (now, cycles_now[1] + 1) if cycles_now[0] == now else (now, 1)
+                changed, busy_ms = self._cycle(now)
+                next_cycle = now + busy_ms if changed else None
+                if changed and cycles_now[1] >= MAX_CYCLES_PER_INSTANT and busy_ms == 0:
+                    self.outcome.unconverged_instants += 1
+                    next_cycle = None
+                continue
+            if event is None:
+                break
+            now = event
+            self._requeue_due(now)
+            self._release_due(now)
+            while self.finishing and self.finishing[0][0] == now:
+                _, _, token, wl = heapq.heappop(self.finishing)
+                if wl.state == RUNNING and token == wl.run_token:
+                    self._finish(wl, now)
+                    assert wl.cq is not None
+                    self._notify(wl.cq, now)
+            while position < len(pending) and pending[position].job.submit_ms == now:
+                self._push(pending[position])
+                position += 1
+            if next_cycle is None:
+                next_cycle = now  # the scheduler wakes up; a busy one finishes its cycle first
+        for cq in self.queue_order:
+            self._account(cq, now)
+        self.outcome.end_ms = now
+        self.outcome.cycles = self.cycles
+        return self.outcome
+
+
+def simulate(setup: Setup, jobs: list[Job], options: Options = Options(),
+             placement: Placement = DEFAULT_PLACEMENT) -> Outcome:
+    return Simulator(setup, jobs, options, placement).run()

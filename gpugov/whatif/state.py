@@ -1,0 +1,103 @@
+"""The simulator's running state: workloads and ClusterQueues (with their quota nodes).
+
+Kept apart from the algorithms so flavor assignment, preemption and the scheduling loop share
+one vocabulary without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpugov.whatif.quota import QuotaNode
+from gpugov.whatif.setup import FR, ClusterQueueSpec
+from gpugov.whatif.trace import Job
+
+# Workload states
+PENDING = "pending"  # in its ClusterQueue's heap
+INADMISSIBLE = "inadmissible"  # parked until quota in its cohort frees up
+INFLIGHT = "inflight"  # popped by the scheduling cycle that is evaluating it
+RUNNING = "running"
+EVICTING = "evicting"  # preempted; holds its quota until its pods are gone
+FINISHED = "finished"
+NEVER = "never"  # no queue, or a queue that can never admit it
+
+
+class Workload:
+    __slots__ = (
+        "admissions",
+        "admitted_ms",
+        "allowed",
+        "borrow_level",
+        "cq",
+        "created_s",
+        "first_admitted_ms",
+        "flavors",
+        "hash",
+        "heap_token",
+        "index",
+        "job",
+        "lost_units_ms",
+        "preemptions",
+        "priority",
+        "queue",
+        "requests",
+        "reserved_s",
+        "run_token",
+        "state",
+        "uid",
+        "usage",
+        "waited_ms",
+    )
+
+    def __init__(self, job: Job, index: int, uid: int, queue: str, cq: ClusterQueue | None, priority: int,
+                 requests: dict[str, int], allowed: frozenset[str] | None) -> None:
+        self.job = job
+        self.index = index
+        self.uid = uid  # Kueue breaks ties of priority and (second-resolution) time by UID
+        self.queue = queue
+        self.cq = cq
+        self.priority = priority
+        self.created_s = job.submit_ms // 1000  # creationTimestamp has second resolution
+        self.requests = requests  # resource -> total over the job's pods
+        self.allowed = allowed  # the flavors (pools) its pods may use; None: any
+        self.state = PENDING
+        self.usage: dict[FR, int] = {}  # while running: quota held per (flavor, resource)
+        self.flavors: tuple[str, ...] = ()
+        self.admitted_ms = -1
+        self.first_admitted_ms = -1
+        self.reserved_s = 0
+        self.preemptions = 0
+        self.admissions = 0
+        self.lost_units_ms: dict[FR, int] = {}  # resource-unit milliseconds lost to preemption
+        self.waited_ms = -1
+        self.heap_token = 0
+        self.run_token = 0
+        self.borrow_level = 0
+        self.hash: tuple[object, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"Workload({self.job.id!r}, {self.state})"
+
+
+@dataclass
+class ClusterQueue:
+    spec: ClusterQueueSpec
+    node: QuotaNode
+    rg_of: dict[str, int]  # resource -> index of its resource group
+    admitted: dict[int, Workload] = field(default_factory=dict)  # index -> workload, in admission order
+    heap: list[tuple[int, int, int, int, Workload]] = field(default_factory=list)
+    inadmissible: dict[int, Workload] = field(default_factory=dict)
+    sticky: Workload | None = None
+    no_fit_hashes: set[tuple[object, ...]] = field(default_factory=set)
+    borrowed_units_ms: dict[FR, int] = field(default_factory=dict)  # integral of usage above nominal
+    used_units_ms: dict[FR, int] = field(default_factory=dict)  # integral of usage
+    borrowed_since_ms: int = 0
+    root: QuotaNode = field(init=False)  # the root of its cohort tree (itself without a cohort)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def best_effort(self) -> bool:
+        return self.spec.queueing_strategy != "StrictFIFO"
