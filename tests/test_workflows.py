@@ -206,3 +206,16 @@ def test_the_image_runs_the_compiled_cronjob_and_daemonset() -> None:
     assert state.model.cluster("east").operations_image == "registry.example.com/platform/gpugov-config:main"
     ignored = (REPO / ".dockerignore").read_text().split()
     assert ".venv" in ignored and not set(ignored) & set(DECLARATION_DIRS)
+
+
+
+def test_the_pull_request_posts_the_what_if_comment_when_a_trace_is_configured() -> None:
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "pull-request.yml").read_text(encoding="utf-8"))
+    steps = workflow["jobs"]["validate-and-plan"]["steps"]
+    run = next(s for s in steps if s.get("id") == "whatif")["run"]
+    assert "[ -f whatif/trace.csv ]" in run and "gpugov whatif --base" in run and "--trace whatif/trace.csv" in run
+    post = next(s for s in steps if s.get("name") == "Post or update the what-if comment")
+    assert post["if"] == "steps.whatif.outputs.posted == 'true'"
+    # the marker the comment is found by is the one `gpugov whatif --format markdown` writes first
+    golden = (REPO / "tests" / "golden" / "whatif" / "move-8-gpus.md").read_text(encoding="utf-8")
+    assert golden.splitlines()[0] in post["with"]["script"]
