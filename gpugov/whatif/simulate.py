@@ -46,7 +46,7 @@ from gpugov.whatif.quota import (
     freeze_local,
     remove_all,
 )
-from gpugov.whatif.setup import DEFAULT_PLACEMENT, FR, Placement, Setup, selector_matches
+from gpugov.whatif.setup import DEFAULT_PLACEMENT, FR, NAMESPACE_NAME_LABEL, Placement, Setup, selector_matches
 from gpugov.whatif.state import (
     EVICTING,
     FINISHED,
@@ -160,6 +160,7 @@ def make_workloads(jobs: list[Job], setup: Setup, queues: dict[str, ClusterQueue
         priority = setup.priority_classes.get(job.priority_class, 0)
         wl = Workload(job, index, uid, queue, cq, priority, requests, allowed)
         wl.hash = (tuple(sorted(requests.items())), allowed, priority)
+        namespace = queue.split("/", 1)[0]
         why = ""
         if cq is None:
             who = job.queue or (f"namespace {job.namespace}" if job.namespace else f"tenant {job.tenant}")
@@ -170,10 +171,9 @@ def make_workloads(jobs: list[Job], setup: Setup, queues: dict[str, ClusterQueue
             why = f"no ResourceFlavor for {'pool ' + job.pool if job.pool else 'model ' + job.model}"
         elif cq.spec.stopped:
             why = f"ClusterQueue {cq.name} is stopped"
-        elif not selector_matches(cq.spec.namespace_selector,
-                                  setup.namespace_labels.get(queue.split("/", 1)[0],
-                                                             {"kubernetes.io/metadata.name": queue.split("/", 1)[0]})):
-            why = f"ClusterQueue {cq.name} does not admit namespace {queue.split('/', 1)[0]}"
+        elif not selector_matches(cq.spec.namespace_selector, setup.namespace_labels.get(
+                namespace, {NAMESPACE_NAME_LABEL: namespace})):
+            why = f"ClusterQueue {cq.name} does not admit namespace {namespace}"
         if why:
             wl.state = NEVER
             never[index] = why
@@ -549,10 +549,15 @@ class Simulator:
             event = min(due) if due else None
             if next_cycle is not None and (event is None or next_cycle < event):
                 now = next_cycle
-                cycles_now = (now, cycles_now[1] + 1) if cycles_now[0] == now else (now, 1)
+                cycles_now = (now, cycles_now[1]) if cycles_now[0] == now else (now, 0)
                 changed, busy_ms = self._cycle(now)
+                count = cycles_now[1] + 1
+                while changed and busy_ms == 0 and count < MAX_CYCLES_PER_INSTANT:  # cycles that take no time
+                    changed, busy_ms = self._cycle(now)
+                    count += 1
+                cycles_now = (now, count)
                 next_cycle = now + busy_ms if changed else None
-                if changed and cycles_now[1] >= MAX_CYCLES_PER_INSTANT and busy_ms == 0:
+                if changed and busy_ms == 0:
                     self.outcome.unconverged_instants += 1
                     next_cycle = None
                 continue
