@@ -4,9 +4,9 @@ file to its own team alone (issue #17: a team approving its own escalation)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
@@ -21,15 +21,47 @@ from tests.test_workflows import actionlint
 PLATFORM = "@lab/platform"
 
 
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """A CODEOWNERS pattern as GitHub reads it (gitignore rules): `/` at the start anchors it at the
+    root, else it matches at any depth; `*` stays within one path segment, `**` crosses them; a
+    pattern that names a folder owns everything below it, one ending in a wildcard only what it matches
+    (`docs/*` owns docs/a, not docs/a/b)."""
+    anchored = pattern.startswith("/") or "/" in pattern.rstrip("/")
+    body = pattern.strip("/")
+    out = ""
+    i = 0
+    while i < len(body):
+        if body.startswith("**", i):
+            out += ".*"
+            i += 2
+        elif body[i] == "*":
+            out += "[^/]*"
+            i += 1
+        elif body[i] == "?":
+            out += "[^/]"
+            i += 1
+        else:
+            out += re.escape(body[i])
+            i += 1
+    below = "" if "*" in body.rsplit("/", 1)[-1] and body != "*" else "(?:/.*)?"  # docs/* : not docs/a/b
+    return re.compile(("^" if anchored else "^(?:.*/)?") + out + below + "$")
+
+
 def owners_of(text: str, path: str) -> list[str]:
-    """The owners GitHub and GitLab give `path`: the last matching pattern wins. Handles the
-    pattern forms gpugov writes: `/dir/` (everything below) and `/file` (that file)."""
+    """The owners GitHub and GitLab give `path`: the last matching pattern wins."""
     owners: list[str] = []
     for pattern, names in codeowners.parse(text).items():
-        anchored = pattern.removeprefix("/")
-        if (anchored.endswith("/") and path.startswith(anchored)) or fnmatchcase(path, anchored):
+        if _pattern_regex(pattern).match(path):
             owners = names
     return owners
+
+
+def test_the_matcher_follows_the_gitignore_rules() -> None:
+    assert _pattern_regex("*").match("gpugov/plan/diff.py") and _pattern_regex("*").match("Makefile")
+    assert _pattern_regex("/tenants/a.yaml").match("tenants/a.yaml")
+    assert not _pattern_regex("/tenants/a.yaml").match("x/tenants/a.yaml")
+    assert _pattern_regex("/docs/").match("docs/x/y.md") and not _pattern_regex("/docs/").match("mydocs/x")
+    assert _pattern_regex("docs/*").match("docs/a") and not _pattern_regex("docs/*").match("docs/a/b")
 
 
 def org_repo(tmp_path: Path) -> Path:
@@ -124,3 +156,36 @@ def test_the_pull_request_gate_is_a_platform_approval_not_a_label() -> None:
     assert approval["environment"] == "gpugov-platform-approval"
     proc = subprocess.run([actionlint(), "-no-color", str(WORKFLOW)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+ATTACKER_PATHS = ["gpugov/plan/diff.py", "gpugov/declarations/schema.py", "pyproject.toml", "__main__.py",
+                  "Pulumi.yaml", "Pulumi.east.yaml", "schemas/tenant.json", "bench/run.py", "scripts/x.sh",
+                  "whatif/trace.csv", "Makefile", "tools/build", "tests/test_plan.py", "Dockerfile",
+                  ".github/workflows/pull-request.yml", ".github/CODEOWNERS", "policies/guardrails.yaml",
+                  "hardware/a100.yaml", "tenants/departments.yaml", "tenants/new-team.yaml", "README.md"]
+
+
+def test_the_platform_team_is_the_default_owner_of_every_file_but_tenant_files(tmp_path: Path) -> None:
+    """Issue #22: `*` first, so gpugov's code, schemas, workflows, build files and a tenant file not
+    yet listed belong to the platform team alone; later lines (tenant files) win over it."""
+    repo = org_repo(tmp_path)
+    text = (repo / codeowners.PATH).read_text()
+    assert next(iter(codeowners.parse(text))) == "*"
+    for path in ATTACKER_PATHS:
+        assert owners_of(text, path) == [PLATFORM], path
+    assert owners_of(text, "tenants/alpha.yaml") == [PLATFORM, "a@example.com"]
+    assert [p for p in codeowners.parse(text) if p != "*"] == ["/tenants/alpha.yaml"], "tenant lines only"
+
+
+def test_this_repositorys_codeowners_gives_every_tracked_file_the_platform_team() -> None:
+    repo = Path(__file__).resolve().parents[1]
+    text = (repo / codeowners.PATH).read_text()
+    platform = codeowners.parse(text)["*"]
+    files = subprocess.run(["git", "-C", str(repo), "ls-files"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert len(files) > 100
+    for path in files:
+        owners = owners_of(text, path)
+        assert owners[: len(platform)] == platform, path
+        if owners != platform:
+            assert path.startswith("tenants/") and path.endswith(".yaml"), f"{path}: {owners}"

@@ -130,10 +130,12 @@ def test_plan_content_and_risks(tmp_path: Path, capsys) -> None:
     (change,) = data["quotas"]
     assert (change["name"], change["pool"], change["resource"]) == ("alpha", "a100", "nvidia.com/mig-1g.10gb")
     assert (change["before"]["nominal"], change["after"]["nominal"]) == ("14", "20")
-    # 6 more 1g.10gb slices are 6/7 of one A100, under the guardrail of 4 GPUs: no approval needed
-    assert data["risks"] == []
+    # 6 more 1g.10gb slices are 6/7 of one A100, under the guardrail of 4 GPUs: no GP007; yet a raised
+    # quota widens the tenant's power, which is a risk of its own (GP014)
+    assert [(r["rule"], r["message"]) for r in data["risks"]] == [
+        ("GP014", "Tenant alpha: spec.quotas[pool=a100].resources.1g.10gb.nominal 14 -> 20")]
     assert {(o["kind"], o["action"]) for o in data["objects"]} >= {("ClusterQueue", "update")}
-    assert run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--fail-on", "risk")[0] == 0
+    assert run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--fail-on", "risk")[0] == 1
 
 
 def test_mig_relayout_names_the_nodes_it_hits(tmp_path: Path, capsys) -> None:
@@ -246,7 +248,10 @@ def test_a_new_tenants_limits_are_not_a_quota_decrease(tmp_path: Path, capsys) -
     data = plan_json(capsys, repo)
     (change,) = data["quotas"]
     assert change["name"] == "gamma" and change["after"]["borrowing_limit"] == "8"
-    assert data["risks"] == []
+    assert "quota-decrease" not in {r["id"] for r in data["risks"]}
+    (added,) = data["risks"]  # a new tenant widens power: one risk that lists what it brings
+    assert added["rule"] == "GP021" and added["message"].startswith("new Tenant gamma (")
+    assert "spec.namespaces [gamma]" in added["message"] and "spec.quotas[pool=a100]" in added["message"]
 
 
 def test_an_existing_quota_that_gains_a_limit_or_goes_away_is_a_decrease(tmp_path: Path, capsys) -> None:

@@ -68,7 +68,7 @@ def test_codeowners_round_trips(tmp_path: Path) -> None:
     text = codeowners.generate(model)
     assert (REPO / codeowners.PATH).read_text() == text, "run: gpugov codeowners"
     rules = codeowners.parse(text)
-    assert rules["/policies/"] == list(model.limits.platform_team)
+    assert rules["*"] == list(model.limits.platform_team)  # the default owner of every file
     for tenant in model.tenants.values():
         owners = rules[f"/{tenant.file}"]
         assert set(tenant.owners.reviewers or tenant.owners.users) <= set(owners)
@@ -215,7 +215,8 @@ def test_the_pull_request_posts_the_what_if_comment_when_a_trace_is_configured()
     run = next(s for s in steps if s.get("id") == "whatif")["run"]
     assert "[ -f whatif/trace.csv ]" in run and "gpugov whatif --base" in run and "--trace whatif/trace.csv" in run
     post = next(s for s in steps if s.get("name") == "Post or update the what-if comment")
-    assert post["if"] == "steps.whatif.outputs.posted == 'true'"
+    assert post["if"].startswith("steps.whatif.outputs.posted == 'true'")
+    assert "--head \"$HEAD_SHA\"" in run  # the head's declarations, read from git by the trusted gpugov
     # the marker the comment is found by is the one `gpugov whatif --format markdown` writes first
     golden = (REPO / "tests" / "golden" / "whatif" / "move-8-gpus.md").read_text(encoding="utf-8")
     assert golden.splitlines()[0] in post["with"]["script"]

@@ -46,7 +46,7 @@ def cmd_render(args: argparse.Namespace) -> ExitCode:
 def cmd_plan(args: argparse.Namespace) -> ExitCode:
     from gpugov.plan import make_plan, to_json
     from gpugov.plan.report import markdown, text
-    from gpugov.sources.git import GitError, resolve, revision_files
+    from gpugov.sources.git import GitError, changed_paths, resolve, revision_files
 
     repo = Path(args.repo)
     try:
@@ -57,6 +57,7 @@ def cmd_plan(args: argparse.Namespace) -> ExitCode:
             head_files, head_label = revision_files(repo, args.head), f"{args.head} ({resolve(repo, args.head)[:8]})"
         else:
             head_files, head_label = tree_files(repo), "working tree"
+        changed = changed_paths(repo, args.base, args.head)
     except (GitError, InputError) as exc:
         return fail(str(exc))
     head = validate_files(repo, head_files)
@@ -72,7 +73,7 @@ def cmd_plan(args: argparse.Namespace) -> ExitCode:
     if args.cluster is not None and args.cluster not in known:
         return fail(f"unknown cluster '{args.cluster}' (declared: {', '.join(known)})")
     try:
-        plan = make_plan(base.model, head.model, base_label, head_label, args.cluster)
+        plan = make_plan(base.model, head.model, base_label, head_label, args.cluster, changed)
     except CompileError as exc:
         return fail(str(exc))
     if args.format == "json":
@@ -87,6 +88,8 @@ def cmd_plan(args: argparse.Namespace) -> ExitCode:
 def cmd_codeowners(args: argparse.Namespace) -> ExitCode:
     from gpugov.compile import codeowners
 
+    if args.rev:
+        return _codeowners_at(args)
     model = valid(args.repo)
     text = codeowners.generate(model)
     path = Path(args.repo) / codeowners.PATH
@@ -104,6 +107,30 @@ def cmd_codeowners(args: argparse.Namespace) -> ExitCode:
         return fail(f"cannot write {path}: {exc}")
     print(f"wrote {path}")
     return ExitCode.OK
+
+
+def _codeowners_at(args: argparse.Namespace) -> ExitCode:
+    """--check --rev REF: the revision's CODEOWNERS against its own declarations, both read from git
+    (the pull-request gate runs a trusted gpugov on the head as data, never its checkout)."""
+    from gpugov.compile import codeowners
+    from gpugov.sources.git import GitError, file_at, revision_files
+
+    if not args.check:
+        return fail("--rev only checks (--check): writing CODEOWNERS needs the working tree")
+    repo = Path(args.repo)
+    try:
+        check_root(repo)
+        validation = validate_files(repo, revision_files(repo, args.rev))
+        current = file_at(repo, args.rev, codeowners.PATH.as_posix())
+    except (GitError, InputError) as exc:
+        return fail(str(exc))
+    if validation.errors or validation.model is None:
+        return fail(f"the declarations at {args.rev} do not validate (gpugov plan lists why)", ExitCode.FINDINGS)
+    if current is not None and current.decode(errors="replace") == codeowners.generate(validation.model):
+        print(f"{codeowners.PATH} is up to date at {args.rev}")
+        return ExitCode.OK
+    print(f"{codeowners.PATH} is {'missing' if current is None else 'stale'} at {args.rev}: run gpugov codeowners")
+    return ExitCode.FINDINGS
 
 
 def cmd_schema(args: argparse.Namespace) -> ExitCode:
@@ -146,31 +173,47 @@ def cmd_catalog(args: argparse.Namespace) -> ExitCode:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("validate", help="check declarations (schema and policy); exit 1 on errors")
+    p = sub.add_parser(
+        "validate", help="check declarations (schema and policy); exit 1 on errors",
+        description="Check every declaration under tenants/, policies/ and hardware/ against its JSON Schema and the "
+        "policy rules (GG...), compile each declared cluster and check the objects. Findings read file:line:col, "
+        "with a hint. Exit 0 clean (warnings allowed unless --strict), 1 errors, 2 bad usage or unreadable input.")
     p.add_argument("repo", nargs="?", default=".", help="repository root holding tenants/, policies/, hardware/")
     p.add_argument("--format", choices=FORMATS, help="output format (github inside GitHub Actions, else text)")
     p.add_argument("--strict", action="store_true", help="fail on warnings too")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("render", help="write Kueue or Volcano manifests for Argo CD, Flux or kubectl")
+    p = sub.add_parser(
+        "render", help="write Kueue or Volcano manifests for Argo CD, Flux or kubectl",
+        description="Compile one cluster's declarations and write the objects, one file per kind in apply order with "
+        "a kustomization.yaml (byte-identical on rerun), or print them as one YAML stream. Exit 0 written, "
+        "1 the declarations have errors (printed, nothing written), 2 bad usage or unreadable input.")
     compile_target_args(p)
     target = p.add_mutually_exclusive_group()
     target.add_argument("--out", metavar="DIR", help="folder to (re)write, with a kustomization.yaml")
     target.add_argument("--stdout", action="store_true", help="print all objects as one YAML stream")
     p.set_defaults(func=cmd_render)
 
-    p = sub.add_parser("plan", help="summarise what a change does: quotas, capacity, MIG, risks, objects")
+    p = sub.add_parser(
+        "plan", help="summarise what a change does: quotas, capacity, MIG, risks, objects",
+        description="Compare the declarations at --base with --head (default: the working tree), both read from "
+        "git as data: quota changes, capacity, MIG relayouts and the nodes they drain, risks for the reviewer and "
+        "the object changes per cluster. Exit 0 plan computed, 1 the head is invalid (its findings are printed) or "
+        "risks with --fail-on risk, 2 bad usage, an unknown revision or an invalid base.")
     p.add_argument("repo", nargs="?", default=".", help="repository root (a git work tree)")
     p.add_argument("--base", required=True, metavar="REF", help="base revision, e.g. origin/main")
-    p.add_argument("--head", metavar="REF", help="head revision (default: the working tree)")
+    p.add_argument("--head", metavar="REF",
+                   help="head revision, read from git as data, nothing of it run (default: the working tree)")
     p.add_argument("--format", choices=("markdown", "json", "text"), default="markdown")
-    p.add_argument("--fail-on", choices=("risk",), help="exit 1 when the plan has risks")
+    p.add_argument("--fail-on", choices=("risk",),
+                   help="exit 1 when the plan has risks (every widening change, any file outside the declarations)")
     p.add_argument("--cluster", help="only this cluster's object changes")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("codeowners", help="write .github/CODEOWNERS from the declarations' owners")
     p.add_argument("repo", nargs="?", default=".", help="repository root")
     p.add_argument("--check", action="store_true", help="only check; exit 1 when missing or stale")
+    p.add_argument("--rev", metavar="REF", help="with --check: check this git revision (read from git, no checkout)")
     p.set_defaults(func=cmd_codeowners)
 
     p = sub.add_parser("schema", help="print or write the JSON Schemas of the declaration kinds")

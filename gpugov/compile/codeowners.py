@@ -1,12 +1,13 @@
-"""CODEOWNERS from the declarations: the platform team owns every declaration file, and a
-tenant's file also names the tenant's owners.
+"""CODEOWNERS from the declarations: the platform team owns every file of the repository (`*`),
+and a tenant's file also names the tenant's owners.
 
-GitHub and GitLab both take the last matching pattern, so the folder defaults come first and
-each tenant file follows with the platform team and its owners' reviewers (or their user
-e-mails). The platform team is on the tenant's line too, so the last match never hands a tenant
-file to its team alone. Either owner's approval counts as the code-owner review on GitHub; that
-the platform team must approve a risky plan is the pull-request workflow's platform-approval
-job (README: Pull requests).
+GitHub and GitLab both take the last matching pattern, so the default owner comes first and each
+tenant file follows with the platform team and its owners' reviewers (or their user e-mails). The
+platform team is on the tenant's line too, so the last match never hands a tenant file to its team
+alone. Everything else (gpugov's code, schemas, workflows, this file, build files, policies/,
+hardware/, a tenant file not yet listed) matches only `*`: the platform team's review. Either owner's
+approval counts as the code-owner review of a tenant file on GitHub; that the platform team must
+approve a risky plan is the pull-request workflow's platform-approval job (README: Pull requests: the review gate).
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ def generate(model: Model) -> str:
     platform = " ".join(team)
     lines = [HEADER]
     if platform:
-        lines += ["# Policies, hardware and the folder defaults belong to the platform team.\n",
-                  f"/policies/ {platform}\n", f"/hardware/ {platform}\n", f"/tenants/ {platform}\n",
-                  f"/.github/ {platform}\n",
+        lines += ["# The default owner: every file (code, schemas, workflows, CODEOWNERS, policies/, hardware/,\n",
+                  "# tenants/) belongs to the platform team. The last matching line wins, so this comes first.\n",
+                  f"* {platform}\n",
                   "# Each tenant's file belongs to the platform team and the tenant's owners.\n"]
     else:
         lines += ["# Guardrails name no platformTeam: policies/ and hardware/ have no code owner,\n",

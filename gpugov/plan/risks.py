@@ -33,6 +33,49 @@ QUEUE_GAINS_PROTECTED = rule("GP010", "queue-gains-protected-priority", Level.WA
                              "A queue admits a non-preemptible priority class it did not admit before: that work can "
                              "no longer be preempted to give borrowed quota back.")
 
+# GP011-GP025: every change that widens a tenant's power (gpugov/plan/directions.py gives each field of
+# every declaration kind its direction; gpugov/plan/widening.py raises these from that table).
+OUTSIDE_DECLARATIONS = rule("GP011", "change-outside-declarations", Level.WARNING,
+                            "A file outside the declaration folders changes (gpugov's code, schemas, workflows, "
+                            "CODEOWNERS, build files, scripts): the gate reads declarations only, so the platform "
+                            "team reviews the rest.")
+NAMESPACE_CLAIMED = rule("GP012", "namespace-claimed", Level.WARNING,
+                         "A tenant claims a namespace it did not have: its RoleBindings give its people their roles there. gpugov "
+                         "apply refuses a namespace that exists on the cluster without being gpugov's unless the "
+                         "tenant adopts it (spec.adoptNamespaces).")
+NAMESPACE_ADOPTED = rule("GP013", "namespace-adopted", Level.WARNING,
+                         "A tenant adopts a namespace (spec.adoptNamespaces): gpugov apply takes over a namespace "
+                         "that exists on the cluster without being gpugov's.")
+QUOTA_RAISED = rule("GP014", "quota-raised", Level.WARNING,
+                    "A nominal quota goes up or a new one appears: guaranteed accelerators taken from the pool's "
+                    "shared capacity.")
+BORROWING_RAISED = rule("GP015", "borrowing-limit-raised", Level.WARNING,
+                        "A borrowing limit goes up or is removed (unbounded borrowing of the others' idle quota).")
+LENDING_RAISED = rule("GP016", "lending-limit-raised", Level.WARNING,
+                      "A lending limit goes up or is removed: more of a guaranteed quota may be lent out, and taken "
+                      "back only by preemption.")
+PRIORITY_RAISED = rule("GP017", "priority-raised", Level.WARNING,
+                       "A priority class's value goes up: its work preempts more of the others'.")
+QUEUE_WIDENED = rule("GP018", "queue-widened", Level.WARNING,
+                     "A queue is added, moves to another namespace, or admits a priority class it did not admit.")
+POOL_GAINS_NODE = rule("GP019", "pool-gains-node", Level.WARNING,
+                       "A pool gains a node (taken from another pool, or new): the pool's quotas and flavor reach it.")
+OWNERS_CHANGED = rule("GP020", "owners-changed", Level.WARNING,
+                      "Who owns, reviews or works in a tenant or department changes (owners, RBAC subjects).")
+DECLARATION_ADDED = rule("GP021", "declaration-added", Level.WARNING,
+                         "A new tenant, department, pool, cluster, priority class or accelerator model is declared.")
+GUARDRAIL_LOOSENED = rule("GP022", "guardrail-loosened", Level.WARNING,
+                          "A guardrail is loosened or removed (capacity ratios, quota change limit, owner and cost "
+                          "centre requirements, platform team, reserved namespaces).")
+SCHEDULING_CHANGED = rule("GP023", "scheduling-policy-changed", Level.WARNING,
+                          "The preemption or scheduler policy changes: who may reclaim or preempt whose work.")
+CLUSTER_CHANGED = rule("GP024", "cluster-changed", Level.WARNING,
+                       "A cluster's settings change (backend, the operations image and namespace that run with "
+                       "cluster rights, MIG config), or a tenant is deployed to another cluster.")
+HARDWARE_CHANGED = rule("GP025", "hardware-widened", Level.WARNING,
+                        "A pool or accelerator model changes so that more can run on it or elsewhere: more devices, "
+                        "a taint removed, a selector, model, sharing or MIG/vNPU layout changed.")
+
 
 @dataclass(frozen=True)
 class Risk:

@@ -46,8 +46,8 @@ RESERVED_NAMESPACE = rule(
     "reserved-namespace",
     Level.ERROR,
     "A tenant claims a reserved namespace (kube-*, default, the GPU Operator's, Kueue's, Volcano's, every "
-    "cluster's gpugov operations and MIG config namespaces, Guardrails.reservedNamespaces), where its RoleBinding "
-    "would give it the edit role.",
+    "cluster's gpugov operations and MIG config namespaces, Guardrails.reservedNamespaces), where its RoleBindings "
+    "would give its owners and members the tenant roles.",
     "Give the tenant a namespace of its own; Guardrails.reservedNamespaces reserves more.",
 )
 
@@ -149,6 +149,28 @@ def check_reserved_namespaces(model: Model) -> Iterator[Finding]:
                 yield make(
                     RESERVED_NAMESPACE,
                     f"tenant '{tenant.name}' claims namespace '{namespace}', which is reserved ({reason}): gpugov "
-                    "would bind its owners to the edit role there",
+                    "would bind its owners and members to the tenant roles there",
                     tenant.at("namespaces", index),
+                )
+
+
+ADOPT_UNCLAIMED = rule(
+    "GG093",
+    "adopt-unclaimed-namespace",
+    Level.ERROR,
+    "A tenant's spec.adoptNamespaces names a namespace that is not in its spec.namespaces.",
+    "Adopt only a namespace the tenant claims: add it to spec.namespaces, or drop it from spec.adoptNamespaces.",
+)
+
+
+@check
+def check_adopted_namespaces(model: Model) -> Iterator[Finding]:
+    for tenant in model.tenants.values():
+        for index, namespace in enumerate(tenant.adopt_namespaces):
+            if namespace not in tenant.namespaces:
+                yield make(
+                    ADOPT_UNCLAIMED,
+                    f"tenant '{tenant.name}' adopts namespace '{namespace}', which is not one of its namespaces "
+                    f"({', '.join(tenant.namespaces)})",
+                    tenant.at("adoptNamespaces", index),
                 )

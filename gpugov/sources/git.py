@@ -73,3 +73,31 @@ def _cat_blobs(repo: Path, blobs: list[str]) -> dict[str, bytes]:
         contents[blob] = out[start : start + int(size)]
         position = start + int(size) + 1
     return contents
+
+
+def changed_paths(repo: Path, base: str, head: str | None = None) -> list[str]:
+    """The files that differ between `base` and `head` (None: the working tree, untracked files
+    included), relative to `repo`; a file outside `repo`'s folder is written ':/path' (from the top)."""
+    prefix = _git(repo, "rev-parse", "--show-prefix").decode().strip()
+    revisions = [resolve(repo, base)] + ([resolve(repo, head)] if head else [])
+    listed = _git(repo, "diff", "--name-only", "--no-renames", "--no-relative", "-z", *revisions, "--").split(b"\0")
+    if head is None:
+        listed += _git(repo, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", ":/").split(b"\0")
+    paths = set()
+    for raw in filter(None, listed):
+        path = raw.decode(errors="replace")
+        paths.add(path[len(prefix):] if path.startswith(prefix) else f":/{path}")
+    return sorted(paths)
+
+
+def file_at(repo: Path, ref: str, rel: str) -> bytes | None:
+    """The content of `rel` (relative to `repo`) at `ref`, read from git; None where `ref` has no such file."""
+    commit = resolve(repo, ref)
+    prefix = _git(repo, "rev-parse", "--show-prefix").decode().strip()
+    listing = _git(repo, "ls-tree", "-z", "--full-tree", commit, "--", f"{prefix}{rel}").split(b"\0")
+    for record in filter(None, listing):
+        meta, _path = record.decode().split("\t", 1)
+        _mode, kind, blob = meta.split()
+        if kind == "blob":
+            return _cat_blobs(repo, [blob])[blob]
+    return None
