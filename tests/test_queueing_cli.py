@@ -27,6 +27,7 @@ def unreachable(tmp_path: Path) -> str:
     (["queue", str(REPO), "--cluster", "west"], "queue reads Kueue's queues; cluster west is scheduled by volcano"),
     (["queue", str(REPO), "--cluster", "east", "--tenant", "nobody"], "no tenant nobody is declared"),
     (["why", "just-a-name", str(REPO), "--cluster", "east"], "name the job as NAMESPACE/JOB"),
+    (["queue", str(REPO), "--cluster", "east", "--as-group", "vision-team"], "--as-group needs --as"),
     (["usage", str(REPO), "--cluster", "east", "--since", "1h"], "give --prometheus URL, or --no-idle"),
     (["usage", str(REPO), "--cluster", "east", "--since", "last week", "--no-idle"], "neither an ISO 8601 time"),
     (["usage", str(REPO), "--cluster", "west", "--since", "1h", "--no-idle"], "scheduled by volcano"),

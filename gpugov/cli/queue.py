@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from gpugov.app.desired import DesiredState
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail, kubeconfig_args
+from gpugov.kube.objects import LABEL_TENANT
 from gpugov.queueing.view import Snapshot, snapshot
 
 Progress = Callable[[str], None]
@@ -59,16 +60,25 @@ def _snapshot(args: argparse.Namespace, state: DesiredState, what: str) -> Snaps
     from kubernetes import config as kube_config
 
     from gpugov.cli.cluster import api_client
+    from gpugov.cluster.impersonate import impersonate
     from gpugov.cluster.queues import read_queues
     from gpugov.queueing.workload import WorkloadError
     from gpugov.sources import CheckIncomplete
 
+    if args.as_group and not args.as_user:
+        raise CommandFailed("--as-group needs --as (the user to act as), as with kubectl")
     show, clear = progress_printer(what)
     now = datetime.now(UTC).replace(microsecond=0)
+    # The tenants' namespaces on this cluster: read one by one where LocalQueues cannot be listed cluster-wide.
+    declared = sorted(o["metadata"]["name"] for o in state.objects
+                      if o["kind"] == "Namespace" and LABEL_TENANT in (o["metadata"].get("labels") or {}))
     try:
-        read = read_queues(api_client(args), page_size=args.page_size, on_progress=show)
+        kube = api_client(args)
+        if args.as_user:
+            impersonate(kube, args.as_user, args.as_group or ())
+        read = read_queues(kube, page_size=args.page_size, on_progress=show, namespaces=declared)
         snap = snapshot(state.model, now, read.cluster_queues, read.local_queues, read.workloads, read.pending,
-                        read.readable)
+                        read.readable, read.denied)
     except (CheckIncomplete, WorkloadError, kube_config.ConfigException, OSError) as exc:
         clear()
         raise CommandFailed(f"could not read the queues of cluster {state.cluster}: {' '.join(str(exc).split())}",
@@ -79,7 +89,7 @@ def _snapshot(args: argparse.Namespace, state: DesiredState, what: str) -> Snaps
 
 def cmd_queue(args: argparse.Namespace) -> ExitCode:
     from gpugov.queueing import report
-    from gpugov.queueing.view import entries
+    from gpugov.queueing.view import entries, gaps
 
     state = _kueue_state(args, "queue")
     known = set(state.model.tenants)
@@ -89,7 +99,7 @@ def cmd_queue(args: argparse.Namespace) -> ExitCode:
     snap = _snapshot(args, state, "queue")
     shown = entries(snap, args.tenant or ())
     render = {"text": report.queue_text, "json": report.queue_json, "markdown": report.queue_markdown}[args.format]
-    sys.stdout.write(render(shown, snap.now, state.cluster))
+    sys.stdout.write(render(shown, snap.now, state.cluster, gaps(snap, args.tenant or ())))
     return ExitCode.FINDINGS if any(e.reason.finding for e in shown) else ExitCode.OK
 
 
@@ -103,7 +113,10 @@ def cmd_why(args: argparse.Namespace) -> ExitCode:
     state = _kueue_state(args, "why")
     snap = _snapshot(args, state, "why")
     if namespace not in snap.readable:
-        return fail(f"you may not read the Workloads of namespace {namespace}", ExitCode.INCOMPLETE)
+        tenant = snap.tenant_of_namespace.get(namespace, "")
+        grant = f"; the {snap.contacts[tenant]}" if tenant in snap.contacts else ""
+        return fail(f"you may not read the Workloads of namespace {namespace} (forbidden: list "
+                    f"workloads.kueue.x-k8s.io there){grant}", ExitCode.INCOMPLETE)
     candidates = [w for w in snap.workloads
                   if w.namespace == namespace and job in (w.job, w.name)]
     if not candidates:
@@ -122,6 +135,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
     compile_target_args(p)
     kubeconfig_args(p)
+    p.add_argument("--as", dest="as_user", metavar="USER",
+                   help="act as this user (Impersonate-User, like kubectl --as): see what a tenant sees")
+    p.add_argument("--as-group", action="append", metavar="GROUP",
+                   help="act as a member of this group too (repeatable; needs --as)")
     p.add_argument("--format", choices=FORMATS, default="text")
     p.add_argument("--page-size", type=positive, default=500, metavar="N", help="objects per list request (default 500)")
 
@@ -133,7 +150,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Per tenant and LocalQueue: admitted and pending Workloads with size (accelerators x pool), "
         "priority, position (Kueue's visibility API), why each pending one waits in plain words, and an estimated "
         "start where the running workloads' ends are known. Other tenants' job names are hidden unless you may "
-        "read their Workloads. Exit 0, 1 when a pending workload can never start as declared, 3 could not read.",
+        "read their Workloads; a read your roles refuse is named on a line of its own (what it hides, which "
+        "declaration grants it, whom to ask), and workloads you may not read are counted from their ClusterQueue's "
+        "status. Exit 0, 1 when a pending workload can never start as declared, 3 could not read (or may not list "
+        "ClusterQueues).",
     )
     _common(p)
     p.add_argument("--tenant", action="append", metavar="T", help="only this tenant (repeatable)")

@@ -1,25 +1,33 @@
-"""Reading Kueue's queues for `gpugov queue`, `why` and `usage`: read-only, paginated, whole or
-CheckIncomplete.
+"""Reading Kueue's queues for `gpugov queue`, `why` and `usage`: read-only, paginated; what the
+caller may read, every refusal kept (Denied), and any other failure CheckIncomplete.
 
-- ClusterQueues and LocalQueues: cluster-wide lists (limit/continue).
-- Workloads (kueue.x-k8s.io/v1beta2): cluster-wide when the caller may list them there, else
-  per namespace of a LocalQueue where a SelfSubjectAccessReview says it may; names of
-  Workloads in the other namespaces are never shown (gpugov.queueing.view).
+- ClusterQueues: a cluster-wide list (limit/continue); without the right to list them nothing
+  can be explained, so that alone is CheckIncomplete, naming the permission and who grants it.
+- LocalQueues and Workloads (kueue.x-k8s.io/v1beta2): cluster-wide when the caller may list them
+  there, else per namespace (of a LocalQueue, or declared for a tenant) where a
+  SelfSubjectAccessReview says it may; names of Workloads in the other namespaces are never shown
+  (gpugov.queueing.view).
 - Positions: the visibility API, `clusterqueues/NAME/pendingworkloads` of
-  visibility.kueue.x-k8s.io/v1beta2, page by page with its own offset/limit options.
-Every answer goes through gpugov.cluster.rest, which checks it is what a Kubernetes API sends.
+  visibility.kueue.x-k8s.io/v1beta2, page by page with its own offset/limit options; where that is
+  forbidden (a tenant's roles grant no ClusterQueue's: it names other tenants' workloads), the
+  `namespaces/NS/localqueues/NAME/pendingworkloads` of each LocalQueue of that ClusterQueue the
+  caller may read.
+Every read that is forbidden is kept as a Denied (verb, resource, where), so the report says what
+it could not read instead of leaving it out. Every answer goes through gpugov.cluster.rest, which
+checks it is what a Kubernetes API sends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
 
 from gpugov.cluster.rest import PAGE_SIZE, Api, list_all
 from gpugov.kube.kinds import KINDS, Kind
+from gpugov.queueing.access import Denied
 from gpugov.sources import CheckIncomplete
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -63,16 +71,27 @@ def may(api: Api, verb: str, resource: str, group: str = "kueue.x-k8s.io", names
     return review["status"].get("allowed") is True
 
 
-def pending_workloads(api: Api, cluster_queue: str, page_size: int = PAGE_SIZE) -> list[dict[str, Any]]:
-    """The visibility API's pending workloads of one ClusterQueue, every page (offset/limit)."""
-    path = f"/apis/{VISIBILITY}/clusterqueues/{cluster_queue}/pendingworkloads"
+class Forbidden(CheckIncomplete):
+    """The API server answered 403 to a read (the caller's roles do not grant it)."""
+
+
+def pending_workloads(api: Api, cluster_queue: str, page_size: int = PAGE_SIZE,
+                      local_queue: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+    """The visibility API's pending workloads of one ClusterQueue (or of one of its LocalQueues,
+    (namespace, name)), every page (offset/limit). Forbidden when the caller may not read them."""
+    if local_queue is None:
+        path, name = f"/apis/{VISIBILITY}/clusterqueues/{cluster_queue}/pendingworkloads", cluster_queue
+        resource = "clusterqueues/pendingworkloads"
+    else:
+        path = f"/apis/{VISIBILITY}/namespaces/{local_queue[0]}/localqueues/{local_queue[1]}/pendingworkloads"
+        name, resource = local_queue[1], "localqueues/pendingworkloads"
     page_size = max(1, page_size)  # a short page ends the read: an empty one must not be the first
     items: list[dict[str, Any]] = []
     while True:
         answer = api.call("GET", path, [("limit", str(page_size)), ("offset", str(len(items)))])
         body = answer.body
         if answer.status == 404 and answer.status_reason == "NotFound" and (body or {}).get("details", {}).get(
-                "name") == cluster_queue:
+                "name") == name:
             return []  # Kueue's queue manager does not hold it (an inactive ClusterQueue): nothing pending
         if not answer.ok:
             if answer.status == 404 and not answer.is_status:
@@ -80,7 +99,9 @@ def pending_workloads(api: Api, cluster_queue: str, page_size: int = PAGE_SIZE) 
             if answer.is_status:
                 why = answer.message or answer.status_reason
                 if answer.status in (401, 403):
-                    why += " (the credentials may not read clusterqueues/pendingworkloads)"
+                    why += f" (the credentials may not read {resource})"
+                if answer.status == 403:
+                    raise Forbidden(str(answer.incomplete(why)))
                 raise answer.incomplete(why)
             raise answer.not_an_api("PendingWorkloadsSummary")
         if (body is None or body.get("kind") != "PendingWorkloadsSummary" or body.get("apiVersion") != VISIBILITY
@@ -99,44 +120,82 @@ class QueueRead:
     workloads: list[dict[str, Any]]
     pending: dict[str, list[dict[str, Any]]]  # ClusterQueue -> visibility items
     readable: frozenset[str]  # namespaces whose Workloads were read
+    denied: tuple[Denied, ...] = field(default=())  # reads the API server refused, in the order asked
 
 
-def _workloads(api: Api, namespaces: list[str], page_size: int, progress: Progress) -> tuple[list[dict[str, Any]],
-                                                                                              frozenset[str] | None]:
-    """Every Workload the caller may list; None as namespaces when it listed them cluster-wide."""
-    if may(api, "list", "workloads"):
-        progress("list workloads")
-        return list(list_all(api, WORKLOAD, page_size=page_size)), None
+# Without them no job's wait can be explained: the one read whose refusal stops the command.
+QUEUE_READER_HINT = ("gpugov's tenant roles grant it to every owner, member and viewer of a declared tenant "
+                     "(ClusterRole gpugov-tenant-queue-reader): ask the platform team to apply them")
+
+
+def _namespaced(api: Api, kind: Kind, namespaces: Iterable[str], page_size: int, progress: Progress,
+                denied: list[Denied]) -> tuple[list[dict[str, Any]], frozenset[str] | None]:
+    """Every object of `kind` the caller may list: cluster-wide (None as namespaces) when it may, else
+    in each of `namespaces` where a SelfSubjectAccessReview says it may; the others are Denied."""
+    if may(api, "list", kind.plural, group=kind.group):
+        progress(f"list {kind.plural}")
+        return list(list_all(api, kind, page_size=page_size)), None
     found: list[dict[str, Any]] = []
     readable = []
-    for namespace in namespaces:
-        if may(api, "list", "workloads", namespace=namespace):
-            progress(f"list workloads in {namespace}")
-            found.extend(list_all(api, InNamespace(KUEUE, "Workload", "workloads", True, namespace), page_size=page_size))
+    for namespace in sorted(set(namespaces)):
+        if may(api, "list", kind.plural, group=kind.group, namespace=namespace):
+            progress(f"list {kind.plural} in {namespace}")
+            found.extend(list_all(api, InNamespace(kind.api_version, kind.kind, kind.plural, True, namespace),
+                                  page_size=page_size))
             readable.append(namespace)
+        else:
+            denied.append(Denied("list", f"{kind.plural}.{kind.group}", namespace))
     return found, frozenset(readable)
 
 
+def _pending(api: Api, queue: str, local_queues: list[dict[str, Any]], page_size: int,
+             denied: list[Denied]) -> list[dict[str, Any]]:
+    """The pending workloads of one ClusterQueue: all of them where the caller may read the
+    ClusterQueue's, else those of each of its LocalQueues it may read."""
+    try:
+        return pending_workloads(api, queue, page_size)
+    except Forbidden:
+        pass
+    mine = sorted((q["metadata"].get("namespace", ""), q["metadata"]["name"]) for q in local_queues
+                  if (q.get("spec") or {}).get("clusterQueue") == queue)
+    items: list[dict[str, Any]] = []
+    refused = 0
+    for local in mine:
+        try:
+            items.extend(pending_workloads(api, queue, page_size, local_queue=local))
+        except Forbidden:
+            refused += 1
+            denied.append(Denied("get", f"localqueues/pendingworkloads.{VISIBILITY.split('/')[0]}", local[0], local[1]))
+    if refused or not mine:
+        denied.append(Denied("get", f"clusterqueues/pendingworkloads.{VISIBILITY.split('/')[0]}", name=queue))
+    return items
+
+
 def read_queues(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE, with_positions: bool = True,
-                on_progress: Progress | None = None) -> QueueRead:
+                on_progress: Progress | None = None, namespaces: Iterable[str] = ()) -> QueueRead:
+    """What the caller may read of the queues. `namespaces`: the tenants' declared namespaces, read
+    one by one where the caller may not list LocalQueues cluster-wide."""
     api = Api(api_client)
     progress = on_progress or (lambda _step: None)
     progress("list clusterqueues")
+    if not may(api, "list", "clusterqueues"):
+        raise CheckIncomplete(f"forbidden: {Denied('list', 'clusterqueues.kueue.x-k8s.io').permission}: without "
+                              f"the ClusterQueues no job's wait can be explained; {QUEUE_READER_HINT}")
     cluster_queues = list(list_all(api, CLUSTER_QUEUE, page_size=page_size))
-    progress("list localqueues")
-    local_queues = list(list_all(api, LOCAL_QUEUE, page_size=page_size))
-    namespaces = sorted({q["metadata"].get("namespace", "") for q in local_queues})
-    workloads, readable = _workloads(api, namespaces, page_size, progress)
+    denied: list[Denied] = []
+    local_queues, _ = _namespaced(api, LOCAL_QUEUE, namespaces, page_size, progress, denied)
+    spaces = sorted({q["metadata"].get("namespace", "") for q in local_queues} | set(namespaces))
+    workloads, readable = _namespaced(api, WORKLOAD, spaces, page_size, progress, denied)
     if readable is None:
-        readable = frozenset({w["metadata"].get("namespace", "") for w in workloads} | set(namespaces))
+        readable = frozenset({w["metadata"].get("namespace", "") for w in workloads} | set(spaces))
     pending: dict[str, list[dict[str, Any]]] = {}
     if with_positions:
         for queue in cluster_queues:
             name = queue["metadata"]["name"]
             progress(f"pending workloads of {name}")
-            pending[name] = pending_workloads(api, name, page_size)
+            pending[name] = _pending(api, name, local_queues, page_size, denied)
     progress("done")
-    return QueueRead(cluster_queues, local_queues, workloads, pending, readable)
+    return QueueRead(cluster_queues, local_queues, workloads, pending, readable, tuple(denied))
 
 
 def read_workloads(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE,

@@ -1,10 +1,10 @@
-"""Every tenant has owners and a cost centre, as the guardrails require."""
+"""Every tenant has owners and a cost centre, as the guardrails require; its role holders are sound."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpugov.declarations.model import Model
+from gpugov.declarations.model import Model, Tenant
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.policy import check
 
@@ -36,3 +36,77 @@ def check_ownership(model: Model) -> Iterator[Finding]:
                 f"tenant '{tenant.name}' has no costCenter",
                 tenant.name_at(),
             )
+
+
+SUBJECT_INVALID = rule(
+    "GG110",
+    "role-subject-invalid",
+    Level.ERROR,
+    "A tenant's owners, members or viewers name a Kubernetes system user or group (system:authenticated, "
+    "system:masters, ...), which would hand the tenant's role to every user or to the cluster's own components, "
+    "or a name with blanks that no user has.",
+    "Name the people and teams of the tenant; a ServiceAccount of one of its own namespaces may be a user "
+    "(system:serviceaccount:NAMESPACE:NAME).",
+)
+SUBJECT_DUPLICATE = rule(
+    "GG111",
+    "role-subject-duplicate",
+    Level.ERROR,
+    "The same user or group is listed twice in one of a tenant's owners, members or viewers.",
+    "Remove the repeated entry.",
+)
+SUBJECT_SEVERAL_ROLES = rule(
+    "GG112",
+    "role-subject-several-roles",
+    Level.WARNING,
+    "A user or group holds several of a tenant's roles (owner, member, viewer); RBAC adds roles up, so it "
+    "holds the broadest and the narrower entry misleads.",
+    "Keep the subject under one of spec.owners, spec.members or spec.viewers.",
+)
+
+PERSONA_FIELDS = (("owner", "owners"), ("member", "members"), ("viewer", "viewers"))
+
+
+def _subject_problem(tenant: Tenant, persona: str, kind: str, name: str) -> str:
+    if not name.strip() or any(c.isspace() for c in name):
+        return "contains blanks, which no Kubernetes user or group name has"
+    if not name.startswith("system:"):
+        return ""
+    account = name.split(":")
+    if kind == "users" and len(account) == 4 and account[1] == "serviceaccount" and account[3]:
+        if account[2] not in tenant.namespaces:
+            return f"is a ServiceAccount of namespace '{account[2]}', which is not one of the tenant's namespaces"
+        if persona == "owner":
+            return ("is a ServiceAccount: every member may run a pod as it, so as an owner it would lend the owner "
+                    "role to every member (make it a member)")
+        return ""
+    if kind == "groups":
+        return "is a Kubernetes system group: the role would go to every user or component in it"
+    return "is a Kubernetes system user"
+
+
+@check
+def check_role_subjects(model: Model) -> Iterator[Finding]:
+    for tenant in model.tenants.values():
+        holders: dict[tuple[str, str], list[str]] = {}
+        for persona, field in PERSONA_FIELDS:
+            who = tenant.owners if field == "owners" else getattr(tenant, field)
+            for kind in ("users", "groups"):
+                seen: set[str] = set()
+                for index, name in enumerate(getattr(who, kind)):
+                    where = tenant.at(field, kind, index)
+                    problem = _subject_problem(tenant, persona, kind, name)
+                    if problem:
+                        yield make(SUBJECT_INVALID, f"tenant '{tenant.name}': {field}.{kind} '{name}' {problem}",
+                                   where)
+                    if name in seen:
+                        yield make(SUBJECT_DUPLICATE, f"tenant '{tenant.name}': {field}.{kind} lists '{name}' twice",
+                                   where)
+                        continue
+                    seen.add(name)
+                    roles = holders.setdefault((kind, name), [])
+                    if roles:
+                        yield make(SUBJECT_SEVERAL_ROLES,
+                                   f"tenant '{tenant.name}': {kind[:-1]} '{name}' is {roles[0]} and {persona}: it holds "
+                                   f"the {roles[0]} role (RBAC adds roles up)", where)
+                    roles.append(persona)

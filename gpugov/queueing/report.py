@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpugov.kube.quantity import format_quantity
-from gpugov.queueing.view import Entry, Explanation
+from gpugov.queueing.view import Entry, Explanation, Gaps
 
 FORMATS = ("text", "json", "markdown")
 
@@ -82,29 +82,47 @@ def _rows(entries: list[Entry], now: datetime) -> list[tuple[str, ...]]:
             for e in entries]
 
 
-def queue_text(entries: list[Entry], now: datetime, cluster: str) -> str:
+def gap_lines(gaps: Gaps | None) -> list[str]:
+    """What could not be read or named, one line each (after the table)."""
+    if gaps is None:
+        return []
+    lines = [f"not shown: tenant {n.tenant} (ClusterQueue {n.cluster_queue}): {n.admitted} admitted and {n.pending} "
+             "pending workload(s) that you may not read, counted from the ClusterQueue's status"
+             for n in gaps.not_shown]
+    return lines + gaps.lines
+
+
+def queue_text(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps | None = None) -> str:
     rows = _rows(entries, now)
     if not rows:
-        return f"cluster {cluster}: no admitted or pending workloads\n"
+        return "\n".join([f"cluster {cluster}: no admitted or pending workloads", *gap_lines(gaps)]) + "\n"
     widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS) - 1)]
     lines = ["  ".join(v.ljust(w) for v, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1] for row in [COLUMNS, *rows]]
     pending = sum(e.state not in ("admitted", "reserved") for e in entries)
     findings = sum(e.reason.finding for e in entries)
     lines.append(f"cluster {cluster}: {len(entries) - pending} admitted, {pending} pending, {findings} that can never "
                  "start as declared (POS: position in ClusterQueue/LocalQueue)")
+    lines += gap_lines(gaps)
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
-def queue_markdown(entries: list[Entry], now: datetime, cluster: str) -> str:
+def queue_markdown(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps | None = None) -> str:
     lines = [f"### Queues of cluster {cluster}", "", "| " + " | ".join(COLUMNS) + " |",
              "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in _rows(entries, now)]
+    notes = gap_lines(gaps)
+    if notes:
+        lines += ["", *(f"- {line}" for line in notes)]
     return "\n".join(lines) + "\n"
 
 
-def queue_json(entries: list[Entry], now: datetime, cluster: str) -> str:
-    return json.dumps({"cluster": cluster, "at": timestamp(now), "workloads": [entry_json(e) for e in entries]},
-                      indent=2) + "\n"
+def queue_json(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps | None = None) -> str:
+    data: dict[str, Any] = {"cluster": cluster, "at": timestamp(now), "workloads": [entry_json(e) for e in entries]}
+    if gaps is not None:
+        data["not_shown"] = [{"tenant": n.tenant, "cluster_queue": n.cluster_queue, "admitted": n.admitted,
+                              "pending": n.pending} for n in gaps.not_shown]
+        data["forbidden"] = gaps.lines
+    return json.dumps(data, indent=2) + "\n"
 
 
 def why_json(explanation: Explanation, now: datetime, cluster: str) -> str:

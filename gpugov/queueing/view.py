@@ -16,6 +16,7 @@ from typing import Any
 
 from gpugov.declarations.model import Model
 from gpugov.kube.quantity import format_quantity
+from gpugov.queueing.access import Denied, NotShown, contacts, denial_lines
 from gpugov.queueing.clusterqueue import ClusterQueue, LocalQueue, cluster_queue, local_queue
 from gpugov.queueing.estimate import Estimate, Lookup, estimate_start, releases
 from gpugov.queueing.positions import Position, positions
@@ -39,11 +40,33 @@ class Snapshot:
     unreadable_pending: dict[tuple[str, str], Position] = field(default_factory=dict)
     tenant_of_namespace: dict[str, str] = field(default_factory=dict)
     cohort_root: dict[str, str] = field(default_factory=dict)  # ClusterQueue -> root of its cohort tree
+    denied: tuple[Denied, ...] = ()  # reads the API server refused (gpugov.queueing.access)
+    contacts: dict[str, str] = field(default_factory=dict)  # tenant -> which declaration grants, whom to ask
+    node_sizes: dict[str, dict[str, Decimal]] = field(default_factory=dict)  # pool -> the most one node offers
+
+
+def node_sizes(model: Model) -> dict[str, dict[str, Decimal]]:
+    """Per pool and resource, the most one of its nodes offers (its accelerators in the node's
+    MIG or vNPU layout, with no whole device left on a split node; its declared cpu and memory)."""
+    sizes: dict[str, dict[str, Decimal]] = {}
+    for pool in model.pools.values():
+        layouts = {(n.mig_layout, n.vnpu_layout) for n in pool.nodes} or {(None, None)}
+        largest: dict[str, Decimal] = {}
+        for mig, vnpu in sorted(layouts, key=lambda pair: (pair[0] or "", pair[1] or "")):
+            offered = dict(pool.node_accelerators(mig, vnpu))
+            offered.setdefault(pool.model.resource, Decimal(0))  # every device of a split node is split
+            for resource, amount in offered.items():
+                largest[resource] = max(largest.get(resource, Decimal(0)), amount)
+        for resource, amount in (("cpu", pool.node_cpu), ("memory", pool.node_memory)):
+            if amount is not None:
+                largest[resource] = amount
+        sizes[pool.name] = dict(sorted(largest.items()))
+    return sizes
 
 
 def snapshot(model: Model, now: datetime, cluster_queues: list[dict[str, Any]], local_queues: list[dict[str, Any]],
              workloads: list[dict[str, Any]], pending: dict[str, list[dict[str, Any]]],
-             readable: frozenset[str]) -> Snapshot:
+             readable: frozenset[str], denied: tuple[Denied, ...] = ()) -> Snapshot:
     """The Snapshot of raw reads (WorkloadError for a Workload or queue Kueue would not write)."""
     queues = {q.name: q for q in map(cluster_queue, cluster_queues)}
     table = positions(sorted(pending.items()))
@@ -59,6 +82,9 @@ def snapshot(model: Model, now: datetime, cluster_queues: list[dict[str, Any]], 
         unreadable_pending={k: p for k, p in table.items() if k not in known and k[0] not in readable},
         tenant_of_namespace=model.tenant_of_namespace(),
         cohort_root={q.name: (model.root_department(q.cohort) if q.cohort else "") for q in queues.values()},
+        denied=denied,
+        contacts=contacts(model),
+        node_sizes=node_sizes(model),
     )
 
 
@@ -136,7 +162,7 @@ def _index(snapshot: Snapshot) -> _Index:
     by_key = {}
     for w in snapshot.workloads:
         cq, problem = cluster_queue_of(snapshot, w)
-        reasons[(w.namespace, w.name)] = (cq, explain(w, snapshot.cluster_queues.get(cq), problem))
+        reasons[(w.namespace, w.name)] = (cq, explain(w, snapshot.cluster_queues.get(cq), problem, snapshot.node_sizes))
         by_key[(w.namespace, w.name)] = w
         if w.state in ("admitted", "reserved"):
             admitted.setdefault(w.cluster_queue, []).append(w)
@@ -257,3 +283,45 @@ def explain_job(snapshot: Snapshot, workload: Workload) -> Explanation:
         holding.append(entry(snapshot, w))
     holding.sort(key=lambda e: (e.expected_end is None, e.expected_end or snapshot.now, e.workload))
     return Explanation(mine, ahead, holding)
+
+
+@dataclass(frozen=True)
+class Gaps:
+    """What the report could not show: one line per refused read, and the workloads counted, not named."""
+
+    lines: list[str]
+    not_shown: list[NotShown]
+    denied: tuple[Denied, ...]
+
+
+def gaps(snapshot: Snapshot, tenants: Iterable[str] = ()) -> Gaps:
+    """The refused reads of `tenants` (all when empty; then the caller's own tenants, those of a namespace
+    it read, are named one read a line and the others summed up in one line per permission), and per
+    ClusterQueue of a tenant whose Workloads were refused somewhere, the admitted and pending workloads
+    its status counts beyond those shown."""
+    wanted = set(tenants)
+    own = {snapshot.tenant_of_namespace[n] for n in snapshot.readable if n in snapshot.tenant_of_namespace}
+    queue_tenant = {name: q.tenant for name, q in snapshot.cluster_queues.items()}
+    lines = denial_lines(snapshot.denied, snapshot.tenant_of_namespace, queue_tenant, snapshot.contacts,
+                         wanted or own, others_shown=not wanted)
+    refused = {snapshot.tenant_of_namespace.get(d.namespace, "") for d in snapshot.denied
+               if d.namespace and d.resource.startswith("workloads.")}
+    admitted: dict[str, int] = {}
+    pending: dict[str, int] = {}
+    for w in snapshot.workloads:
+        cq = w.cluster_queue or cluster_queue_of(snapshot, w)[0]
+        if w.state == "admitted":
+            admitted[cq] = admitted.get(cq, 0) + 1
+        elif w.state == "pending":
+            pending[cq] = pending.get(cq, 0) + 1
+    for position in snapshot.unreadable_pending.values():
+        pending[position.cluster_queue] = pending.get(position.cluster_queue, 0) + 1
+    hidden = []
+    for name, queue in sorted(snapshot.cluster_queues.items()):
+        if queue.tenant not in refused or (wanted and queue.tenant not in wanted):
+            continue
+        more = NotShown(queue.tenant, name, max(0, queue.admitted - admitted.get(name, 0)),
+                        max(0, queue.pending - pending.get(name, 0)))
+        if more.admitted or more.pending:
+            hidden.append(more)
+    return Gaps(lines, hidden, snapshot.denied)
