@@ -30,6 +30,7 @@ objects and always matches the compiled queues.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from gpugov.compile.common import NON_ACCELERATOR, Object, Scope, metadata
@@ -93,48 +94,235 @@ def _binding(scope: Scope, name: str, namespace_selector: dict[str, Any] | None 
     }
 
 
+# --- the kinds that carry pod templates (issue #21 class 5) ----------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkloadKind:
+    """A kind whose objects carry pods, and where gpugov reads them.
+
+    ``pod_specs``: CEL for the list of its pod specs (of ``object``). ``labels``: where the queue label
+    is read from (Kueue reads it from the object itself; for the kinds Kueue does not integrate, and
+    for Deployments and StatefulSets run through the pod integration, from the pod template, whose
+    labels every pod gets). ``suspend``: the field through which Kueue holds it. ``parent``: Kueue's
+    webhooks skip an object that names one of these as its owner. ``queued``: it runs (a template
+    kind such as TrainingRuntime does not, and needs no queue itself)."""
+
+    group: str
+    resource: str
+    kind: str
+    pod_specs: str
+    labels: str = "metadata.labels"
+    suspend: str = ""
+    parent: bool = True
+    queued: bool = True
+    version: str = "*"
+    integration: str = ""
+
+
+_TEMPLATE = "[object.spec.template.spec]"
+_TEMPLATE_LABELS = "spec.template.metadata.labels"
+
+
+def _ray(cluster: str) -> str:
+    return (f"(has({cluster}.headGroupSpec) ? [{cluster}.headGroupSpec.template.spec] : []) + "
+            f"(has({cluster}.workerGroupSpecs) ? {cluster}.workerGroupSpecs.map(w, w.template.spec) : [])")
+
+
+def _replica_specs(field: str) -> str:
+    return f"has(object.spec.{field}) ? object.spec.{field}.map(k, object.spec.{field}[k].template.spec) : []"
+
+
+def _kubeflow(resource: str, kind: str, field: str, version: str = "*") -> WorkloadKind:
+    return WorkloadKind("kubeflow.org", resource, kind, _replica_specs(field), suspend="spec.runPolicy.suspend",
+                        version=version, integration=f"kubeflow.org/{kind.lower()}")
+
+
+_JOBSET_TEMPLATE = (
+    "has(object.spec.template) && has(object.spec.template.spec) && has(object.spec.template.spec.replicatedJobs) ? "
+    "object.spec.template.spec.replicatedJobs.map(r, r.template.spec.template.spec) : []"
+)
+WORKLOAD_KINDS: tuple[WorkloadKind, ...] = (
+    WorkloadKind("", "pods", "Pod", "[object.spec]", parent=False, version="v1", integration="pod"),
+    WorkloadKind("batch", "jobs", "Job", _TEMPLATE, suspend="spec.suspend", version="v1", integration="batch/job"),
+    WorkloadKind("batch", "cronjobs", "CronJob", "[object.spec.jobTemplate.spec.template.spec]",
+                 labels="spec.jobTemplate.metadata.labels", version="v1"),
+    WorkloadKind("apps", "deployments", "Deployment", _TEMPLATE, labels=_TEMPLATE_LABELS, version="v1"),
+    WorkloadKind("apps", "statefulsets", "StatefulSet", _TEMPLATE, labels=_TEMPLATE_LABELS, version="v1"),
+    WorkloadKind("apps", "replicasets", "ReplicaSet", _TEMPLATE, labels=_TEMPLATE_LABELS, version="v1"),
+    WorkloadKind("apps", "daemonsets", "DaemonSet", _TEMPLATE, labels=_TEMPLATE_LABELS, version="v1"),
+    WorkloadKind("jobset.x-k8s.io", "jobsets", "JobSet",
+                 "has(object.spec.replicatedJobs) ? object.spec.replicatedJobs.map(r, r.template.spec.template.spec)"
+                 " : []", suspend="spec.suspend", integration="jobset.x-k8s.io/jobset"),
+    WorkloadKind("ray.io", "rayclusters", "RayCluster", _ray("object.spec"), suspend="spec.suspend",
+                 integration="ray.io/raycluster"),
+    WorkloadKind("ray.io", "rayjobs", "RayJob",
+                 f"(has(object.spec.rayClusterSpec) ? {_ray('object.spec.rayClusterSpec')} : []) + "
+                 "(has(object.spec.submitterPodTemplate) ? [object.spec.submitterPodTemplate.spec] : [])",
+                 suspend="spec.suspend", integration="ray.io/rayjob"),
+    _kubeflow("pytorchjobs", "PyTorchJob", "pytorchReplicaSpecs"),
+    _kubeflow("tfjobs", "TFJob", "tfReplicaSpecs"),
+    _kubeflow("xgboostjobs", "XGBoostJob", "xgbReplicaSpecs"),
+    _kubeflow("paddlejobs", "PaddleJob", "paddleReplicaSpecs"),
+    _kubeflow("jaxjobs", "JAXJob", "jaxReplicaSpecs"),
+    _kubeflow("mpijobs", "MPIJob", "mpiReplicaSpecs"),
+    # A TrainJob's pods come from its runtime; what the tenant writes is the trainer (resourcesPerNode,
+    # env) and podSpecOverrides, checked as pod specs of their own.
+    WorkloadKind("trainer.kubeflow.org", "trainjobs", "TrainJob",
+                 "(has(object.spec.trainer) ? [{'containers': [object.spec.trainer]}] : []) + "
+                 "(has(object.spec.podSpecOverrides) ? object.spec.podSpecOverrides : [])",
+                 suspend="spec.suspend", integration="trainer.kubeflow.org/trainjob"),
+    WorkloadKind("trainer.kubeflow.org", "trainingruntimes", "TrainingRuntime", _JOBSET_TEMPLATE, parent=False,
+                 queued=False),
+    WorkloadKind("leaderworkerset.x-k8s.io", "leaderworkersets", "LeaderWorkerSet",
+                 "[object.spec.leaderWorkerTemplate.workerTemplate.spec] + "
+                 "(has(object.spec.leaderWorkerTemplate.leaderTemplate) ? "
+                 "[object.spec.leaderWorkerTemplate.leaderTemplate.spec] : [])",
+                 integration="leaderworkerset.x-k8s.io/leaderworkerset"),
+)
+# Kinds whose children Kueue's webhooks skip besides those above (Kueue's own Workload, AppWrapper).
+OTHER_PARENT_KINDS = ("Workload", "AppWrapper", "SparkApplication")
+PARENT_KINDS = tuple(sorted({k.kind for k in WORKLOAD_KINDS if k.parent} | set(OTHER_PARENT_KINDS)))
+# Labels and annotations of Kueue's that a tenant may change after creation; every other
+# kueue.x-k8s.io key is Kueue's bookkeeping (`kueue.x-k8s.io/managed`, the prebuilt Workload...).
+TENANT_KUEUE_KEYS = (QUEUE_LABEL, PRIORITY_LABEL)
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+KUEUE_GATE_PREFIX = "kueue.x-k8s.io/"
+# Environment variables through which a device runtime hands devices to a container without a
+# resource request (NVIDIA Container Toolkit, Ascend Docker Runtime, Habana).
+DEVICE_ENV = (
+    "NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES", "NVIDIA_IMEX_CHANNELS",
+    "ASCEND_VISIBLE_DEVICES", "HABANA_VISIBLE_DEVICES",
+)
+
+
+def _workload_rules(operations: tuple[str, ...], kinds: tuple[WorkloadKind, ...] = WORKLOAD_KINDS,
+                    subresources: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """One admission rule per API group, in the order of WORKLOAD_KINDS."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for kind in kinds:
+        resources = groups.setdefault((kind.group, kind.version), [])
+        resources.append(kind.resource)
+        resources.extend(f"{kind.resource}/{sub}" for sub in subresources if kind.kind == "Pod")
+    return [
+        {"apiGroups": [group], "apiVersions": [version], "operations": list(operations), "resources": resources}
+        for (group, version), resources in groups.items()
+    ]
+
+
+def _guarded(root: str, path: str, empty: str) -> str:
+    """``root.path`` where every step may be absent, else ``empty``."""
+    parts = path.split(".")
+    guards = [f"has({root}.{'.'.join(parts[: i + 1])})" for i in range(len(parts))]
+    return f"({' && '.join(guards)} ? {root}.{path} : {empty})"
+
+
+def _by_kind(choose: Any, default: str, root: str = "object", kinds: tuple[WorkloadKind, ...] = WORKLOAD_KINDS) -> str:
+    """A CEL expression that picks ``choose(kind)`` by ``root.kind`` (equal choices grouped)."""
+    grouped: dict[str, list[str]] = {}
+    for kind in kinds:
+        grouped.setdefault(choose(kind), []).append(kind.kind)
+    expr = default
+    for choice, names in reversed(list(grouped.items())):
+        expr = f"({root}.kind in {_cel(names)} ? ({choice}) : {expr})"
+    return expr
+
+
+def _labels_expr(root: str = "object") -> str:
+    """The labels a workload's queue label is read from (see WorkloadKind.labels)."""
+    return _by_kind(lambda k: _guarded(root, k.labels, "{}"), "{}", root)
+
+
+def _pod_specs_expr(kinds: tuple[WorkloadKind, ...] = WORKLOAD_KINDS) -> str:
+    return _by_kind(lambda k: k.pod_specs, "[]", kinds=kinds)
+
+
+def _containers(ps: str, ephemeral: bool = False) -> str:
+    names = ["containers", "initContainers", *(["ephemeralContainers"] if ephemeral else [])]
+    return " + ".join(f"(has({ps}.{n}) ? {ps}.{n} : [])" for n in names)
+
+
+def _team(scope: Scope) -> str:
+    return ", ".join(scope.model.limits.platform_team) or "the platform team"
+
+
+def _not_trusted(scope: Scope) -> dict[str, str]:
+    """The matchCondition that leaves the trusted controllers (Guardrails.isolation) alone."""
+    isolation = scope.model.limits.isolation
+    users, groups = sorted(isolation.trusted_users), sorted(isolation.trusted_groups)
+    return {
+        "name": "not-a-trusted-controller",
+        "expression": f"!(request.userInfo.username in {_cel(users)}) && "
+        f"!request.userInfo.groups.exists(g, g in {_cel(groups)})",
+    }
+
+
+def declared_queues(scope: Scope) -> dict[str, str]:
+    """namespace -> 'queue, queue (tenants/x.yaml)': what a refused tenant may use instead."""
+    found: dict[str, list[str]] = {}
+    origin: dict[str, str] = {}
+    for tenant in scope.tenants.values():
+        for queue in tenant.queues:
+            found.setdefault(queue.namespace, []).append(queue.name)
+            origin[queue.namespace] = tenant.origin.rsplit(":", 1)[0]  # the file, not its line: moves are no change
+    return {ns: f"{', '.join(sorted(names))} (declared in {origin[ns]})" for ns, names in sorted(found.items())}
+
+
 def queue_access_policy(scope: Scope) -> Object:
-    pod_spec = _pod_spec()
+    labels = _labels_expr()
     return _policy(
         scope,
         QUEUE_ACCESS,
         {
             "failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": _RULES},
+            "matchConstraints": {"resourceRules": _workload_rules(("CREATE", "UPDATE"))},
             "matchConditions": [
-                {"name": "has-queue", "expression": f"has(object.metadata.labels) && '{QUEUE_LABEL}' in object.metadata.labels"}
+                _not_trusted(scope),
+                {"name": "has-queue", "expression": f"'{QUEUE_LABEL}' in {labels}"},
             ],
             "variables": [
                 {"name": "allowed", "expression": _cel(allowed_classes(scope))},
-                {"name": "queue", "expression": f"request.namespace + '/' + object.metadata.labels['{QUEUE_LABEL}']"},
+                {"name": "declared", "expression": _cel(declared_queues(scope))},
+                {"name": "labels", "expression": labels},
+                {"name": "queue", "expression": f"request.namespace + '/' + variables.labels['{QUEUE_LABEL}']"},
                 {
                     "name": "priorityClass",
-                    "expression": f"'{PRIORITY_LABEL}' in object.metadata.labels ? object.metadata.labels['{PRIORITY_LABEL}'] : ''",
+                    "expression": f"'{PRIORITY_LABEL}' in variables.labels ? variables.labels['{PRIORITY_LABEL}'] : ''",
+                },
+                {"name": "podSpecs", "expression": _pod_specs_expr()},
+                {
+                    "name": "podPriorityClasses",
+                    "expression": "variables.podSpecs.filter(ps, has(ps.priorityClassName))"
+                    ".map(ps, ps.priorityClassName)",
                 },
                 {
-                    "name": "podPriorityClass",
-                    "expression": f"has({pod_spec}.priorityClassName) ? {pod_spec}.priorityClassName : ''",
+                    "name": "ask",
+                    "expression": _cel(f"; ask {_team(scope)} (declarations in Git: tenants/, policies/)"),
                 },
             ],
             "validations": [
                 {
                     "expression": "variables.queue in variables.allowed",
                     "messageExpression": "'queue ' + variables.queue + ' is not declared for namespace ' + "
-                    "request.namespace + ' (gpugov: declared queues only)'",
+                    "request.namespace + ' (gpugov: declared queues only); ' + (request.namespace in "
+                    "variables.declared ? 'namespace ' + request.namespace + ' may use: ' + "
+                    "variables.declared[request.namespace] : 'no tenant declares a queue in namespace ' + "
+                    "request.namespace) + variables.ask",
                     "reason": "Forbidden",
                 },
                 {
                     "expression": "!(variables.queue in variables.allowed) || variables.priorityClass == '' || "
                     "variables.priorityClass in variables.allowed[variables.queue]",
                     "messageExpression": "'priority class ' + variables.priorityClass + ' is not allowed on queue ' + "
-                    "variables.queue + '; allowed: ' + variables.allowed[variables.queue].join(', ')",
+                    "variables.queue + '; allowed: ' + variables.allowed[variables.queue].join(', ') + variables.ask",
                     "reason": "Forbidden",
                 },
                 {
-                    "expression": "!(variables.queue in variables.allowed) || variables.podPriorityClass == '' || "
-                    "variables.podPriorityClass in variables.allowed[variables.queue]",
-                    "messageExpression": "'priorityClassName ' + variables.podPriorityClass + ' is not allowed on queue ' + "
-                    "variables.queue + '; allowed: ' + variables.allowed[variables.queue].join(', ')",
+                    "expression": "!(variables.queue in variables.allowed) || "
+                    "variables.podPriorityClasses.all(p, p in variables.allowed[variables.queue])",
+                    "messageExpression": "'priorityClassName ' + variables.podPriorityClasses.filter(p, !(p in "
+                    "variables.allowed[variables.queue]))[0] + ' is not allowed on queue ' + variables.queue + "
+                    "'; allowed: ' + variables.allowed[variables.queue].join(', ') + variables.ask",
                     "reason": "Forbidden",
                 },
             ],
@@ -147,7 +335,262 @@ def accelerator_resources(scope: Scope) -> list[str]:
     return sorted(names)
 
 
+def _asks(c: str = "c") -> str:
+    """CEL: container ``c`` requests or limits an accelerator (a TrainJob's trainer: resourcesPerNode)."""
+    res = f"(has({c}.resources) ? {c}.resources : (has({c}.resourcesPerNode) ? {c}.resourcesPerNode : {{}}))"
+    return (f"((has({res}.limits) && {res}.limits.exists(r, r in variables.accelerators)) || "
+            f"(has({res}.requests) && {res}.requests.exists(r, r in variables.accelerators)))")
+
+
 def need_a_queue_policy(scope: Scope) -> Object:
+    """Every accelerator goes through a queue, for every kind that carries pods, on CREATE and on
+    UPDATE (a queued workload cannot lose its queue label later). Only the trusted controllers'
+    children are left to their parent's check: an ownerReference a tenant writes exempts nothing."""
+    queued = tuple(k for k in WORKLOAD_KINDS if k.queued)
+    return _policy(
+        scope,
+        NEED_A_QUEUE,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _workload_rules(("CREATE", "UPDATE"), queued)},
+            "matchConditions": [
+                _not_trusted(scope),
+                {"name": "no-queue", "expression": f"!('{QUEUE_LABEL}' in {_labels_expr()})"},
+                # on UPDATE only the loss of the queue label: a tenant may still label its Job's pods
+                {"name": "created-or-unqueued", "expression": "request.operation == 'CREATE' || "
+                 f"'{QUEUE_LABEL}' in {_labels_expr('oldObject')}"},
+            ],
+            "variables": [
+                {"name": "accelerators", "expression": _cel(accelerator_resources(scope))},
+                {"name": "podSpecs", "expression": _pod_specs_expr(queued)},
+            ],
+            "validations": [
+                {
+                    "expression": f"!variables.podSpecs.exists(ps, ({_containers('ps')}).exists(c, {_asks()}))",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    f"' requests accelerators without a queue: label it {QUEUE_LABEL}=<queue> (gpugov: every "
+                    f"accelerator goes through a queue; the queues of each namespace are declared in tenants/; "
+                    f"ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    )
+
+
+OWNERSHIP = "gpugov-workload-ownership"
+LIFECYCLE = "gpugov-queue-lifecycle"
+DEVICE_ACCESS = "gpugov-device-access"
+POD_PRIORITY = "gpugov-pod-priority"
+
+
+def ownership_policy(scope: Scope) -> Object:
+    """Class 1: Kueue's webhooks (and gpugov's own checks before) skip a workload whose
+    ownerReferences name a Job or another Kueue-managed parent; only a trusted controller may create
+    or re-parent one, whatever the reference says (controller or not, real owner or not)."""
+    added = ("object.metadata.ownerReferences.filter(o, o.kind in variables.parents && "
+             "(request.operation == 'CREATE' || !has(oldObject.metadata.ownerReferences) || "
+             "!oldObject.metadata.ownerReferences.exists(p, p.uid == o.uid)))")
+    return _policy(
+        scope,
+        OWNERSHIP,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _workload_rules(("CREATE", "UPDATE"))},
+            "matchConditions": [
+                _not_trusted(scope),
+                {"name": "names-an-owner", "expression": "has(object.metadata.ownerReferences)"},
+            ],
+            "variables": [
+                {"name": "parents", "expression": _cel(list(PARENT_KINDS))},
+                {"name": "claimed", "expression": added},
+            ],
+            "validations": [
+                {
+                    "expression": "variables.claimed.size() == 0",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' names ' + variables.claimed[0].kind + ' ' + variables.claimed[0].name + ' as its owner: only "
+                    "the controllers trusted in Guardrails.isolation.trustedControllers create the children of a ' + "
+                    "variables.claimed[0].kind + ' (gpugov: a workload goes through its own queue; submit the ' + "
+                    f"variables.claimed[0].kind + ' itself with a queue label; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    )
+
+
+def _labels_or_empty(root: str, field: str) -> str:
+    return f"(has({root}.metadata.{field}) ? {root}.metadata.{field} : {{}})"
+
+
+def lifecycle_policy(scope: Scope) -> Object:
+    """Class 2: what a tenant may change once a workload exists. Kueue holds a queued workload
+    through `suspend` (Jobs and the CRD kinds) or its scheduling gates (Pods), and tracks it through
+    its own labels and annotations: only Kueue and the trusted controllers clear `suspend`, remove a
+    kueue.x-k8s.io gate or change a kueue.x-k8s.io key other than the queue and priority labels (both
+    still checked by gpugov-queue-access; removing the queue label by gpugov-accelerators-need-a-queue)."""
+    suspendable = [k for k in WORKLOAD_KINDS if k.suspend]
+    held = _by_kind(lambda k: _guarded("oldObject", k.suspend, "false") if k.suspend else "false", "false",
+                    "oldObject", tuple(suspendable))
+    held_now = _by_kind(lambda k: _guarded("object", k.suspend, "false") if k.suspend else "false", "false",
+                        "object", tuple(suspendable))
+    internal = f"k.contains('kueue.x-k8s.io/') && !(k in {_cel(list(TENANT_KUEUE_KEYS))})"
+    unchanged = ("variables.old{f}.all(k, !({internal}) || (k in variables.new{f} && variables.new{f}[k] == "
+                 "variables.old{f}[k])) && variables.new{f}.all(k, !({internal}) || k in variables.old{f})")
+    gates = ("has(oldObject.spec.schedulingGates) ? oldObject.spec.schedulingGates.filter(g, "
+             f"g.name.startsWith('{KUEUE_GATE_PREFIX}') && !(has(object.spec.schedulingGates) && "
+             "object.spec.schedulingGates.exists(h, h.name == g.name))).map(g, g.name) : []")
+    return _policy(
+        scope,
+        LIFECYCLE,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _workload_rules(("CREATE", "UPDATE"))},
+            "matchConditions": [_not_trusted(scope)],
+            "variables": [
+                {"name": "update", "expression": "request.operation == 'UPDATE'"},
+                {"name": "wasHeld", "expression": f"variables.update && {held}"},
+                {"name": "isHeld", "expression": held_now},
+                {"name": "oldLabels", "expression": f"variables.update ? {_labels_or_empty('oldObject', 'labels')} : {{}}"},
+                {"name": "newLabels", "expression": _labels_or_empty("object", "labels")},
+                {"name": "oldAnnotations",
+                 "expression": f"variables.update ? {_labels_or_empty('oldObject', 'annotations')} : {{}}"},
+                {"name": "newAnnotations", "expression": _labels_or_empty("object", "annotations")},
+                {"name": "removedGates",
+                 "expression": f"variables.update && object.kind == 'Pod' ? ({gates}) : []"},
+            ],
+            "validations": [
+                {
+                    "expression": "!variables.wasHeld || variables.isHeld",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' is held by Kueue until its queue admits it: only Kueue clears suspend (gpugov: a workload "
+                    "runs when its queue admits it; the queue and its quota are declared in tenants/; ask "
+                    f"{_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": "variables.removedGates.size() == 0",
+                    "messageExpression": "'Pod ' + request.namespace + '/' + object.metadata.name + ' may not lose "
+                    "its scheduling gate ' + variables.removedGates[0] + ': Kueue removes it when the queue admits "
+                    f"the pod (gpugov: a workload runs when its queue admits it; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": "!variables.update || (" + unchanged.format(f="Labels", internal=internal) + ")",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "': the kueue.x-k8s.io labels other than the queue and priority class are Kueue\\'s own and "
+                    f"may not change (gpugov; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": "!variables.update || ("
+                    + unchanged.format(f="Annotations", internal=internal) + ")",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "': the kueue.x-k8s.io annotations are Kueue\\'s own and may not change (gpugov; ask "
+                    f"{_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": f"variables.update || !('{PREBUILT_WORKLOAD_LABEL}' in variables.newLabels)",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    f"' may not name a prebuilt Workload ({PREBUILT_WORKLOAD_LABEL}): Kueue creates the Workload "
+                    f"of a tenant\\'s job itself (gpugov; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+            ],
+        },
+    )
+
+
+def device_access_policy(scope: Scope) -> Object:
+    """Class 3: the side doors to accelerators that need no resource request, which Pod Security
+    (privileged, hostPath, host namespaces: the namespace's enforce level) does not cover: the
+    device runtimes' environment variables and their RuntimeClasses on a workload that requests no
+    accelerator. Ephemeral containers (kubectl debug) are checked too."""
+    isolation = scope.model.limits.isolation
+    env = f"({_containers('ps', ephemeral=True)}).exists(c, has(c.env) && c.env.exists(e, e.name in variables.deviceEnv))"
+    env_from = (f"({_containers('ps', ephemeral=True)}).exists(c, has(c.envFrom) && c.envFrom.exists(f, has(f.prefix) "
+                "&& f.prefix != '' && variables.deviceEnv.exists(n, n.startsWith(f.prefix))))")
+    runtime = (f"has(ps.runtimeClassName) && ps.runtimeClassName in variables.deviceRuntimes && "
+               f"!({_containers('ps')}).exists(c, {_asks()})")
+    return _policy(
+        scope,
+        DEVICE_ACCESS,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _workload_rules(("CREATE", "UPDATE"), subresources=("ephemeralcontainers",))},
+            "matchConditions": [_not_trusted(scope)],
+            "variables": [
+                {"name": "accelerators", "expression": _cel(accelerator_resources(scope))},
+                {"name": "deviceEnv", "expression": _cel(list(DEVICE_ENV))},
+                {"name": "deviceRuntimes", "expression": _cel(sorted(isolation.device_runtime_classes))},
+                {"name": "podSpecs", "expression": _pod_specs_expr()},
+            ],
+            "validations": [
+                {
+                    "expression": f"!variables.podSpecs.exists(ps, {env} || {env_from})",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' sets a device runtime variable (' + variables.deviceEnv.join(', ') + '), which hands "
+                    "accelerators to a container without a resource request (gpugov: request accelerators through a "
+                    f"queue; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": f"!variables.podSpecs.exists(ps, {runtime})",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' names a device RuntimeClass (' + variables.deviceRuntimes.join(', ') + ') but requests no "
+                    "accelerator (gpugov: Guardrails.isolation.deviceRuntimeClasses are for workloads that request "
+                    f"accelerators through a queue; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+            ],
+        },
+    )
+
+
+def pod_priority_policy(scope: Scope) -> Object:
+    """Class 4: a pod's PriorityClass decides kube-scheduler's preemption on the node, whatever Kueue
+    decided. A workload with a queue may name only its queue's classes (gpugov-queue-access); one
+    without may name only Guardrails.isolation.podPriorityClasses (default none), never
+    system-node-critical or an undeclared class."""
+    allowed = sorted(scope.model.limits.isolation.pod_priority_classes)
+    return _policy(
+        scope,
+        POD_PRIORITY,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _workload_rules(("CREATE", "UPDATE"))},
+            "matchConditions": [
+                _not_trusted(scope),
+                {"name": "no-queue", "expression": f"!('{QUEUE_LABEL}' in {_labels_expr()})"},
+            ],
+            "variables": [
+                {"name": "allowed", "expression": _cel(allowed)},
+                {"name": "podSpecs", "expression": _pod_specs_expr()},
+                {
+                    "name": "named",
+                    "expression": "variables.podSpecs.filter(ps, has(ps.priorityClassName) && "
+                    "!(ps.priorityClassName in variables.allowed)).map(ps, ps.priorityClassName)",
+                },
+            ],
+            "validations": [
+                {
+                    "expression": "variables.named.size() == 0",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' may not use priorityClassName ' + variables.named[0] + ' without a queue; allowed: ' + "
+                    "(variables.allowed.size() == 0 ? '(none)' : variables.allowed.join(', ')) + ' (gpugov: "
+                    "Guardrails.isolation.podPriorityClasses; a queue\\'s classes are declared on the queue in "
+                    f"tenants/; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    )
+
+
+def _job_pod_need_a_queue_policy(scope: Scope) -> Object:
+    """Volcano's base: a Job or Pod asking for accelerators (Job-owned pods left to their Job)."""
     pod_spec = _pod_spec()
     asks = "(has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists(r, r in variables.accelerators)) || (has(c.resources.requests) && c.resources.requests.exists(r, r in variables.accelerators))))"
     return _policy(
@@ -233,7 +676,7 @@ def volcano_queue_access_policy(scope: Scope) -> Object:
 
 
 def volcano_need_volcano_policy(scope: Scope) -> Object:
-    policy = need_a_queue_policy(scope)
+    policy = _job_pod_need_a_queue_policy(scope)
     pod_spec = _pod_spec()
     spec = policy["spec"]
     policy["metadata"]["name"] = VOLCANO_NEED_VOLCANO
@@ -264,4 +707,12 @@ def admission_objects(scope: Scope) -> list[Object]:
         _binding(scope, QUEUE_ACCESS),
         need_a_queue_policy(scope),
         _binding(scope, NEED_A_QUEUE, not_system),
+        ownership_policy(scope),
+        _binding(scope, OWNERSHIP, not_system),
+        lifecycle_policy(scope),
+        _binding(scope, LIFECYCLE, not_system),
+        device_access_policy(scope),
+        _binding(scope, DEVICE_ACCESS, not_system),
+        pod_priority_policy(scope),
+        _binding(scope, POD_PRIORITY, not_system),
     ]

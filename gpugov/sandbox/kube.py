@@ -2,8 +2,9 @@
 
 Both are upstream's commands (built by ``tools/build k8s`` from the same
 Kubernetes release as the apiserver), run out of cluster with the admin
-kubeconfig, on loopback, without leader election. The controller manager runs
-its default controller set, which includes the ones gpugov's objects rely on:
+kubeconfig, on loopback, without leader election; the controller manager as the user a
+kubeadm cluster's runs as (system:kube-controller-manager), so that admission can tell it from
+the admin. The controller manager runs its default controller set, which includes the ones gpugov's objects rely on:
 garbage collector, job, resourcequota, daemonset, namespace, serviceaccount
 and serviceaccount-token, node lifecycle.
 """
@@ -14,10 +15,16 @@ from pathlib import Path
 
 from gpugov.sandbox.components import Component
 from gpugov.sandbox.controlplane import ControlPlane
+from gpugov.sandbox.pki import identity_kubeconfig
+
+# The user a kubeadm cluster's controller manager authenticates as (without
+# --use-service-account-credentials): gpugov's admission policies trust it as a controller
+# (Guardrails.isolation.trustedControllers), while the sandbox's admin is checked like a tenant.
+CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 
 
-def _common_args(cp: ControlPlane, port: int, cert_dir: Path) -> list[str]:
-    kubeconfig = str(cp.kubeconfig)
+def _common_args(cp: ControlPlane, port: int, cert_dir: Path, kubeconfig_path: Path | None = None) -> list[str]:
+    kubeconfig = str(kubeconfig_path or cp.kubeconfig)
     return [
         f"--kubeconfig={kubeconfig}",
         # Delegated authn/authz of their own /metrics etc.; /healthz is always allowed.
@@ -44,11 +51,14 @@ def scheduler(cp: ControlPlane, binary: Path, port: int, version: str) -> Compon
 
 def controller_manager(cp: ControlPlane, binary: Path, port: int, version: str) -> Component:
     workdir = cp.workdir / "kube-controller-manager"
+    # Its own identity (system:masters for its permissions; no RBAC bootstrap to set up).
+    kubeconfig = identity_kubeconfig(cp.kubeconfig, cp.pki.ca_cert.parent, workdir / "kubeconfig",
+                                     CONTROLLER_MANAGER_USER, ["system:masters"])
     return Component(
         name="kube-controller-manager",
         binary=binary,
         args=[
-            *_common_args(cp, port, workdir / "certs"),
+            *_common_args(cp, port, workdir / "certs", kubeconfig),
             "--controllers=*",
             # Signs the ServiceAccount token Secrets; the apiserver verifies with sa.pub.
             f"--service-account-private-key-file={cp.pki.sa_private_key}",

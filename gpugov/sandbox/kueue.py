@@ -14,7 +14,14 @@ the sandbox sets up by hand, as Kueue's own integration tests do:
   APIService and an ExternalName Service, reached through the apiserver's
   front-proxy (requestheader) flags;
 - integrations batch/job and pod; fair sharing on (so ClusterQueue weights act); no leader
-  election; internal cert management off.
+  election; internal cert management off;
+- ``manageJobsWithoutQueueName: true`` with ``managedJobsNamespaceSelector`` on gpugov's tenant
+  label: in a tenant namespace a Job or Pod without a queue label is held, never run (the
+  second line behind gpugov's admission policies, README "Threat model");
+- its own identity: the user and groups of Kueue's ServiceAccount in an in-cluster install
+  (``system:serviceaccount:kueue-system:kueue-controller-manager``), a client cert from the
+  sandbox CA, which gpugov's admission policies trust as a controller while the sandbox admin
+  is checked like a tenant.
 
 Kueue v0.17.0 reads two certificate pairs from fixed paths when its internal cert
 management is off: ``/etc/kueue/metrics/certs`` (metrics) and ``/visibility``
@@ -37,10 +44,11 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from gpugov.kube.objects import LABEL_TENANT
 from gpugov.sandbox import crds as crd_mod
 from gpugov.sandbox.components import Component, ComponentError
 from gpugov.sandbox.controlplane import ControlPlane
-from gpugov.sandbox.pki import issue_serving_cert, self_signed_pair
+from gpugov.sandbox.pki import identity_kubeconfig, issue_serving_cert, self_signed_pair
 
 NAMESPACE = "kueue-system"
 FIELD_MANAGER = "gpugov-sandbox"
@@ -54,6 +62,12 @@ CONVERTED_CRDS = frozenset(
 # Webhooks kept from the module's manifests: Kueue's own kinds, Jobs and Pods.
 KEPT_API_GROUPS = frozenset({"kueue.x-k8s.io", "batch", ""})
 SYSTEM_NAMESPACES = ("kube-system", NAMESPACE)
+# Who Kueue is in an in-cluster install (its Deployment's ServiceAccount); system:masters for its
+# permissions, since the sandbox installs no RBAC of Kueue's.
+KUEUE_USER = f"system:serviceaccount:{NAMESPACE}:kueue-controller-manager"
+KUEUE_GROUPS = ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:masters"]
+# The namespaces whose queue-less jobs and pods Kueue holds: gpugov's tenant namespaces.
+MANAGED_JOBS_NAMESPACE_SELECTOR = {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]}
 
 
 def configuration(workdir: Path, ports: dict[str, int]) -> dict[str, Any]:
@@ -68,7 +82,8 @@ def configuration(workdir: Path, ports: dict[str, int]) -> dict[str, Any]:
         "leaderElection": {"leaderElect": False},
         "internalCertManagement": {"enable": False},
         "visibilityServer": {"bindAddress": "127.0.0.1", "bindPort": ports["visibility"]},
-        "manageJobsWithoutQueueName": False,
+        "manageJobsWithoutQueueName": True,
+        "managedJobsNamespaceSelector": MANAGED_JOBS_NAMESPACE_SELECTOR,
         "integrations": {"frameworks": ["batch/job", "pod"]},
         # What gpugov's fairSharing.weight needs: without this block Kueue ignores the weights.
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
@@ -198,7 +213,7 @@ class Kueue:
             binary=binary,
             args=[
                 f"--config={self.workdir / 'config.yaml'}",
-                f"--kubeconfig={cp.kubeconfig}",
+                f"--kubeconfig={self.workdir / 'kubeconfig'}",
                 f"--visibility-server-port={ports['visibility']}",
             ],
             log_path=self.workdir / "kueue.log",
@@ -213,6 +228,8 @@ class Kueue:
         issue_serving_cert(self._cp.pki.ca_cert.parent, self.workdir / "certs", ["localhost"], ["127.0.0.1"])
         config = configuration(self.workdir, self._ports)
         (self.workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        identity_kubeconfig(self._cp.kubeconfig, self._cp.pki.ca_cert.parent, self.workdir / "kubeconfig",
+                            KUEUE_USER, KUEUE_GROUPS)
         try:
             client.CoreV1Api(self._cp.api_client()).create_namespace({"metadata": {"name": NAMESPACE}})
         except ApiException as exc:

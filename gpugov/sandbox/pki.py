@@ -9,11 +9,13 @@ RBAC always allows: the same setup envtest uses.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -210,6 +212,31 @@ def issue_serving_cert(pki_dir: Path, out_dir: Path, dns_names: list[str], ips: 
     cert, key = _make_leaf(ca_cert, ca_key, _name(dns_names[0] if dns_names else ips[0]), ExtendedKeyUsageOID.SERVER_AUTH, san)
     out_dir.mkdir(parents=True, exist_ok=True)
     return _write(out_dir / "tls.crt", _cert_pem(cert)), _write(out_dir / "tls.key", _key_pem(key), private=True)
+
+
+def identity_kubeconfig(admin_kubeconfig: Path, pki_dir: Path, out: Path, user: str, groups: list[str]) -> Path:
+    """A copy of the admin kubeconfig that authenticates as ``user`` in ``groups`` (a client cert
+    from the sandbox CA): how a component acts under the identity it has in a real cluster
+    (Kueue's ServiceAccount, the controller manager's user), which admission policies can tell
+    apart from a tenant's."""
+    ca_cert = x509.load_pem_x509_certificate((pki_dir / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki_dir / "ca.key").read_bytes(), password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError(f"{pki_dir / 'ca.key'} is not the sandbox's EC CA key")
+    subject = x509.Name(
+        [x509.NameAttribute(NameOID.COMMON_NAME, user)]
+        + [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group) for group in groups]
+    )
+    cert, key = _make_leaf(ca_cert, ca_key, subject, ExtendedKeyUsageOID.CLIENT_AUTH)
+    config = yaml.safe_load(admin_kubeconfig.read_text())
+    for entry in config["users"]:
+        entry["user"] = {
+            "client-certificate-data": base64.b64encode(_cert_pem(cert)).decode(),
+            "client-key-data": base64.b64encode(_key_pem(key)).decode(),
+        }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _write(out, yaml.safe_dump(config, sort_keys=False).encode(), private=True)
+    return out
 
 
 def self_signed_pair(common_name: str) -> tuple[bytes, bytes]:

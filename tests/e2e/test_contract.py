@@ -234,7 +234,10 @@ def test_lending_limit_keeps_the_lenders_share_and_reclaim_requeues_the_borrower
     client.BatchV1Api(jobs.api).delete_namespaced_job(too_much.name, too_much.namespace, propagation_policy="Foreground")
     jobs.jobs.remove(too_much)
 
-    borrower = _gpu_job(jobs, "speech", "speech", "default", pods=5, gpus=4, priority="batch-low", run_for="5s")
+    # Long enough to be running when nlp reclaims: a TAS workload whose pods have all finished
+    # while its Job is not yet Complete is evicted by Kueue's node health check (NodeFailures:
+    # the flavor's pool toleration is not in the Workload's pod sets), which is not this contract.
+    borrower = _gpu_job(jobs, "speech", "speech", "default", pods=5, gpus=4, priority="batch-low", run_for="20s")
     jobs.wait_admitted(borrower)
     guaranteed = _gpu_job(jobs, "nlp", "nlp-train", "training", pods=1, gpus=8, priority="batch-low", run_for="30s")
     jobs.wait_admitted(guaranteed)

@@ -1,0 +1,78 @@
+"""Checks on Guardrails.isolation: the identities the admission policies trust, and the Pod Security
+level of the tenant namespaces (README: Threat model)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+
+from gpugov.declarations.model import Model
+from gpugov.findings import Finding, Level, make, rule
+from gpugov.policy import check
+from gpugov.policy.naming import reserved_patterns
+
+SERVICEACCOUNT_GROUP = "system:serviceaccounts:"
+SERVICEACCOUNT_USER = "system:serviceaccount:"
+
+TRUSTED_TENANT_NAMESPACE = rule(
+    "GG100",
+    "trusted-identity-in-tenant-namespace",
+    Level.ERROR,
+    "Guardrails.isolation.trustedControllers trusts a ServiceAccount (or every ServiceAccount) of a namespace a "
+    "tenant holds: that tenant could act as a controller and pass every isolation check.",
+    "Trust only the controllers' own namespaces (kube-system, kueue-system, ...), never a tenant's.",
+)
+NO_POD_SECURITY = rule(
+    "GG101",
+    "tenant-namespaces-privileged",
+    Level.WARNING,
+    "Guardrails.isolation.podSecurity is privileged: tenant pods may run privileged or mount the host's /dev, "
+    "and reach accelerators without requesting them.",
+    "Use podSecurity: baseline (the default) or restricted.",
+)
+
+
+def trusted_namespace(identity: str, group: bool) -> str | None:
+    """The namespace whose ServiceAccounts a trusted user or group names (None: not a ServiceAccount)."""
+    if group and identity.startswith(SERVICEACCOUNT_GROUP):
+        return identity[len(SERVICEACCOUNT_GROUP):]
+    if not group and identity.startswith(SERVICEACCOUNT_USER):
+        return identity[len(SERVICEACCOUNT_USER):].split(":", 1)[0]
+    return None
+
+
+@check
+def check_trusted_identities(model: Model) -> Iterator[Finding]:
+    isolation = model.limits.isolation
+    trusted = [(u, False, "users", i) for i, u in enumerate(isolation.trusted_users)]
+    trusted += [(g, True, "groups", i) for i, g in enumerate(isolation.trusted_groups)]
+    guardrails = model.guardrails
+    reserved = [pattern for pattern, _ in reserved_patterns(model)]  # GG015's already
+    for identity, group, field, index in trusted:
+        namespace = trusted_namespace(identity, group)
+        if namespace is None:
+            continue
+        for tenant in model.tenants.values():
+            for claimed in tenant.namespaces:
+                if any(fnmatchcase(claimed, pattern) for pattern in reserved):
+                    continue
+                if claimed == namespace or fnmatchcase(claimed, namespace):
+                    where = guardrails.at("isolation", "trustedControllers", field, index) if guardrails else None
+                    yield make(
+                        TRUSTED_TENANT_NAMESPACE,
+                        f"trusted controller {identity} is a ServiceAccount of namespace '{claimed}', which tenant "
+                        f"'{tenant.name}' holds",
+                        where,
+                        tenant.name_at(),
+                    )
+
+
+@check
+def check_pod_security(model: Model) -> Iterator[Finding]:
+    guardrails = model.guardrails
+    if guardrails is not None and guardrails.isolation.pod_security == "privileged" and model.tenants:
+        yield make(
+            NO_POD_SECURITY,
+            "tenant namespaces enforce no Pod Security level (podSecurity: privileged)",
+            guardrails.at("isolation", "podSecurity"),
+        )
