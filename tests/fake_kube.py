@@ -34,6 +34,7 @@ class Reply:
 NOT_FOUND_PAGE = Reply(404, "text/plain; charset=utf-8", b"404 page not found\n")
 EMPTY_OBJECT = Reply(200, "application/json", b"{}")
 HTML_PAGE = Reply(200, "text/html; charset=utf-8", b"<!doctype html><html><body><h1>Sign in</h1></body></html>")
+KUBE_SYSTEM_UID = "00000000-0000-4000-8000-00000000fa6e"  # the fake cluster's identity (gpugov.cluster.identity)
 POD_LIST = Reply.of(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": []})
 
 
@@ -94,6 +95,9 @@ class FakeKube:
         kind, name = routed
         if method == "GET" and not name:
             return empty_list(kind)
+        if method == "GET" and (kind.kind, name) == ("Namespace", "kube-system"):  # every API server has it
+            return Reply.of(200, {"kind": "Namespace", "apiVersion": "v1",
+                                  "metadata": {"name": name, "uid": KUBE_SYSTEM_UID}})
         return not_found(kind, name or "?")
 
     def kubeconfig(self, folder: Path) -> Path:

@@ -26,6 +26,8 @@ from gpugov.compile import compile, object_key  # noqa: E402
 from gpugov.deploy import load_objects, run  # noqa: E402
 from gpugov.deploy.layout import owner, references, resource_name  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.fake_kube import FakeKube, fake_kube  # noqa: E402
+from tests.test_cluster_identity import CONFIG_MAPS, record_list  # noqa: E402
 
 PROVIDER_TYPE = "pulumi:providers:kubernetes"
 COMPONENTS = {
@@ -97,12 +99,39 @@ class RecordingMonitor(MockMonitor):
         return super().RegisterResourceOutputs(request)
 
 
-def deploy(config: dict[str, str], root: Path = REPO, secret_keys: list[str] | None = None) -> Recording:
-    """Run the program (gpugov.deploy.run) under mocks; return what it registered."""
-    recording = Recording()
+# The cluster every stack's kubeconfig reaches: the fake API endpoint, which answers as an empty API
+# server that already carries the deployed cluster's identity record (see `deploy`), so the
+# program's wrong-cluster guard (gpugov.deploy.guard) passes without a write.
+FAKE: FakeKube | None = None
+KUBECONFIG = ""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fake_cluster(tmp_path_factory: pytest.TempPathFactory):
+    global FAKE, KUBECONFIG
+    with fake_kube() as fake:
+        FAKE, KUBECONFIG = fake, str(fake.kubeconfig(tmp_path_factory.mktemp("kube")))
+        yield fake
+    FAKE, KUBECONFIG = None, ""
+
+
+def recorded_as(cluster: str | None) -> None:
+    """The fake cluster carries the identity record of `cluster` (None: no record)."""
+    assert FAKE is not None
+    FAKE.answer = lambda method, path: (record_list(cluster) if cluster and method == "GET"
+                                        and path == CONFIG_MAPS.collection_path() else None)
+
+
+def deploy(config: dict[str, str], root: Path = REPO, secret_keys: list[str] | None = None,
+           recorded: str | None = "", preview: bool = False, recording: Recording | None = None) -> Recording:
+    """Run the program (gpugov.deploy.run) under mocks; return what it registered (into `recording`,
+    when given, so a test still sees it when the program raises). The fake cluster carries the
+    record of `recorded` ("": the stack's own cluster, None: none)."""
+    recorded_as(config.get("gpugov:cluster") if recorded == "" else recorded)
+    recording = Recording() if recording is None else recording
     ROOT.set(None)  # a fresh stack resource for this run's monitor
     pulumi.runtime.set_mocks(
-        Mocks(), project="gpugov-org", stack="test", preview=False, monitor=RecordingMonitor(recording)
+        Mocks(), project="gpugov-org", stack="test", preview=preview, monitor=RecordingMonitor(recording)
     )
     pulumi.runtime.set_all_config(config, secret_keys or [])
 
@@ -115,7 +144,7 @@ def deploy(config: dict[str, str], root: Path = REPO, secret_keys: list[str] | N
 
 
 def stack_config(cluster: str, backend: str) -> dict[str, str]:
-    return {"gpugov:cluster": cluster, "gpugov:backend": backend, "gpugov:kubeconfig": "/nonexistent/kubeconfig"}
+    return {"gpugov:cluster": cluster, "gpugov:backend": backend, "gpugov:kubeconfig": KUBECONFIG}
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +239,7 @@ def test_explicit_provider_with_server_side_apply(case) -> None:
     _, _, recording = case
     (provider,) = recording.of_type(PROVIDER_TYPE)
     assert str(provider.inputs["enableServerSideApply"]).lower() == "true"
-    assert provider.inputs["kubeconfig"] == "/nonexistent/kubeconfig"
+    assert provider.inputs["kubeconfig"] == KUBECONFIG
     for resource in recording.kubernetes:
         assert resource.provider.startswith(provider.urn + "::"), resource.urn
 
@@ -257,17 +286,18 @@ def test_volcano_tenant_queues_wait_for_their_parent(model) -> None:
 
 
 def test_secret_kubeconfig_and_context(model) -> None:
+    text = Path(KUBECONFIG).read_text()
     config = {
         "gpugov:cluster": "east",
-        "kubernetes:kubeconfig": "apiVersion: v1\nkind: Config\n",
-        "gpugov:context": "east-admin",
+        "kubernetes:kubeconfig": text,
+        "gpugov:context": "fake",
     }
     recording = deploy(config, secret_keys=["kubernetes:kubeconfig"])
     (provider,) = recording.of_type(PROVIDER_TYPE)
-    assert provider.inputs["context"] == "east-admin"
+    assert provider.inputs["context"] == "fake"
     kubeconfig = provider.inputs["kubeconfig"]
     assert rpc.is_rpc_secret(kubeconfig), "the kubeconfig must stay a secret in the provider's inputs"
-    assert rpc.unwrap_rpc_secret(kubeconfig) == "apiVersion: v1\nkind: Config\n"
+    assert rpc.unwrap_rpc_secret(kubeconfig) == text
     # No gpugov:backend: the cluster's declared backend (east: kueue).
     assert recording.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
 
@@ -309,3 +339,38 @@ def test_unknown_cluster_and_missing_repo(tmp_path: Path) -> None:
         load_objects(REPO, "north")
     with pytest.raises(pulumi.RunError, match="no such directory"):
         load_objects(tmp_path / "absent", "east")
+
+
+# -- the wrong-cluster guard: before any resource is registered ----------------------------------
+
+def test_a_stack_whose_kubeconfig_reaches_another_cluster_registers_nothing() -> None:
+    assert FAKE is not None
+    recording = Recording()
+    with pytest.raises(pulumi.RunError) as info:
+        deploy(stack_config("west", "volcano"), recorded="east", recording=recording)
+    message = str(info.value)
+    assert message.startswith(f"gpugov: refused: {FAKE.url} is cluster east, not west ")
+    assert message.endswith("; nothing was deployed")
+    assert not recording.resources and FAKE.writes == []  # not even the provider
+    allowed = deploy(stack_config("west", "volcano"), recorded="west")  # the same program, the right cluster
+    assert allowed.of_type(PROVIDER_TYPE) and allowed.kubernetes
+
+
+def test_reidentify_lets_a_stack_rebuild_a_cluster_on_purpose_in_preview() -> None:
+    assert FAKE is not None
+    recording = deploy({**stack_config("west", "volcano"), "gpugov:reidentify": "true"}, recorded="east",
+                       preview=True)
+    assert recording.of_type("kubernetes:scheduling.volcano.sh/v1beta1:Queue")
+    assert FAKE.writes == []  # preview only checks
+
+
+def test_a_fresh_cluster_passes_preview_without_a_write() -> None:
+    assert FAKE is not None
+    recording = deploy(stack_config("east", "kueue"), recorded=None, preview=True)
+    assert recording.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue") and FAKE.writes == []
+
+
+def test_an_unusable_kubeconfig_stops_the_stack(tmp_path: Path) -> None:
+    with pytest.raises(pulumi.RunError, match="could not tell which cluster the stack's kubeconfig reaches: the "
+                       "stack's kubeconfig cannot be used"):
+        deploy({**stack_config("east", "kueue"), "gpugov:kubeconfig": "apiVersion: v1\nkind: Config\n"})

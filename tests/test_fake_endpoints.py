@@ -162,7 +162,8 @@ def test_apply_dry_run_lists_and_writes_nothing(fake, tmp_path, capsys) -> None:
     lines = out.splitlines()
     assert code == 0 and err == []
     assert lines[-1].startswith("dry run: ") and lines[-1].endswith("; 0 would be deleted and 0 released; nothing was changed")
-    assert any(line.split()[:4] == ["would", "apply", "ClusterQueue", "nlp"] for line in lines)
+    assert any(line.split()[:4] == ["would", "create", "ClusterQueue", "nlp"] for line in lines)  # not there yet
+    assert any(line.split()[:3] == ["would", "skip", "Node"] for line in lines)  # nodes are never created
     assert fake.writes == []
     assert ("GET", "/apis") in fake.requests  # it did read what it would prune
 

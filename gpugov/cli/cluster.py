@@ -33,26 +33,67 @@ def api_client(args: argparse.Namespace, in_cluster: bool = False) -> Any:
 def cmd_apply(args: argparse.Namespace) -> ExitCode:
     from kubernetes import config as kube_config
 
-    from gpugov.cluster.apply import ApplyError, apply_objects
-    from gpugov.cluster.prune import PruneError, prune, prune_plan
+    from gpugov.cluster.apply import ApplyError, apply_objects, check_served, preview_changes
+    from gpugov.cluster.identity import WrongCluster, check, declared_elsewhere, record
+    from gpugov.cluster.ownership import ForeignObjects, refuse_foreign
+    from gpugov.cluster.prune import PruneError, owned_objects, prune, prune_plan
+    from gpugov.cluster.rest import Api, Rejected, served_versions
     from gpugov.sources import CheckIncomplete
 
     state = desired(args)
+    cluster = state.model.cluster(state.cluster)
     try:
-        if args.dry_run:
-            plan = prune_plan(api_client(args), state.objects) if args.prune else []
-            return _dry_run(state.objects, plan, args.prune)
+        # Reads only, up to the guard: which cluster this is, and how much a prune would remove.
         api = api_client(args)
+        raw = Api(api)
+        served = served_versions(raw)
+        check_served(raw, state.objects, served)
+        owned = owned_objects(api, served)
+        identity = check(raw, cluster, state.objects, owned, declared_elsewhere(state.model, state.cluster),
+                         reidentify=args.reidentify)
+        taken = refuse_foreign(api, state.objects, [n for t in state.model.tenants.values() for n in t.adopt_namespaces])
+        plan = prune_plan(api, state.objects, owned) if args.prune else []
+        too_many = "" if args.allow_mass_prune else _mass_prune(plan, len(owned), cluster)
+        if args.dry_run:
+            print(identity.describe())
+            return _dry_run(state.objects, plan, args.prune, too_many, preview_changes(api, state.objects))
+        if too_many:
+            return fail(f"refused: {too_many}; nothing was changed", ExitCode.USAGE)
+        try:
+            record(raw, identity)
+        except Rejected as exc:
+            raise ApplyError(f"recording the cluster's identity: {exc}") from exc
+        print(identity.describe(done=True))
+        print("".join(f"{note}\n" for note in taken.notes()), end="")
         applied = apply_objects(api, state.objects)
         _print_applied(applied)
         if applied.missing:
             print("prune skipped: not every applied object was found on read-back")
             return ExitCode.FINDINGS
         if args.prune:
-            _print_pruned(prune(api, prune_plan(api, state.objects)))
+            plan = prune_plan(api, state.objects)
+            too_many = "" if args.allow_mass_prune else _mass_prune(plan, len(owned), cluster)
+            if too_many:  # grown since the check: something else changed the cluster meanwhile
+                return fail(f"prune refused: {too_many}; the objects were applied, nothing was pruned",
+                            ExitCode.USAGE)
+            _print_pruned(prune(api, plan))
+    except WrongCluster as exc:
+        return fail(f"refused: {_one_line(exc)}; nothing was changed", ExitCode.USAGE)
+    except ForeignObjects as exc:
+        return fail(f"refused: {_one_line(exc)}; nothing was changed", ExitCode.USAGE)
     except (ApplyError, PruneError, CheckIncomplete, kube_config.ConfigException, OSError) as exc:
         return fail(f"apply failed: {_one_line(exc)}", ExitCode.INCOMPLETE)
     return ExitCode.OK
+
+
+MASS_PRUNE_FIX = "if this is the cluster you mean, rerun with --allow-mass-prune"
+
+
+def _mass_prune(plan: list[Any], owned: int, cluster: Any) -> str:
+    from gpugov.cluster.prune import mass_prune
+
+    why = mass_prune(plan, owned, cluster.prune_limit_objects, cluster.prune_limit_fraction)
+    return f"{why} of cluster {cluster.name}; {MASS_PRUNE_FIX}" if why else ""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -63,13 +104,17 @@ def _row(verb: str, kind: str, namespace: str, name: str, note: str = "", width:
     return f"{verb:<{width}} {kind:<22} {namespace + '/' if namespace else ''}{name}{': ' + note if note else ''}"
 
 
+CHANGES = ("created", "configured", "labelled", "unchanged")
+
+
 def _print_applied(applied: Any) -> None:
-    for kind, namespace, name in applied.applied:
-        print(_row("applied", kind, namespace, name))
+    for key in applied.applied:
+        print(_row(applied.changes.get(key, "applied"), *key, width=10))
     for name in applied.skipped_nodes:
         print(f"skipped Node {name}: not in the cluster (gpugov patches nodes, it never creates them)")
+    counts = ", ".join(f"{applied.count(c)} {c}" for c in CHANGES if applied.count(c))
     print(
-        f"{len(applied.applied)} objects applied with field manager gpugov; "
+        f"{len(applied.applied)} objects applied with field manager gpugov ({counts or 'none'}); "
         f"{len(applied.applied) - len(applied.missing)} found on the server when read back"
     )
 
@@ -86,19 +131,33 @@ def _print_pruned(pruned: list[Any]) -> None:
         print("pruned what gpugov no longer declares: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
 
 
-def _dry_run(objects: list[dict[str, Any]], plan: list[Any], pruning: bool) -> ExitCode:
+PREVIEW = {"create": "would create", "configure": "would configure", "label": "would label", "unchanged": "unchanged",
+           "skip": "would skip", "apply": "would apply"}
+
+
+def _dry_run(objects: list[dict[str, Any]], plan: list[Any], pruning: bool, too_many: str = "",
+             changes: dict[tuple[str, str, str], str] | None = None) -> ExitCode:
+    """The dry run's listing; `changes`: what the server-side apply dry run says each object would see."""
+    changes = changes or {}
     for obj in objects:
         meta = obj["metadata"]
-        print(_row("would apply", obj["kind"], meta.get("namespace", ""), meta["name"], width=13))
+        change = changes.get((obj["kind"], meta.get("namespace", ""), meta["name"]), "apply")
+        note = "not in the cluster (gpugov patches nodes, it never creates them)" if change == "skip" else ""
+        print(_row(PREVIEW[change], obj["kind"], meta.get("namespace", ""), meta["name"], note, width=15))
     for item in plan:
         meta = item.obj["metadata"]
         print(_row(f"would {item.action}", item.obj["kind"], meta.get("namespace", ""), meta["name"], item.describe(),
-                   width=13))
+                   width=15))
     deletes = sum(item.action == "delete" for item in plan)
     what = (f"{deletes} would be deleted and {len(plan) - deletes} released" if pruning
             else "nothing would be pruned (--no-prune)")
-    print(f"dry run: {len(objects)} objects would be applied; {what}; nothing was changed")
-    return ExitCode.OK
+    if too_many:
+        print(f"apply would be refused (exit 2): {too_many}")
+    tally = ", ".join(f"{sum(1 for c in changes.values() if c == verb)} {'unchanged' if verb == 'unchanged' else 'to ' + verb}"
+                      for verb in PREVIEW if any(c == verb for c in changes.values()))
+    print(f"dry run: {len(objects)} objects would be applied{f' ({tally})' if tally else ''}; {what}; "
+          "nothing was changed")
+    return ExitCode.USAGE if too_many else ExitCode.OK
 
 
 def cmd_drift(args: argparse.Namespace) -> ExitCode:
@@ -194,7 +253,13 @@ def _agent_url(template: str) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("drift", help="compare the declarations with the live cluster; exit 1 drift, 3 could not check")
+    p = sub.add_parser(
+        "drift", help="compare the declarations with the live cluster; exit 1 drift, 3 could not check",
+        description="Compare what compile wants for the cluster with what it holds: objects (only the fields gpugov "
+        "sets), nodes' labels, taints, GPU model and MIG layout, usage against quota, idle accelerators (with "
+        "Prometheus), the node agents' NVML readings; optionally send the findings to chat. Exit 0 no drift, 1 drift, "
+        "2 bad usage, 3 could not check (unreachable, forbidden, partial, not a Kubernetes API): never read as no "
+        "drift.")
     compile_target_args(p)
     kubeconfig_args(p, in_cluster=True)
     p.add_argument("--format", choices=FORMATS, help="output format (github inside GitHub Actions, else text)")
@@ -208,7 +273,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_drift)
 
     p = sub.add_parser("apply", help="server-side apply the compiled objects to a cluster (field manager gpugov), "
-                       "then prune what gpugov owns and no longer declares; exit 3 could not apply")
+                       "then prune what gpugov owns and no longer declares; exit 3 could not apply",
+                       description="First check which cluster the API server is (the identity record gpugov keeps "
+                       "there, a pinned spec.identity, gpugov's objects of another declared cluster) and refuse "
+                       "before any write when it is another one; then server-side apply compile's objects (nodes "
+                       "are labelled, never created), read them back, and prune what gpugov owns and no longer "
+                       "declares (a prune past spec.pruneLimit needs --allow-mass-prune). Each object reads "
+                       "created, configured, labelled or unchanged. Exit 0 applied, 1 an applied object was not "
+                       "found on read-back (nothing pruned), 2 bad usage, or refused (another cluster, a mass prune, "
+                       "objects gpugov does not own): nothing changed, 3 could not apply (unreachable, not a "
+                       "Kubernetes API, a kind not served, an object refused).")
     compile_target_args(p)
     kubeconfig_args(p)
     p.add_argument("--dry-run", action="store_true",
@@ -216,4 +290,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prune", action=argparse.BooleanOptionalAction, default=True,
                    help="delete objects gpugov owns that are no longer declared; release (unlabel) namespaces and "
                    "nodes (default: prune; --no-prune to keep them)")
+    p.add_argument("--allow-mass-prune", action="store_true",
+                   help="prune even past the Cluster's spec.pruneLimit (default: more than 30 objects or half of "
+                   "what gpugov owns on the cluster is refused)")
+    p.add_argument("--reidentify", action="store_true",
+                   help="record this cluster anew as --cluster, over an identity record (or gpugov objects) of "
+                   "another declared cluster: only to rebuild a cluster as another one on purpose; never "
+                   "overrides a pinned spec.identity")
     p.set_defaults(func=cmd_apply)

@@ -26,6 +26,7 @@ from typing import Any
 from kubernetes import client
 
 from gpugov.cluster.rest import (
+    APPLY_PATCH,
     FIELD_MANAGER,
     STRATEGIC_MERGE_PATCH,
     Api,
@@ -56,6 +57,11 @@ class ApplyResult:
     applied: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, namespace, name)
     skipped_nodes: list[str] = field(default_factory=list)
     missing: list[tuple[str, str, str]] = field(default_factory=list)  # applied, yet not found on read-back
+    # What applying did to each: created, configured (a Node: labelled) or unchanged (its resourceVersion kept).
+    changes: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+    def count(self, change: str) -> int:
+        return sum(1 for c in self.changes.values() if c == change)
 
 
 def _label(obj: dict[str, Any]) -> str:
@@ -73,18 +79,23 @@ def apply_objects(api_client: client.ApiClient, objects: list[dict[str, Any]], f
     check_served(api, objects)
     result = ApplyResult()
     seen: set[tuple[str, str, str]] = set()
+    before: dict[tuple[str, str, str], str | None] = {}  # resourceVersion before the first write; None: absent
     for obj in _in_apply_order(api, objects):
         meta = obj["metadata"]
+        applied = (obj["kind"], meta.get("namespace", ""), meta["name"])
         try:
+            if applied not in before:
+                live = read_object(api, kind_of(obj), meta["name"], meta.get("namespace", ""))
+                before[applied] = None if live is None else str(live["metadata"].get("resourceVersion"))
             if obj["kind"] == "Node":
                 if not merge_taints(api, obj):
                     result.skipped_nodes.append(meta["name"])
                     continue
                 obj = without_taints(obj)
-            server_side_apply(api, kind_of(obj), obj, force=force)
+            answer = server_side_apply(api, kind_of(obj), obj, force=force)
         except Rejected as exc:
             raise ApplyError(f"{_label(obj)}: {exc}") from exc
-        applied = (obj["kind"], meta.get("namespace", ""), meta["name"])
+        result.changes[applied] = change_of(obj["kind"], before[applied], answer)
         if applied not in seen:  # a Volcano parent Queue is applied twice (widened, then settled)
             seen.add(applied)
             result.applied.append(applied)
@@ -95,9 +106,60 @@ def apply_objects(api_client: client.ApiClient, objects: list[dict[str, Any]], f
     return result
 
 
-def check_served(api: Api, objects: list[dict[str, Any]]) -> None:
-    """Before the first write: every kind to apply is served (CheckIncomplete names the first that is not)."""
-    served = served_versions(api)
+def change_of(kind: str, before: str | None, answer: dict[str, Any]) -> str:
+    """What applying did, from the resourceVersion before the first write and in the last answer."""
+    if before is None:
+        return "created"
+    if str(answer["metadata"].get("resourceVersion")) == before:
+        return "unchanged"
+    return "labelled" if kind == "Node" else "configured"
+
+
+VOLATILE = ("resourceVersion", "managedFields", "generation")
+
+
+def _comparable(obj: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in obj.items() if k != "status"}
+    body["metadata"] = {k: v for k, v in obj["metadata"].items() if k not in VOLATILE}
+    return body
+
+
+def preview_changes(api_client: client.ApiClient, objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], str]:
+    """What apply would do to each object, changing nothing: create (absent), skip (a Node that is
+    not there), else a server-side apply dry run (dryRun=All) compared with the live object:
+    configure (label, a Node) or unchanged. An object the dry run refuses on its own (a Volcano
+    Queue whose order matters) reads "apply"."""
+    api = Api(api_client)
+    changes: dict[tuple[str, str, str], str] = {}
+    for obj in objects:
+        meta = obj["metadata"]
+        key = (obj["kind"], meta.get("namespace", ""), meta["name"])
+        live = read_object(api, kind_of(obj), meta["name"], meta.get("namespace", ""))
+        if live is None:
+            changes[key] = "skip" if obj["kind"] == "Node" else "create"
+            continue
+        body = obj
+        taints_change = False
+        if obj["kind"] == "Node":
+            current = (live.get("spec") or {}).get("taints") or []
+            wanted = merged_taints(current, ",".join(recorded_taints(live)), (obj.get("spec") or {}).get("taints", []))
+            taints_change = wanted != current
+            body = without_taints(obj)
+        query = [("fieldManager", FIELD_MANAGER), ("force", "true"), ("dryRun", "All")]
+        try:
+            answer = write(api, "PATCH", kind_of(body), meta["name"], meta.get("namespace", ""), body, APPLY_PATCH, query)
+        except Rejected:
+            changes[key] = "apply"
+            continue
+        same = _comparable(answer) == _comparable(live) and not taints_change
+        changes[key] = "unchanged" if same else ("label" if obj["kind"] == "Node" else "configure")
+    return changes
+
+
+def check_served(api: Api, objects: list[dict[str, Any]], served: set[str] | None = None) -> None:
+    """Before the first write: every kind to apply is served (CheckIncomplete names the first that is not).
+    `served`: served_versions, when already read."""
+    served = served_versions(api) if served is None else served
     for kind in sorted({kind_of(o) for o in objects}, key=lambda k: (k.api_version, k.kind)):
         if kind.api_version not in served:
             raise unserved(api, kind)

@@ -18,7 +18,9 @@ child Queues before their parents, which its webhook requires):
 
 A kind whose API group the server does not serve has no objects, so it is skipped. compile
 gives objects no cluster label, so prune takes the API server to hold one gpugov cluster (as
-a Cluster declaration means); put several in one server and apply with --no-prune.
+a Cluster declaration means); put several in one server and apply with --no-prune. Which
+cluster a server is, apply checks first (identity.py); a plan past the Cluster's
+spec.pruneLimit is a mass prune (mass_prune), which apply refuses without --allow-mass-prune.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 
 from kubernetes import client
 
 from gpugov.cluster.apply import NODE, merge_taints, queue_depth, recorded_taints
+from gpugov.cluster.ownership import release_marker
 from gpugov.cluster.rest import (
     FIELD_MANAGER,
     MERGE_PATCH,
@@ -129,14 +133,25 @@ def _children_first(items: list[Object]) -> list[Object]:
     return sorted(items, key=lambda q: (-queue_depth(q["metadata"]["name"], parents), q["metadata"]["name"]))
 
 
-def prune_plan(api_client: client.ApiClient, desired: list[Object]) -> list[Prunable]:
-    """What prune would do, in order; reads only. CheckIncomplete when a read is not whole."""
+def owned_objects(api_client: client.ApiClient, served: set[str] | None = None) -> list[Object]:
+    """Every live object gpugov owns, kind by kind in reverse apply order; reads only."""
     api = Api(api_client)
+    owned: list[Object] = []
+    for kind in _prune_kinds(served_versions(api) if served is None else served):
+        owned.extend(o for o in list_all(api, kind, label_selector=f"{MANAGED_BY}={MANAGER}") if owned_by_gpugov(o))
+    return owned
+
+
+def prune_plan(api_client: client.ApiClient, desired: list[Object], owned: list[Object] | None = None) -> list[Prunable]:
+    """What prune would do, in order; reads only (`owned`: owned_objects, when already read).
+    CheckIncomplete when a read is not whole."""
     wanted = {object_key(o) for o in desired}
     plan: list[Prunable] = []
-    for kind in _prune_kinds(served_versions(api)):
-        found = [o for o in list_all(api, kind, label_selector=f"{MANAGED_BY}={MANAGER}")
-                 if owned_by_gpugov(o) and object_key(o) not in wanted]
+    by_kind: dict[Kind, list[Object]] = {}
+    for obj in owned_objects(api_client) if owned is None else owned:
+        by_kind.setdefault(KINDS[(obj["apiVersion"], obj["kind"])], []).append(obj)
+    for kind, objects in by_kind.items():  # owned_objects' order: reverse apply order
+        found = [o for o in objects if object_key(o) not in wanted]
         found.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         if kind.kind == "Queue":
             found = _children_first(found)
@@ -147,6 +162,18 @@ def prune_plan(api_client: client.ApiClient, desired: list[Object]) -> list[Prun
             else:
                 plan.append(Prunable("delete", obj))
     return plan
+
+
+def mass_prune(plan: list[Prunable], owned: int, max_objects: int, max_fraction: Decimal) -> str:
+    """Why `plan` is a mass prune (more than `max_objects` objects, or more than `max_fraction` of the
+    `owned` objects gpugov has on the cluster); "" when it is within both limits."""
+    if not plan or (len(plan) <= max_objects and len(plan) <= max_fraction * owned):
+        return ""
+    deletes = sum(item.action == "delete" for item in plan)
+    share = f"{Decimal(len(plan) * 100) / owned:.0f}%" if owned else "all"
+    return (f"prune would delete {deletes} and release {len(plan) - deletes} objects, {len(plan)} of the {owned} "
+            f"gpugov owns on this cluster ({share}); the limit is {max_objects} objects or "
+            f"{max_fraction * 100:.0f}% (the Cluster's spec.pruneLimit)")
 
 
 def prune(api_client: client.ApiClient, plan: list[Prunable], drain_timeout: float = DRAIN_TIMEOUT,
@@ -171,7 +198,8 @@ def prune(api_client: client.ApiClient, plan: list[Prunable], drain_timeout: flo
                 continue
             if item.kind is NODE:  # taints first: their record is one of the annotations removed next
                 merge_taints(api, {"metadata": {"name": meta["name"]}})
-            empty = {"apiVersion": item.obj["apiVersion"], "kind": item.obj["kind"], "metadata": {"name": meta["name"]}}
+            empty = {"apiVersion": item.obj["apiVersion"], "kind": item.obj["kind"],
+                     "metadata": {"name": meta["name"], **release_marker(item.obj)}}  # a Namespace: whose it was
             server_side_apply(api, item.kind, empty)
     except Rejected as exc:
         assert item is not None

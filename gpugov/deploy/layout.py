@@ -65,7 +65,7 @@ def references(obj: Object, mig_config: Key | None = None) -> list[Key]:
     its flavors, ClusterQueue -> cohort and flavors, LocalQueue -> ClusterQueue; Volcano:
     queue -> parent queue; a node that selects a MIG config -> the MIG ConfigMap; RBAC
     bindings -> their ClusterRole and ServiceAccounts; workloads -> their ServiceAccount.
-    (Callers keep only the keys that are compiled objects, e.g. not ClusterRole `edit`.)"""
+    (Callers keep only the keys that are compiled objects, e.g. not a built-in ClusterRole such as `view`.)"""
     api, kind, meta = obj["apiVersion"], obj["kind"], obj["metadata"]
     spec: dict[str, Any] = obj.get("spec") or {}
     refs: list[Key] = []

@@ -16,11 +16,15 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpugov.app.desired import CompileError, InputError, InvalidDeclarations, desired_state
+from gpugov.app.desired import CompileError, DesiredState, InputError, InvalidDeclarations, desired_state
+from gpugov.cluster.identity import WrongCluster
+from gpugov.cluster.rest import Rejected
 from gpugov.deploy.components import Organisation
+from gpugov.deploy.guard import StackGuardError, check_stack_cluster, stack_client
 from gpugov.deploy.resources import DeployError
 from gpugov.findings.report import text
 from gpugov.kube.objects import Object
+from gpugov.sources import CheckIncomplete
 
 CONFIG = "gpugov"
 PROVIDER_NAME = "kubernetes"
@@ -28,6 +32,11 @@ PROVIDER_NAME = "kubernetes"
 
 def load_objects(root: Path, cluster: str, backend: str | None = None) -> list[Object]:
     """Compile's objects for `cluster`; pulumi.RunError (findings, no traceback) when invalid."""
+    return load_state(root, cluster, backend).objects
+
+
+def load_state(root: Path, cluster: str, backend: str | None = None) -> DesiredState:
+    """The desired state for `cluster`; pulumi.RunError (findings, no traceback) when invalid."""
     try:
         state = desired_state(root, cluster, backend)
     except (InputError, CompileError) as exc:
@@ -39,7 +48,26 @@ def load_objects(root: Path, cluster: str, backend: str | None = None) -> list[O
         ) from None
     if state.warnings:
         pulumi.log.warn(text(state.warnings, len(state.validation.files)))
-    return state.objects
+    return state
+
+
+def guard_cluster(state: DesiredState) -> None:
+    """Before any resource: the stack's kubeconfig must reach the stack's declared cluster (see
+    gpugov.deploy.guard); `pulumi up` records the identity the first time, preview only checks.
+    `pulumi config set gpugov:reidentify true` rebuilds a cluster as this stack's on purpose."""
+    config = pulumi.Config(CONFIG)
+    kubeconfig = pulumi.Config("kubernetes").get("kubeconfig") or config.get("kubeconfig")
+    if kubeconfig is None:
+        return  # kubernetes_provider says what is missing
+    try:
+        identity = check_stack_cluster(stack_client(kubeconfig, config.get("context")), state,
+                                       write=not pulumi.runtime.is_dry_run(),
+                                       reidentify=config.get_bool("reidentify") or False)
+    except WrongCluster as exc:
+        raise pulumi.RunError(f"gpugov: refused: {exc}; nothing was deployed") from None
+    except (StackGuardError, CheckIncomplete, Rejected) as exc:
+        raise pulumi.RunError(f"gpugov: could not tell which cluster the stack's kubeconfig reaches: {exc}") from None
+    pulumi.log.info(identity.describe(done=not pulumi.runtime.is_dry_run()))
 
 
 def kubernetes_provider(cluster: str) -> k8s.Provider:
@@ -72,9 +100,12 @@ def run(root: Path | str | None = None) -> Organisation:
     cluster = config.require("cluster")
     backend = config.get("backend")
     repo = Path(root if root is not None else config.get("repo") or ".").resolve()
-    objects = load_objects(repo, cluster, backend)
+    state = load_state(repo, cluster, backend)
+    objects = state.objects
+    guard_cluster(state)  # before any resource, the provider included
+    provider = kubernetes_provider(cluster)
     try:
-        organisation = Organisation(cluster, objects, kubernetes_provider(cluster))
+        organisation = Organisation(cluster, objects, provider)
     except DeployError as exc:
         raise pulumi.RunError(f"gpugov: {exc}") from None
     pulumi.export("cluster", cluster)
@@ -83,4 +114,4 @@ def run(root: Path | str | None = None) -> Organisation:
     return organisation
 
 
-__all__ = ["kubernetes_provider", "load_objects", "run"]
+__all__ = ["guard_cluster", "kubernetes_provider", "load_objects", "load_state", "run"]

@@ -238,6 +238,50 @@ def test_second_up_changes_nothing(org: Org) -> None:
     assert set(result.summary.resource_changes) == {"same"}, result.summary.resource_changes
 
 
+def test_a_stack_of_the_other_cluster_is_refused_and_touches_nothing(org: Org, sandbox: Sandbox) -> None:
+    """Issue #23 item 1: stack `west` whose kubeconfig reaches the server `east` was deployed to (and
+    recorded by the up above): preview and up stop in the program, before any resource, and every
+    object on the server keeps its resourceVersion."""
+    from pulumi import automation as auto
+
+    from gpugov.deploy import run
+
+    def versions() -> dict[tuple[str, str, str], Any]:
+        core = client.CoreV1Api(sandbox.api)
+        found: dict[tuple[str, str, str], Any] = {}
+        for kind, items in (("namespaces", core.list_namespace().items),
+                            ("configmaps", core.list_config_map_for_all_namespaces().items)):
+            for item in items:
+                found[(kind, item.metadata.namespace or "", item.metadata.name)] = item.metadata.resource_version
+        for node in core.list_node().items:  # KWOK refreshes node status: compare what gpugov writes on them
+            found[("nodes", "", node.metadata.name)] = (node.metadata.labels, [t.to_dict() for t in node.spec.taints or []])
+        for plural in ("clusterqueues", "resourceflavors", "cohorts"):
+            for item in client.CustomObjectsApi(sandbox.api).list_cluster_custom_object(
+                    "kueue.x-k8s.io", "v1beta2", plural)["items"]:
+                found[(plural, "", item["metadata"]["name"])] = item["metadata"]["resourceVersion"]
+        return found
+
+    record = client.CoreV1Api(sandbox.api).read_namespaced_config_map("gpugov-cluster-identity", "kube-system")
+    assert record.data["cluster"] == CLUSTER  # the first up recorded it
+    before = versions()
+    tmp = org.tmp / "west"
+    env = workspace_env(tmp)
+    west = auto.create_or_select_stack(
+        stack_name="west", project_name=PROJECT, program=lambda: run(org.roots["base"]),
+        opts=workspace_options(tmp, env, project_settings=auto.ProjectSettings(name=PROJECT, runtime="python")))
+    try:
+        west.set_config("gpugov:cluster", auto.ConfigValue("west"))
+        west.set_config("gpugov:backend", auto.ConfigValue("volcano"))
+        west.set_config("kubernetes:kubeconfig", auto.ConfigValue(sandbox.cp.kubeconfig.read_text(), secret=True))
+        for attempt in (west.preview, west.up):
+            with pytest.raises(auto.CommandError) as info:
+                attempt()
+            assert "gpugov: refused: " in str(info.value) and "is cluster east, not west" in str(info.value)
+        assert versions() == before
+    finally:
+        west.workspace.remove_stack("west", force=True)
+
+
 def test_quota_raise_previews_exactly_what_compile_changes(org: Org) -> None:
     base = org.use(org.roots["base"])
     raised = copy_declarations(org.tmp / "raised")
