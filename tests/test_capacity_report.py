@@ -71,21 +71,42 @@ def test_pool_numbers_are_exact(capsys: pytest.CaptureFixture[str]) -> None:
                                      "guaranteed": "56", "carvable": None}]
 
 
-def test_tenant_ceilings_are_compiles(capsys: pytest.CaptureFixture[str]) -> None:
+def test_tenant_ceilings_are_kueues_maximum(capsys: pytest.CaptureFixture[str]) -> None:
+    """Kueue's potentialAvailable over compile's cohort tree (capacity.reach), the number a never-fits
+    reason names: only nominal quota can be borrowed, never capacity nobody holds (issue #23 item 4:
+    capacity once offered every whole GPU of every pool of the queue)."""
     tenants = rows(report(capsys), "tenants", "tenant", "resource")
     gpu, mig = "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"
     expected = {
-        # research's cohort offers h100 and a100 (gpu and 1g.10gb): 40 whole GPUs, 112 slices.
-        ("nlp", gpu): ("16", "32", "16", "8"),  # borrowingLimit 8: 16 + 8 + (40 - 32) = 32
-        ("nlp", mig): ("0", "112", "112", "0"),
-        ("vision", gpu): ("8", "40", "32", "8"),
-        ("vision", mig): ("56", "112", "56", "56"),
-        ("archive", gpu): ("2", "40", "38", "2"),
-        ("archive", mig): ("0", "112", "112", "0"),
+        # research's tree on h100: its own 4 + archive 2 + vision 8 + nlp 16 less the 8 its lendingLimit keeps = 22.
+        ("nlp", gpu): ("16", "24", "8", "8"),  # borrowingLimit 8: 16 + 8, under its 8 kept + 22
+        ("nlp", mig): ("0", "56", "56", "0"),  # vision's 56 slices on a100, nothing more: nobody else holds any
+        ("vision", gpu): ("8", "22", "14", "8"),
+        ("vision", mig): ("56", "56", "0", "56"),
+        ("archive", gpu): ("2", "22", "20", "2"),
+        ("archive", mig): ("0", "56", "56", "0"),
         ("solo", gpu): ("8", "8", "0", "0"),  # no department: its nominal, nothing more
     }
     got = {k: (v["nominal"], v["ceiling"], v["borrowable"], v["lendable"]) for k, v in tenants.items()}
     assert got == expected
+
+
+def test_the_example_orgs_data_platform_cannot_borrow_whole_gpus() -> None:
+    """The issue's case: product's tree holds no whole GPU anyone lends (inference lends 0), so
+    data-platform's ceiling is 0, as Kueue says when its job asks for one."""
+    from gpugov.capacity.reach import Reach
+    from gpugov.capacity.report import cluster_report
+    from tests.conftest import REPO
+
+    state = desired_state(REPO, "east")
+    lines = {(t.tenant, t.resource): t for t in cluster_report(state).tenants}
+    line = lines[("data-platform", "nvidia.com/gpu")]
+    assert (line.nominal, line.ceiling, line.borrowable) == (0, 0, 0)
+    reach = Reach(state.objects)
+    assert reach.cluster_queue("data-platform")[("h100", "nvidia.com/gpu")] == 0
+    # vision's 16 on h100 is the "at most 16 in pool h100" the real Kueue wrote in the README's example.
+    assert reach.cluster_queue("vision")[("h100", "nvidia.com/gpu")] == 16
+    assert lines[("vision", "nvidia.com/gpu")].ceiling == 16
 
 
 def test_guaranteed_is_what_compile_puts_in_nominal_quota(capsys: pytest.CaptureFixture[str]) -> None:
@@ -239,7 +260,7 @@ def test_markdown_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == ExitCode.OK
     assert "| h100 | H100-80GB | 4 / – | 32 / – | `nvidia.com/gpu` | 32 | – | 30 | 22 | 2 | 0.94 (≤ 1) |" in out
     assert "| a100 | 1g.10gb | 112 | 56 | – |" in out
-    assert "| vision | h100 | `nvidia.com/gpu` | 1920 | 2400 | 960 | 1440 | 0 | 50.0% | 6000 |" in out
+    assert "| vision | h100 | `nvidia.com/gpu` | 1920 | 2400 | 960 | 1440 | 0 | 50.0% | 6000.00 |" in out
     assert "- **never-used**: archive holds 2 nvidia.com/gpu on h100" in out
 
 
@@ -263,3 +284,31 @@ def test_html_page_references_no_external_url_and_embeds_the_json(capsys: pytest
 def test_embedded_json_cannot_close_its_script_element() -> None:
     text = _embedded({"name": "</script><script>alert(1)</script>"})
     assert "</" not in text and json.loads(text) == {"name": "</script><script>alert(1)</script>"}
+
+
+def test_window_hours_are_rounded_for_people_and_exact_in_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #23 item 10: a window of 15 h 49 m 32 s read "15.825555555555555555555556 h"."""
+    ledger = json.loads(WINDOW.read_text())
+    ledger["window"]["until"] = "2026-11-01T15:49:32Z"
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps(ledger))
+    code, out, err = run(capsys, str(ORG), "--usage", str(path))
+    assert code == ExitCode.OK, err
+    assert "### Usage (15.83 h window)" in out and "15.8255" not in out
+    code, out, err = run(capsys, str(ORG), "--usage", str(path), "--format", "html")
+    assert "<h3>Usage (15.83 h window)</h3>" in out and "in the 15.83 h window" in out
+    assert "15.8255" not in out.split("<script")[0]  # the page's embedded data keeps the exact value
+    code, out, err = run(capsys, str(ORG), "--usage", str(path), "--format", "json")
+    assert "15.8255555" in out  # the exact value stays in the JSON
+
+
+def test_a_pool_without_gfd_shows_no_gfd_count() -> None:
+    """Issue #23 item 10: Ascend rows read "GPUs declared / GFD 32 / 0": GFD labels only NVIDIA nodes."""
+    from gpugov.capacity.markdown import markdown
+    from tests.conftest import REPO
+
+    state = desired_state(REPO, "west")
+    result = cluster_report(state, _applied(state))
+    (pool,) = [p for p in result.pools if p.name == "ascend-910b"]
+    assert (pool.gpus_declared, pool.gpus_live, pool.nodes_live) == (32, None, 4)
+    assert "| ascend-910b | Ascend-910B | 4 / 4 | 32 / – |" in markdown([result])

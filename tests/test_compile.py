@@ -181,7 +181,7 @@ def test_nodes_and_mig_config(model) -> None:
 def test_core_objects(model) -> None:
     objects = compile(model, "kueue", "east")
     bindings = [o for o in objects if o["kind"] == "RoleBinding" and o["metadata"]["namespace"] == "inference"]
-    assert bindings[0]["roleRef"]["name"] == "edit"
+    assert bindings[0]["roleRef"]["name"] == "gpugov-tenant-owner"  # gpugov's own role, never the built-in edit
     assert {s["name"] for s in bindings[0]["subjects"]} == {"dave@example.com", "serving-oncall"}
     # Kueue: no ResourceQuota (the admission policies and the ClusterQueue hold the ceiling);
     # Volcano keeps it as a backstop.

@@ -19,10 +19,19 @@ from gpugov.app.desired import DesiredState, desired_state
 from gpugov.app.exit import ExitCode
 from gpugov.cli import main
 from gpugov.compile.admission import API as ADMISSION_API
-from gpugov.doctor.checks import CHECK_IDS, CHECKS, VISIBILITY_APISERVICE, Status, required_crds, run_checks
+from gpugov.doctor.checks import (
+    CHECK_IDS,
+    CHECKS,
+    VISIBILITY_APISERVICE,
+    Status,
+    required_crds,
+    run_checks,
+    tenant_namespaces,
+)
 from gpugov.doctor.facts import KUEUE_CONFIG_KEY, KUEUE_CONFIGMAP, Facts, FactsRequest
 from gpugov.doctor.metrics import parse_samples
 from gpugov.doctor.report import checks_table, exit_code, to_json
+from gpugov.doctor.roles import is_tenant_rbac
 from gpugov.sandbox.simulated import simulated_nodes
 from tests.conftest import REPO
 from tests.local_http import serving
@@ -73,6 +82,9 @@ def request_for(state: DesiredState, **urls: str) -> FactsRequest:
         admission=tuple((o["kind"], o["metadata"]["name"]) for o in state.objects if o["apiVersion"] == ADMISSION_API),
         kueue_metrics_url=urls.get("kueue"),
         dcgm_metrics_url=urls.get("dcgm"),
+        namespaces=tenant_namespaces(state),
+        rbac=tuple((o["kind"], o["metadata"]["name"]) for o in state.objects
+                   if o["kind"] in ("ClusterRole", "ClusterRoleBinding") and is_tenant_rbac(o)),
     )
 
 
@@ -93,7 +105,10 @@ def healthy(state: DesiredState) -> Facts:
     facts.apiservices = {VISIBILITY_APISERVICE: {"metadata": {"name": VISIBILITY_APISERVICE},
                                                  "status": {"conditions": [{"type": "Available", "status": "True"}]}}}
     config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-              "manageJobsWithoutQueueName": False, "metrics": {"enableClusterQueueResources": True},
+              "manageJobsWithoutQueueName": True,
+              "managedJobsNamespaceSelector": {"matchExpressions": [{"key": "gpugov.io/tenant", "operator": "Exists"}]},
+              "integrations": {"frameworks": ["batch/job", "pod"]},
+              "metrics": {"enableClusterQueueResources": True},
               "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}}
     facts.kueue_configmap = {"metadata": {"name": KUEUE_CONFIGMAP, "namespace": "kueue-system"},
                              "data": {KUEUE_CONFIG_KEY: json.dumps(config)}}
@@ -117,6 +132,10 @@ def healthy(state: DesiredState) -> Facts:
                                        "migManager": {"config": {"name": state.model.cluster(state.cluster).mig_config_name}}}}]
     facts.admission = {(o["kind"], o["metadata"]["name"]): copy.deepcopy(o)
                        for o in state.objects if o["apiVersion"] == ADMISSION_API}
+    facts.namespaces = {o["metadata"]["name"]: copy.deepcopy(o) for o in state.objects if o["kind"] == "Namespace"}
+    facts.rbac = {(o["kind"], o["metadata"]["name"]): copy.deepcopy(o) for o in state.objects
+                  if o["kind"] in ("ClusterRole", "ClusterRoleBinding") and is_tenant_rbac(o)}
+    facts.rolebindings = [copy.deepcopy(o) for o in state.objects if o["kind"] == "RoleBinding"]
     return facts
 
 
@@ -156,8 +175,8 @@ FAILURES = {
     "DR002": (lambda f: f.crds.update({"clusterqueues.kueue.x-k8s.io": crd("clusterqueues.kueue.x-k8s.io", "v1beta1")}),
               "serves v1beta1"),
     "DR003": (lambda f: _fair_sharing_off_without_configmap(f), "no status.fairSharing"),
-    "DR004": (lambda f: f.kueue_configmap["data"].update({KUEUE_CONFIG_KEY: "manageJobsWithoutQueueName: true\n"}),
-              "manageJobsWithoutQueueName is true"),
+    "DR004": (lambda f: f.kueue_configmap["data"].update({KUEUE_CONFIG_KEY: "manageJobsWithoutQueueName: false\n"}),
+              "manageJobsWithoutQueueName is false"),
     "DR005": (lambda f: f.apiservices[VISIBILITY_APISERVICE]["status"].update(
         {"conditions": [{"type": "Available", "status": "False", "reason": "FailedDiscoveryCheck",
                          "message": "failing or missing response from https://127.0.0.1:1"}]}), "failing or missing"),
@@ -179,6 +198,19 @@ FAILURES = {
               "h100-05 is NVIDIA-A100-SXM4-80GB"),
     "DR030": (lambda f: f.admission.pop(("ValidatingAdmissionPolicyBinding", "gpugov-accelerators-need-a-queue")),
               "ValidatingAdmissionPolicyBinding gpugov-accelerators-need-a-queue"),
+    "DR040": (lambda f: f.crds.update({"jobsets.jobset.x-k8s.io": crd("jobsets.jobset.x-k8s.io", "v1alpha2")}),
+              "jobset.x-k8s.io/jobset (CRD jobsets.jobset.x-k8s.io installed)"),
+    "DR041": (lambda f: f.namespaces["nlp-train"]["metadata"]["labels"].pop("pod-security.kubernetes.io/enforce"),
+              "nlp-train (enforce none)"),
+    "DR042": (lambda f: f.admission[("ValidatingAdmissionPolicy", "gpugov-workload-ownership")]["spec"][
+        "matchConditions"][0].update({"expression": "false"}),
+              "ValidatingAdmissionPolicy gpugov-workload-ownership at spec.matchConditions[0].expression"),
+    "DR050": (lambda f: f.rbac[("ClusterRole", "gpugov-tenant-member")]["rules"].append(
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}),
+              "ClusterRole gpugov-tenant-member grants more than compiled: get secrets, list secrets"),
+    "DR051": (lambda f: f.rolebindings.append({"metadata": {"name": "gpugov-owners", "namespace": "vision"}, "roleRef": {
+        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"}, "subjects": []}),
+              "RoleBinding vision/gpugov-owners -> edit"),
 }
 
 
@@ -387,3 +419,43 @@ def test_doctor_on_an_unreachable_cluster_exits_3(tmp_path: Path, capsys: pytest
     unread = [c for c in body["checks"] if c["incomplete"]]
     assert unread and all("could not check" in c["message"] for c in unread)
     assert {c["status"] for c in body["checks"]} <= {"skip"}
+
+
+def test_a_vnpu_node_is_checked_against_its_layout_not_whole_devices(tmp_path: Path) -> None:
+    """Issue #23 item 2: an Ascend node split into its declared vNPU layout advertises the
+    templates (Ascend910-10c.3cpu.32g: 16) and 0 whole NPUs; drift accepts it, so must DR021."""
+    import shutil
+
+    root = tmp_path / "org"
+    for folder in ("tenants", "policies", "hardware"):
+        shutil.copytree(REPO / folder, root / folder)
+    pool = root / "hardware" / "ascend.yaml"
+    text = pool.read_text().replace("  nodes:\n", "  vnpuLayouts:\n    half: {vir10_3c_32g: 2}\n  nodes:\n")
+    pool.write_text(text.replace("    - name: ascend-04\n", "    - name: ascend-04\n    - {name: ascend-05, vnpuLayout: half}\n"))
+    west = desired_state(root, "west")
+    nodes = simulated_nodes(west.model, "west")
+    (split,) = [n for n in nodes if n["metadata"]["name"] == "ascend-05"]
+    assert split["status"]["capacity"]["huawei.com/Ascend910-10c.3cpu.32g"] == "16"
+    assert split["status"]["capacity"]["huawei.com/Ascend910"] == "0"
+    facts = Facts(crds={"queues.scheduling.volcano.sh": crd("queues.scheduling.volcano.sh", "v1beta1")}, nodes=nodes)
+    assert outcome(west, facts, "DR021") == (Status.PASS, "5 pool nodes have the declared model and accelerator count")
+    split["status"]["capacity"]["huawei.com/Ascend910-10c.3cpu.32g"] = "14"  # one NPU not split
+    split["status"]["capacity"]["huawei.com/Ascend910"] = "1"
+    status, message = outcome(west, facts, "DR021")
+    assert status is Status.FAIL
+    assert message == ("2 mismatches: ascend-05 has 1 huawei.com/Ascend910, pool ascend-910b declares 0 (vNPU layout "
+                       "half), ascend-05 has 14 huawei.com/Ascend910-10c.3cpu.32g, pool ascend-910b declares 16 (vNPU "
+                       "layout half)")
+
+
+def test_tenant_roles_missing_or_rebound_fail(east: DesiredState) -> None:
+    """DR050: a binding gone, or one naming subjects the declarations do not, is a failure."""
+    facts = healthy(east)
+    facts.rolebindings = [b for b in facts.rolebindings if b["metadata"]["name"] != "gpugov-tenant-members"]
+    status, message = outcome(east, facts, "DR050")
+    assert status is Status.FAIL and "RoleBinding vision/gpugov-tenant-members" in message
+    facts = healthy(east)
+    binding = next(b for b in facts.rolebindings if b["metadata"]["name"] == "gpugov-tenant-viewers")
+    binding["subjects"].append({"kind": "Group", "name": "system:authenticated"})
+    status, message = outcome(east, facts, "DR050")
+    assert status is Status.FAIL and "not declared: system:authenticated" in message

@@ -296,3 +296,69 @@ def test_why_names_what_is_ahead_and_what_it_waits_on() -> None:
     text = report.why_text(explain_job(snap, one_more), NOW)
     assert "estimated start: 2026-12-03T09:25:50Z (in 3m 20s)" in text
     assert "ends by 2026-12-03T09:25:50Z" in text
+
+
+# -- issue #23 item 5: a pod larger than any node of its pool can never start -----------------------
+
+QUOTA_WAIT = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor h100, 8 more needed"
+NODES = {"h100": {"nvidia.com/gpu": Decimal(8), "cpu": Decimal(192)}, "a100-mig": {"nvidia.com/gpu": Decimal(0)}}
+
+
+@pytest.mark.parametrize("gpus", [16, 12])
+def test_a_pod_larger_than_any_node_of_its_pools_never_fits(gpus: int) -> None:
+    """Kueue reads it as a wait for quota (it counts quota, not nodes) and names another tenant's
+    usage; gpugov knows the pools' node sizes: it can never start, a finding."""
+    workload = from_object(raw_workload("too-wide", gpus=gpus, message=QUOTA_WAIT))
+    queue = cluster_queue(raw_cluster_queue(held="0"))
+    assert explain(workload, queue).why == Why.QUOTA  # without the node sizes: Kueue's own view
+    reason = explain(workload, queue, node_sizes=NODES)
+    assert reason.why == Why.NEVER_FITS and reason.finding
+    assert reason.text == (f"can never start: a pod of pod set main asks {gpus} nvidia.com/gpu, more than any node "
+                           "offers (pool h100: 8 per node; pool a100-mig: 0 per node); split it into pods of at most "
+                           "8 nvidia.com/gpu")
+    assert reason.kueue == QUOTA_WAIT
+    (deficit,) = reason.deficits
+    assert (deficit.pool, deficit.resource, deficit.more) == ("h100", "nvidia.com/gpu", Decimal(gpus - 8))
+
+
+def test_pods_that_each_fit_a_node_still_wait_for_quota() -> None:
+    workload = from_object(raw_workload("wide", pods=2, gpus=8, message=QUOTA_WAIT))
+    reason = explain(workload, cluster_queue(raw_cluster_queue(held="0")), node_sizes=NODES)
+    assert reason.why == Why.QUOTA
+
+
+def test_the_snapshot_knows_the_pools_node_sizes() -> None:
+    """What `gpugov queue` and `queue why` show (a never-fits reason is a finding: exit 1)."""
+    from gpugov.app.pipeline import validate_repo
+    from gpugov.queueing.view import node_sizes
+    from tests.conftest import REPO
+
+    model = validate_repo(REPO).model
+    sizes = node_sizes(model)
+    assert sizes["h100"]["nvidia.com/gpu"] == Decimal(8)
+    assert sizes["a100-mig"]["nvidia.com/mig-1g.10gb"] == Decimal(56)  # its small layout: 7 x 8 GPUs
+    assert sizes["ascend-910b"]["huawei.com/Ascend910"] == Decimal(8)
+    training = {"metadata": {"name": "training", "namespace": "vision"}, "spec": {"clusterQueue": "vision"}}
+    made = snapshot(model, NOW, [raw_cluster_queue(held="0")], [training],
+                    [raw_workload("too-wide", gpus=16, message=QUOTA_WAIT)], {}, frozenset({"vision"}))
+    (shown,) = entries(made)
+    assert shown.reason.why == Why.NEVER_FITS and "split it into pods of at most 8" in shown.reason.text
+
+
+def test_kueues_own_never_fits_reason_is_kept() -> None:
+    workload = from_object(raw_workload("giant", gpus=24, message=TOO_BIG))
+    reason = explain(workload, cluster_queue(raw_cluster_queue()), node_sizes=NODES)
+    assert reason.why == Why.NEVER_FITS and reason.text.startswith("exceeds vision's maximum, can never fit as declared")
+
+
+def test_an_admitted_pod_larger_than_any_node_of_its_pool_is_a_finding() -> None:
+    """With free quota Kueue admits it (it counts quota, not nodes); its pod can never be scheduled."""
+    workload = from_object(raw_workload("too-wide", gpus=16, admitted=NOW - timedelta(minutes=5)))
+    assert explain(workload, cluster_queue(raw_cluster_queue())).why == Why.ADMITTED
+    reason = explain(workload, cluster_queue(raw_cluster_queue()), node_sizes=NODES)
+    assert reason.why == Why.NEVER_FITS and reason.finding
+    assert reason.text == ("admitted to pool h100, but can never start: a pod of pod set main asks 16 nvidia.com/gpu, "
+                           "more than any node of pool h100 offers (8 per node); it holds that quota meanwhile: split "
+                           "it into pods of at most 8 nvidia.com/gpu")
+    fits = from_object(raw_workload("fits", pods=2, gpus=8, admitted=NOW - timedelta(minutes=5)))
+    assert explain(fits, cluster_queue(raw_cluster_queue()), node_sizes=NODES).why == Why.ADMITTED

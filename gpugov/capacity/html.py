@@ -10,7 +10,7 @@ from html import escape
 
 from gpugov.capacity.jsonout import report_json
 from gpugov.capacity.markdown import DASH, _n, source_line
-from gpugov.capacity.report import ClusterReport, percent, q, ratio_display
+from gpugov.capacity.report import ClusterReport, hours_text, money, percent, q, ratio_display
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d2430; background: #ffffff; }
@@ -149,20 +149,20 @@ def _cluster(report: ClusterReport) -> str:
         [[t.tenant, t.department or DASH, t.resource, _n(t.nominal), _n(t.ceiling), _n(t.borrowable),
           _n(t.lendable)] for t in report.tenants], 3)]
     if report.window is not None:
-        parts += [f"<h3>Usage ({escape(q(report.window.hours))} h window)</h3>",
+        parts += [f"<h3>Usage ({escape(hours_text(report.window.hours))} h window)</h3>",
                   _legend(["guaranteed", "in_quota", "borrowed", "idle"]),
                   f'<div class="chart" id="chart-usage-{key}"></div>',
                   _table(["tenant", "pool", "resource", "guaranteed h", "used h", "in quota h", "borrowed h",
                           "idle h", "guarantee used", "cost"],
-                         [[u.tenant, u.pool, u.resource, _n(u.guaranteed_hours), _n(u.admitted_hours),
-                           _n(u.in_quota_hours), _n(u.borrowed_hours), _n(u.idle_hours), percent(u.use) or DASH,
-                           _n(u.cost)] for u in report.usage], 3),
+                         [[u.tenant, u.pool, u.resource, hours_text(u.guaranteed_hours), hours_text(u.admitted_hours),
+                           hours_text(u.in_quota_hours), hours_text(u.borrowed_hours), hours_text(u.idle_hours), percent(u.use) or DASH,
+                           money(u.cost)] for u in report.usage], 3),
                   _legend(["physical", "used", "borrowed", "idle"]),
                   f'<div class="chart" id="chart-pools-{key}"></div>',
                   _table(["pool", "resource", "capacity h", "used h", "lent h", "idle h", "unallocated h",
                           "utilisation"],
-                         [[p.pool, p.resource, _n(p.capacity_hours), _n(p.admitted_hours), _n(p.borrowed_hours),
-                           _n(p.idle_hours), _n(p.unallocated_hours), percent(p.utilisation) or DASH]
+                         [[p.pool, p.resource, hours_text(p.capacity_hours), hours_text(p.admitted_hours), hours_text(p.borrowed_hours),
+                           hours_text(p.idle_hours), hours_text(p.unallocated_hours), percent(p.utilisation) or DASH]
                           for p in report.pool_usage], 2)]
     items = "".join(f'<li data-kind="{escape(a.kind)}"><span class="kind">{escape(a.kind)}</span>: {escape(a.text)}</li>'
                     for a in report.advice) or "<li>nothing to advise</li>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 
-from gpugov.capacity.report import ClusterReport, percent, q, ratio_display
+from gpugov.capacity.report import ClusterReport, hours_text, money, percent, q, ratio_display
 
 DASH = "–"
 
@@ -32,7 +32,7 @@ def source_line(report: ClusterReport) -> str:
         parts.append("live nodes (allocatable, GFD labels)")
     if report.window is not None:
         w = report.window
-        parts.append(f"usage {w.since.isoformat()} to {w.until.isoformat()} ({q(w.hours)} h, {w.source})")
+        parts.append(f"usage {w.since.isoformat()} to {w.until.isoformat()} ({hours_text(w.hours)} h, {w.source})")
     return "Read from: " + ", ".join(parts) + "."
 
 
@@ -59,16 +59,16 @@ def cluster_markdown(report: ClusterReport) -> list[str]:
                  [[t.tenant, t.department or DASH, f"`{t.resource}`", _n(t.nominal), _n(t.ceiling),
                    _n(t.borrowable), _n(t.lendable)] for t in report.tenants])
     if report.window is not None:
-        out += ["", f"### Usage ({q(report.window.hours)} h window)", ""]
+        out += ["", f"### Usage ({hours_text(report.window.hours)} h window)", ""]
         out += table(["tenant", "pool", "resource", "guaranteed h", "used h", "in quota h", "borrowed h", "idle h",
                       "guarantee used", "cost"],
-                     [[u.tenant, u.pool, f"`{u.resource}`", _n(u.guaranteed_hours), _n(u.admitted_hours),
-                       _n(u.in_quota_hours), _n(u.borrowed_hours), _n(u.idle_hours), percent(u.use) or DASH,
-                       _n(u.cost)] for u in report.usage])
+                     [[u.tenant, u.pool, f"`{u.resource}`", hours_text(u.guaranteed_hours), hours_text(u.admitted_hours),
+                       hours_text(u.in_quota_hours), hours_text(u.borrowed_hours), hours_text(u.idle_hours), percent(u.use) or DASH,
+                       money(u.cost)] for u in report.usage])
         out += [""]
         out += table(["pool", "resource", "capacity h", "used h", "lent h", "idle h", "unallocated h", "utilisation"],
-                     [[p.pool, f"`{p.resource}`", _n(p.capacity_hours), _n(p.admitted_hours), _n(p.borrowed_hours),
-                       _n(p.idle_hours), _n(p.unallocated_hours), percent(p.utilisation) or DASH]
+                     [[p.pool, f"`{p.resource}`", hours_text(p.capacity_hours), hours_text(p.admitted_hours), hours_text(p.borrowed_hours),
+                       hours_text(p.idle_hours), hours_text(p.unallocated_hours), percent(p.utilisation) or DASH]
                       for p in report.pool_usage])
     out += ["", "### Advice", ""]
     out += [f"- **{a.kind}**: {a.text}" for a in report.advice] or ["- nothing to advise"]

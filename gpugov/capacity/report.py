@@ -2,8 +2,10 @@
 is used, and advice.
 
 Every quota number comes from what compile reads: the cluster's Scope (the tenants' and
-departments' quotas on its pools, `Scope.capacity_of` for the declared capacity) and
-`compile.core.accelerator_ceiling` for what a tenant may hold at most. The expected MIG
+departments' quotas on its pools, `Scope.capacity_of` for the declared capacity) and, for what a
+tenant may hold at most, Kueue's own maximum over compile's cohort tree (`capacity.reach`: the
+number `gpugov queue why` shows in a never-fits reason) or, on Volcano, the capability compile
+gives its queue (`compile.core.accelerator_ceiling`). The expected MIG
 geometry is compile's mig-parted config. Live numbers come from the Nodes (allocatable,
 GFD labels); usage from a `gpugov usage` ledger. Pure: no I/O.
 """
@@ -20,6 +22,7 @@ from gpugov.app.desired import DesiredState
 from gpugov.capacity.ledger import Ledger
 from gpugov.capacity.nodes import GPU_PRODUCT, MIG_CONFIG, MIG_STATE, Node, allocatable, gfd_gpu_count, labels, name
 from gpugov.capacity.nodes import pool_nodes as live_pool_nodes
+from gpugov.capacity.reach import tenant_ceilings
 from gpugov.catalog import mig_resource_name
 from gpugov.compile.common import NON_ACCELERATOR, Scope, resource_order, select
 from gpugov.compile.core import accelerator_ceiling
@@ -27,6 +30,7 @@ from gpugov.compile.mig import ALL_DISABLED
 from gpugov.declarations.model import GPUPool, ResourceQuota
 from gpugov.drift.hardware import mig_geometry
 from gpugov.drift.usage import is_accelerator
+from gpugov.kube.objects import Object
 
 CHRONIC_BORROWER_SHARE = Decimal("0.5")  # borrowed hours at least half of the hours it used
 NEAR_EXHAUSTION = Decimal("0.9")  # used hours at least 90% of the pool's capacity hours
@@ -84,7 +88,7 @@ class TenantLine:
     department: str | None
     resource: str
     nominal: Decimal
-    ceiling: Decimal  # compile's ceiling: nominal plus what it may borrow, capped by the pools
+    ceiling: Decimal  # the most it can hold: Kueue's maximum over the cohort tree (capacity.reach), Volcano's capability
     lendable: Decimal
 
     @property
@@ -164,6 +168,16 @@ def q(value: Decimal) -> str:
     """A Decimal as plain text: no exponent, no trailing zeros (30, 0.9375, 1.5)."""
     text = format(value.normalize(), "f")
     return "0" if text in ("-0", "") else text
+
+
+def hours_text(value: Decimal) -> str:
+    """Hours for people: two decimals at most (15.825555... h reads 15.83); JSON keeps the exact value."""
+    return q(value.quantize(Decimal("0.01")))
+
+
+def money(value: Decimal | None) -> str:
+    """A cost for people: two decimals (in the unit of the pools' pricePerAcceleratorHour); "–" for none."""
+    return "–" if value is None else f"{value.quantize(Decimal('0.01')):f}"
 
 
 def ratio_text(value: Decimal | None, places: int = 4) -> str:
@@ -282,7 +296,7 @@ def _pool_report(
                                  f"success on {', '.join(failing)}, so their layout may not be what the label says"))
     nodes_declared = len(pool.nodes) if pool.nodes else (pool.node_count or 0)
     gpus_live = None
-    if members is not None:
+    if members is not None and pool.model.vendor == "nvidia":  # GFD labels NVIDIA nodes only
         counts = [gfd_gpu_count(n) for n in members]
         gpus_live = sum(c for c in counts if c is not None)
     return PoolReport(
@@ -291,10 +305,15 @@ def _pool_report(
     )
 
 
-def _tenant_lines(scope: Scope) -> list[TenantLine]:
+def _tenant_lines(scope: Scope, objects: list[Object]) -> list[TenantLine]:
+    """Per tenant and accelerator resource: nominal, ceiling, lendable. On Kueue the ceiling is
+    Kueue's own maximum over compile's ClusterQueues and Cohorts (capacity.reach, the number a
+    never-fits reason names); on Volcano it is the capability compile gives the tenant's queue."""
     lines = []
+    kueue = tenant_ceilings(objects) if scope.backend == "kueue" else {}
     for tenant in scope.tenants.values():
-        ceiling = accelerator_ceiling(scope, tenant)
+        ceiling = kueue.get(tenant.name) if scope.backend == "kueue" else accelerator_ceiling(scope, tenant)
+        ceiling = {r: a for r, a in (ceiling or {}).items() if r not in NON_ACCELERATOR}
         nominal: dict[str, Decimal] = defaultdict(Decimal)
         lendable: dict[str, Decimal] = defaultdict(Decimal)
         for quota in scope.quotas[tenant.name]:
@@ -340,7 +359,7 @@ def _usage(scope: Scope, ledger: Ledger, advice: list[Advice]) -> tuple[list[Usa
         subject = f"{tenant} {pool} {resource}"
         if held and not admitted and resource not in NON_ACCELERATOR:
             advice.append(Advice("never-used", subject, f"{tenant} holds {q(held)} {resource} on {pool} and used none "
-                                 f"of it in the {q(hours)} h window: lower or drop the guarantee so others can have it"))
+                                 f"of it in the {hours_text(hours)} h window: lower or drop the guarantee so others can have it"))
         if borrowed and borrowed >= CHRONIC_BORROWER_SHARE * admitted:
             average = (borrowed / hours).quantize(Decimal("0.01"))
             advice.append(Advice("chronic-borrower", subject, f"{tenant} borrowed {q(borrowed)} of its {q(admitted)} "
@@ -386,5 +405,5 @@ def cluster_report(state: DesiredState, nodes: list[Node] | None = None, ledger:
         usage, pool_usage = _usage(scope, ledger, advice)
         window = Window(ledger.since, ledger.until, ledger.hours, ledger.source)
     advice.sort(key=lambda a: (ADVICE_ORDER.index(a.kind), a.subject))
-    return ClusterReport(state.cluster, state.backend, nodes is not None, tuple(pools), tuple(_tenant_lines(scope)),
+    return ClusterReport(state.cluster, state.backend, nodes is not None, tuple(pools), tuple(_tenant_lines(scope, state.objects)),
                          window, tuple(usage), tuple(pool_usage), tuple(advice))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from gpugov import __version__
 from gpugov.agent.cli import register as agent_command
@@ -69,14 +70,60 @@ def completion_command(sub: argparse._SubParsersAction, root: argparse.ArgumentP
         "`gpugov completion bash > /etc/bash_completion.d/gpugov` or, for zsh, "
         "`gpugov completion zsh > \"${fpath[1]}/_gpugov\"`.",
     )
-    p.add_argument("shell", choices=("bash", "zsh", "tcsh"))
+    p.add_argument("shell", nargs="?", choices=("bash", "zsh", "tcsh"))
+    p.add_argument("--names", choices=("clusters", "tenants"),
+                   help="print the declared clusters or tenants of REPO, one a line (what the scripts complete "
+                   "--cluster and --tenant with; silent when REPO does not validate)")
+    p.add_argument("--repo", default=".", help="repository root for --names (default: .)")
     p.set_defaults(func=lambda args: cmd_completion(args, root))
 
 
+# Shell functions the scripts call to complete --cluster and --tenant from the repository in the
+# current directory: `gpugov completion --names ...` reads the declarations (bash prints candidates
+# for the word being completed, zsh adds them).
+NAME_FUNCTIONS = {
+    "bash": "_gpugov_{what}() {{ compgen -W \"$(gpugov completion --names {what} 2>/dev/null)\" -- \"$1\"; }}\n",
+    "zsh": "_gpugov_{what}() {{ compadd -- $(gpugov completion --names {what} 2>/dev/null) }}\n",
+}
+NAMED_OPTIONS = {"--cluster": "clusters", "--tenant": "tenants"}
+
+
+def _complete_names(parser: argparse.ArgumentParser) -> None:
+    """Point every --cluster and --tenant option, in every subcommand, at the name functions."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _complete_names(sub)
+        for option in action.option_strings:
+            if option in NAMED_OPTIONS:
+                what = NAMED_OPTIONS[option]
+                action.complete = {"bash": f"_gpugov_{what}", "zsh": f"_gpugov_{what}"}  # type: ignore[attr-defined]
+
+
 def cmd_completion(args: argparse.Namespace, root: argparse.ArgumentParser) -> ExitCode:
+    if args.names:
+        return _print_names(args.names, args.repo)
+    if args.shell is None:
+        return fail("completion: name a shell (bash, zsh or tcsh), or --names clusters|tenants")
     import shtab
 
-    sys.stdout.write(shtab.complete(root, shell=args.shell))
+    _complete_names(root)
+    preamble = "".join(NAME_FUNCTIONS[args.shell].format(what=w) for w in ("clusters", "tenants")) \
+        if args.shell in NAME_FUNCTIONS else ""
+    sys.stdout.write(shtab.complete(root, shell=args.shell, preamble=preamble or None))
+    return ExitCode.OK
+
+
+def _print_names(what: str, repo: str) -> ExitCode:
+    from gpugov.app.pipeline import InputError, validate_repo
+
+    try:
+        model = validate_repo(Path(repo)).model
+    except InputError:
+        return ExitCode.OK  # completion stays silent
+    if model is not None:
+        names = model.cluster_names() if what == "clusters" else sorted(model.tenants)
+        sys.stdout.write("".join(f"{name}\n" for name in names))
     return ExitCode.OK
 
 

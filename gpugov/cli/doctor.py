@@ -20,17 +20,21 @@ def cmd_doctor(args: argparse.Namespace) -> ExitCode:
     from gpugov.cli.cluster import api_client
     from gpugov.cluster.inventory import read_facts
     from gpugov.compile.admission import API as ADMISSION_API
-    from gpugov.doctor.checks import VISIBILITY_APISERVICE, required_crds, run_checks
+    from gpugov.doctor.checks import VISIBILITY_APISERVICE, required_crds, run_checks, tenant_namespaces, workload_crds
     from gpugov.doctor.facts import FactsRequest
+    from gpugov.doctor.roles import is_tenant_rbac
 
     state = desired(args)
     request = FactsRequest(
-        crd_names=tuple(required_crds(state)),
+        crd_names=tuple(required_crds(state)) + tuple(sorted(workload_crds())),
         apiservice_names=(VISIBILITY_APISERVICE,) if state.backend == "kueue" else (),
         kueue_namespace=args.kueue_namespace,
         admission=tuple((o["kind"], o["metadata"]["name"]) for o in state.objects if o["apiVersion"] == ADMISSION_API),
         kueue_metrics_url=args.kueue_metrics,
         dcgm_metrics_url=args.dcgm_metrics,
+        namespaces=tenant_namespaces(state),
+        rbac=tuple((o["kind"], o["metadata"]["name"]) for o in state.objects
+                   if o["kind"] in ("ClusterRole", "ClusterRoleBinding") and is_tenant_rbac(o)),
     )
     try:
         api = api_client(args)

@@ -80,7 +80,8 @@ def cmd_whatif(args: argparse.Namespace) -> ExitCode:
             jobs = read_trace(Path(args.trace))
             name = Path(args.trace).name
         else:
-            jobs = synthesize(kueue_setup(base, cluster), args.synthetic_jobs, args.seed)
+            jobs = synthesize(kueue_setup(base, cluster), args.synthetic_jobs, args.seed,
+                              head=kueue_setup(head, cluster))
             if not jobs:
                 return fail(f"no tenant of cluster '{cluster}' holds accelerator quota to synthesize a trace from; "
                             "give one with --trace")

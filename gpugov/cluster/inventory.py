@@ -127,6 +127,21 @@ def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[
             if obj is not None:
                 facts.admission[(kind_name, name)] = obj
 
+    def namespaces() -> None:
+        for name in request.namespaces:
+            namespace = read_object(api, KINDS[("v1", "Namespace")], name)
+            if namespace is not None:
+                facts.namespaces[name] = namespace
+
+    def rbac() -> None:
+        for kind_name, name in request.rbac:
+            obj = read_object(api, KINDS[("rbac.authorization.k8s.io/v1", kind_name)], name)
+            if obj is not None:
+                facts.rbac[(kind_name, name)] = obj
+        for namespace in request.namespaces:
+            facts.rolebindings += list_all(api, KINDS[("rbac.authorization.k8s.io/v1", "RoleBinding")],
+                                           field_selector=f"metadata.namespace={namespace}")
+
     def pods() -> None:
         if request.read_pods:
             facts.pods = list(list_all(api, KINDS[("v1", "Pod")], field_selector="status.phase=Running"))
@@ -139,5 +154,5 @@ def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[
         attempt("clusterpolicies", clusterpolicies)
     for source, read in (("apiservices", apiservices), ("kueue-config", kueue_config),
                          ("kueue-services", kueue_services), ("daemonsets", daemonsets), ("admission", admission),
-                         ("pods", pods)):
+                         ("namespaces", namespaces), ("rbac", rbac), ("pods", pods)):
         attempt(source, read)

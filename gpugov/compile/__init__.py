@@ -16,6 +16,7 @@ from gpugov.compile.kueue import compile_kueue
 from gpugov.compile.mig import mig_configmap
 from gpugov.compile.nodes import compile_nodes
 from gpugov.compile.operations import operations_objects
+from gpugov.compile.roles import compile_roles
 from gpugov.compile.volcano import compile_volcano
 from gpugov.declarations.model import Model
 from gpugov.kube.kinds import APPLY_ORDER
@@ -29,7 +30,7 @@ def compile(model: Model, backend: str | None = None, cluster: str | None = None
     if backend is not None and backend not in BACKENDS:
         raise CompileError(f"unknown backend '{backend}' (choose {' or '.join(BACKENDS)})")
     scope = select(model, cluster, backend)
-    objects = compile_core(scope) + mig_configmap(scope)
+    objects = compile_core(scope) + compile_roles(scope) + mig_configmap(scope)
     objects += compile_kueue(scope) if scope.backend == "kueue" else compile_volcano(scope)
     objects += admission_objects(scope)
     objects += compile_nodes(scope)

@@ -1,4 +1,4 @@
-"""Core Kubernetes objects per tenant namespace: Namespace, owners' RoleBinding, ResourceQuota.
+"""Core Kubernetes objects per tenant namespace: Namespace, the tenant roles' RoleBindings, ResourceQuota.
 
 The ResourceQuota is a backstop: a pod that bypasses the queue still cannot request more
 accelerators in one namespace than its tenant may hold at most (nominal plus what it may
@@ -12,11 +12,10 @@ from typing import Any
 
 from gpugov.compile.common import NON_ACCELERATOR, Object, Scope, metadata, resource_order, tenant_labels
 from gpugov.compile.kueue import queue_flavors
+from gpugov.compile.roles import role_bindings
 from gpugov.declarations.model import Tenant
 from gpugov.kube.quantity import format_quantity
 
-OWNER_ROLE = "edit"
-ROLEBINDING_NAME = "gpugov-owners"
 RESOURCEQUOTA_NAME = "gpugov-accelerators"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
@@ -36,26 +35,20 @@ def namespace(scope: Scope, tenant: Tenant, name: str) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": metadata(name, tenant, tenant_labels(tenant), annotations=annotations),
+        "metadata": metadata(name, tenant, {**tenant_labels(tenant), **pod_security_labels(scope)},
+                             annotations=annotations),
     }
 
 
-def role_binding(tenant: Tenant, name: str) -> Object | None:
-    subjects = [
-        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in sorted(tenant.owners.groups)
-    ]
-    subjects += [
-        {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u} for u in sorted(tenant.owners.users)
-    ]
-    if not subjects:
-        return None
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": metadata(ROLEBINDING_NAME, tenant, tenant_labels(tenant), name),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": OWNER_ROLE},
-        "subjects": subjects,
-    }
+POD_SECURITY = "pod-security.kubernetes.io/"
+
+
+def pod_security_labels(scope: Scope) -> dict[str, str]:
+    """Pod Security Admission on a tenant namespace, at Guardrails.isolation.podSecurity: what keeps
+    privileged containers, hostPath /dev mounts and host namespaces (accelerators without a resource
+    request) out. Tenants cannot relabel their namespaces (their roles hold no namespace writes)."""
+    level = scope.model.limits.isolation.pod_security
+    return {f"{POD_SECURITY}enforce": level, f"{POD_SECURITY}enforce-version": "latest", f"{POD_SECURITY}warn": level}
 
 
 def accelerator_ceiling(scope: Scope, tenant: Tenant) -> dict[str, Decimal]:
@@ -105,7 +98,8 @@ def compile_core(scope: Scope) -> list[Object]:
             # pools; a per-namespace quota would repeat that ceiling in every namespace and refuse
             # the gated pods of Kueue's pod integration at creation instead of letting them queue.
             backstop = resource_quota(scope, tenant, name) if scope.backend == "volcano" else None
-            for extra in (role_binding(tenant, name), backstop):
-                if extra is not None:
-                    objects.append(extra)
+            # gpugov's own tenant roles (compile.roles), never the built-in edit.
+            objects.extend(role_bindings(tenant, name))
+            if backstop is not None:
+                objects.append(backstop)
     return objects

@@ -92,6 +92,18 @@ class Owners:
 
 
 @dataclass(frozen=True)
+class Subjects:
+    """Users and groups who hold one of a tenant's roles (spec.members, spec.viewers)."""
+
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.users and not self.groups
+
+
+@dataclass(frozen=True)
 class Queue:
     name: str
     namespace: str
@@ -146,6 +158,9 @@ class Cluster(Decl):
     drift_schedule: str
     run_agent: bool
     declared: bool = True
+    kube_system_uid: str | None = None  # spec.identity: the physical cluster it is pinned to
+    prune_limit_objects: int = 30  # spec.pruneLimit (the schema's defaults; repeated for clusters built in code)
+    prune_limit_fraction: Decimal = Decimal("0.5")
 
 
 @dataclass(frozen=True, eq=False)
@@ -299,7 +314,10 @@ class Tenant(Decl):
     owners: Owners = Owners()
     cost_center: str | None = None
     clusters: tuple[str, ...] = ()
+    members: Subjects = Subjects()
+    viewers: Subjects = Subjects()
     namespaces: tuple[str, ...] = ()
+    adopt_namespaces: tuple[str, ...] = ()  # existing foreign namespaces apply may take over
     queues: tuple[Queue, ...] = ()
     quotas: tuple[PoolQuota, ...] = ()
     weight: int | None = None
@@ -332,6 +350,17 @@ RESERVED_NAMESPACES = ("kube-*", "default", "gpu-operator", "nvidia-gpu-operator
                        "volcano-system")
 
 
+@dataclass(frozen=True)
+class Isolation:
+    """Guardrails.isolation: what keeps a tenant inside its queues (compile.admission, compile.core)."""
+
+    pod_security: str = "baseline"
+    trusted_users: tuple[str, ...] = ()
+    trusted_groups: tuple[str, ...] = ()
+    pod_priority_classes: tuple[str, ...] = ()
+    device_runtime_classes: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, eq=False)
 class Guardrails(Decl):
     KIND: ClassVar[str] = "Guardrails"
@@ -345,6 +374,7 @@ class Guardrails(Decl):
     idle_below_percent: Decimal
     idle_window: str
     declared: bool = True
+    isolation: Isolation = field(default_factory=Isolation)
 
     def ratio_for(self, pool: str) -> Decimal:
         return self.pool_capacity_ratios.get(pool, self.capacity_ratio)
@@ -469,6 +499,9 @@ def _cluster(name: str, doc: Locator, declared_spec: dict[str, Any], declared: b
         drift_schedule=operations["driftSchedule"],
         run_agent=operations["agent"],
         declared=declared,
+        kube_system_uid=(spec.get("identity") or {}).get("kubeSystemUID"),
+        prune_limit_objects=spec["pruneLimit"]["objects"],
+        prune_limit_fraction=Decimal(str(spec["pruneLimit"]["fraction"])),
     )
 
 
@@ -503,6 +536,19 @@ def _guardrails(name: str, doc: Locator, declared_spec: dict[str, Any], declared
         idle_below_percent=Decimal(str(spec["idle"]["utilizationBelowPercent"])),
         idle_window=spec["idle"]["window"],
         declared=declared,
+        isolation=_isolation(spec["isolation"]),
+    )
+
+
+def _isolation(spec: dict[str, Any]) -> Isolation:
+    """Guardrails.isolation, its defaults (schema.defaulted) filled in."""
+    trusted = spec["trustedControllers"]
+    return Isolation(
+        pod_security=spec["podSecurity"],
+        trusted_users=tuple(trusted["users"]),
+        trusted_groups=tuple(trusted["groups"]),
+        pod_priority_classes=tuple(spec["podPriorityClasses"]),
+        device_runtime_classes=tuple(spec["deviceRuntimeClasses"]),
     )
 
 
@@ -525,6 +571,11 @@ def _owners(spec: dict[str, Any]) -> Owners:
     return Owners(
         tuple(owners.get("users", ())), tuple(owners.get("groups", ())), tuple(owners.get("reviewers", ()))
     )
+
+
+def _subjects(subjects: dict[str, Any]) -> Subjects:
+    """spec.members or spec.viewers, its defaults (schema.defaulted) filled in."""
+    return Subjects(tuple(subjects["users"]), tuple(subjects["groups"]))
 
 
 def _weight(spec: dict[str, Any]) -> int | None:
@@ -661,6 +712,7 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
         )
     for name, doc in unique("Tenant"):
         spec = doc.data["spec"]
+        filled = defaulted("Tenant", spec)
         model.tenants[name] = Tenant(
             name,
             doc,
@@ -668,7 +720,10 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
             owners=_owners(spec),
             cost_center=spec.get("costCenter"),
             clusters=tuple(spec.get("clusters", ())),
+            members=_subjects(filled["members"]),
+            viewers=_subjects(filled["viewers"]),
             namespaces=tuple(spec["namespaces"]),
+            adopt_namespaces=tuple(filled["adoptNamespaces"]),
             queues=tuple(
                 Queue(q["name"], q["namespace"], tuple(q.get("priorityClasses", ())), i)
                 for i, q in enumerate(spec.get("queues", ()))

@@ -17,6 +17,7 @@ import jsonschema_rs
 
 from gpugov.catalog import MODELS
 from gpugov.catalog.spec import ACCELERATOR_MODEL_SPEC, NAME_PATTERN, VNPU_TEMPLATE_PATTERN
+from gpugov.catalog.suggest import closest
 from gpugov.declarations.loader import SourceDoc
 from gpugov.findings import Finding, Level, make, rule
 
@@ -99,6 +100,24 @@ _OWNERS = {
         },
     },
 }
+_SUBJECTS = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "users": {**_STRINGS, "default": [], "description": "Kubernetes user names (RBAC subjects)."},
+        "groups": {**_STRINGS, "default": [], "description": "Kubernetes groups (RBAC subjects)."},
+    },
+}
+_MEMBERS = {
+    **_SUBJECTS,
+    "description": "Who submits and manages the tenant's workloads: the ClusterRole gpugov-tenant-member in each of "
+    "its namespaces (no Secrets, no RBAC, no quota objects), plus read access to the queues.",
+}
+_VIEWERS = {
+    **_SUBJECTS,
+    "description": "Who only reads the tenant's workloads, queues, events and logs: the ClusterRole "
+    "gpugov-tenant-viewer in each of its namespaces, plus read access to the queues.",
+}
 _FAIR_SHARING = {
     "type": "object",
     "additionalProperties": False,
@@ -137,6 +156,60 @@ _ENUM_PREEMPTION = {
 
 def _spec(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "required": required or [], "properties": properties}
+
+
+# Guardrails.isolation: what the admission policies (compile.admission) and the tenant namespaces'
+# Pod Security labels hold against a tenant who tries to escape its queues (README: Threat model).
+# The cluster's admins (system:masters) are not among them: what they submit is checked like a tenant's.
+TRUSTED_CONTROLLER_GROUPS = (
+    "system:serviceaccounts:kube-system",
+    "system:serviceaccounts:kueue-system",
+    "system:serviceaccounts:jobset-system",
+    "system:serviceaccounts:lws-system",
+    "system:serviceaccounts:kubeflow",
+    "system:serviceaccounts:kubeflow-system",
+    "system:serviceaccounts:ray-system",
+)
+TRUSTED_CONTROLLER_USERS = ("system:kube-controller-manager",)
+_ISOLATION = {
+    **_spec(
+        {
+            "podSecurity": {
+                "enum": ["privileged", "baseline", "restricted"],
+                "default": "baseline",
+                "description": "Pod Security Admission level enforced on every tenant namespace "
+                "(pod-security.kubernetes.io/enforce): baseline refuses privileged containers, hostPath volumes, "
+                "host namespaces and added capabilities, the device side doors around the GPU requests.",
+            },
+            "trustedControllers": {
+                **_spec(
+                    {
+                        "users": {**_STRINGS, "default": list(TRUSTED_CONTROLLER_USERS)},
+                        "groups": {**_STRINGS, "default": list(TRUSTED_CONTROLLER_GROUPS)},
+                    }
+                ),
+                "description": "The identities (request.userInfo) of the controllers that create the children of a "
+                "checked parent (Job controller, Kueue, JobSet, KubeRay, Kubeflow, LeaderWorkerSet) and of the "
+                "cluster's admins. Only they may create a workload naming an owner, clear `suspend`, remove Kueue's "
+                "scheduling gates or change Kueue's own labels; everyone else is checked as a tenant. Never a "
+                "namespace a tenant holds (GG100).",
+            },
+            "podPriorityClasses": {
+                **_STRINGS,
+                "default": [],
+                "description": "Pod PriorityClasses a workload without a queue may name (priorityClassName); one with "
+                "a queue may name only the classes its queue allows.",
+            },
+            "deviceRuntimeClasses": {
+                **_STRINGS,
+                "default": ["nvidia", "nvidia-cdi", "nvidia-legacy"],
+                "description": "RuntimeClasses that hand devices to a container through its environment: only a "
+                "workload that requests accelerators (through a queue) may name one.",
+            },
+        }
+    ),
+    "description": "How a tenant is kept inside its queues (see the README's threat model).",
+}
 
 
 SPECS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -247,9 +320,19 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "description": {"type": "string"},
                 "department": {**_NAME, "description": "Parent Department (its cohort)."},
                 "owners": _OWNERS,
+                "members": _MEMBERS,
+                "viewers": _VIEWERS,
                 "costCenter": {"type": "string"},
                 "clusters": {**_STRINGS, "description": "Clusters to deploy to; default: those of the quota pools."},
                 "namespaces": {"type": "array", "minItems": 1, "items": _NAME},
+                "adoptNamespaces": {
+                    "type": "array",
+                    "items": _NAME,
+                    "default": [],
+                    "description": "Namespaces of spec.namespaces that already exist on the cluster without being "
+                    "gpugov's (no app.kubernetes.io/managed-by: gpugov label) and that gpugov apply may take over. "
+                    "Without it, apply refuses such a namespace. Adopting is a plan risk (GP013).",
+                },
                 "queues": {
                     "type": "array",
                     "items": _spec(
@@ -323,6 +406,7 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                         "window": {"type": "string", "pattern": r"^[0-9]+[smhd]$", "default": "24h"},
                     }
                 ),
+                "isolation": _ISOLATION,
             }
         ),
     ),
@@ -351,6 +435,45 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                     },
                     ["image"],
                 ),
+                "identity": {
+                    **_spec(
+                        {
+                            "kubeSystemUID": {
+                                **_NAME,
+                                "description": "metadata.uid of the cluster's kube-system namespace "
+                                "(`kubectl get namespace kube-system -o jsonpath='{.metadata.uid}'`): apply and "
+                                "the Pulumi stack refuse any API server whose kube-system has another uid.",
+                            },
+                        },
+                        ["kubeSystemUID"],
+                    ),
+                    "description": "Pin this declaration to one physical cluster. Unpinned, the first apply records "
+                    "the cluster's identity in the ConfigMap kube-system/gpugov-cluster-identity and later applies of "
+                    "another declared cluster are refused there.",
+                },
+                "pruneLimit": {
+                    **_spec(
+                        {
+                            "objects": {
+                                "type": "integer",
+                                "minimum": 0,
+                                "default": 30,
+                                "description": "Most objects one apply may delete or release without "
+                                "--allow-mass-prune.",
+                            },
+                            "fraction": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1,
+                                "default": 0.5,
+                                "description": "Largest share of the objects gpugov owns on the cluster that one "
+                                "apply may delete or release without --allow-mass-prune.",
+                            },
+                        }
+                    ),
+                    "description": "A prune past either limit is refused (before any write) unless "
+                    "--allow-mass-prune is given.",
+                },
             },
             ["backend"],
         ),
@@ -451,20 +574,30 @@ def check_document(doc: SourceDoc) -> list[Finding]:
     return findings
 
 
+def _misspelled(error: jsonschema.ValidationError) -> bool:
+    """A missing required field that an unknown field of the same mapping most likely means."""
+    allowed = set(error.schema.get("properties", {}))
+    missing = [p for p in error.validator_value if p not in error.instance]
+    unknown = [str(k) for k in error.instance if k not in allowed]
+    meant = {closest(key, set(missing)) for key in unknown}
+    return bool(missing) and all(p in meant for p in missing)
+
+
 def _describe(doc: SourceDoc, kind: str, error: jsonschema.ValidationError) -> list[Finding]:
     path = tuple(error.absolute_path)
     dotted = _dotted(path) or "the document"
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = set(error.schema.get("properties", {}))
-        return [
-            make(
-                SCHEMA,
-                f"unknown field '{key}' in {dotted} of {kind} (allowed: {', '.join(sorted(allowed))})",
-                doc.locate((*path, key), key=True),
-            )
-            for key in sorted(set(error.instance) - allowed)
-        ]
+        findings = []
+        for key in sorted(set(error.instance) - allowed):
+            meant = closest(str(key), allowed - set(error.instance))
+            hint = f"did you mean {meant}?; " if meant else ""
+            findings.append(make(SCHEMA, f"unknown field '{key}' in {dotted} of {kind} ({hint}allowed: "
+                                 f"{', '.join(sorted(allowed))})", doc.locate((*path, key), key=True)))
+        return findings
     if error.validator == "required":
+        if isinstance(error.instance, dict) and _misspelled(error):
+            return []  # the unknown field's finding names it ("did you mean ..."): one error per typo
         return [make(SCHEMA, f"{dotted}: {error.message}", doc.locate(path))]
     if error.validator == "anyOf":
         message = f"{dotted}: {error.instance!r} is not a valid {_anyof_name(error)}"

@@ -18,14 +18,18 @@ import yaml
 from gpugov.app.desired import DesiredState
 from gpugov.capacity.nodes import GPU_COUNT, GPU_PRODUCT, MIG_STATE, MIG_STRATEGY, labels, name, pool_nodes
 from gpugov.compile.admission import API as ADMISSION_API
+from gpugov.compile.admission import WORKLOAD_KINDS
 from gpugov.compile.common import NON_ACCELERATOR, Scope, select
+from gpugov.compile.core import POD_SECURITY
 from gpugov.compile.kueue import API as KUEUE_API
 from gpugov.compile.volcano import API as VOLCANO_API
 from gpugov.declarations.model import GPUPool
 from gpugov.doctor.facts import KUEUE_CONFIG_KEY, KUEUE_CONFIGMAP, Facts, FactsRequest, Obj
 from gpugov.doctor.metrics import Sample, parse_samples
+from gpugov.drift.hardware import expected_allocatable
 from gpugov.drift.usage import accelerator_requests
 from gpugov.kube.kinds import KINDS
+from gpugov.kube.objects import LABEL_TENANT
 from gpugov.kube.quantity import QuantityError, parse_quantity
 
 VISIBILITY_APISERVICE = "v1beta2.visibility.kueue.x-k8s.io"
@@ -248,6 +252,42 @@ def check_fair_sharing(s: Situation) -> Outcome:
     return _pass("; ".join(evidence))
 
 
+def tenant_namespaces(state: DesiredState) -> tuple[str, ...]:
+    """The tenants' namespaces compile emits (those labelled with their tenant)."""
+    return tuple(sorted(o["metadata"]["name"] for o in state.objects
+                        if o["kind"] == "Namespace" and LABEL_TENANT in (o["metadata"].get("labels") or {})))
+
+
+# Kueue's managedJobsNamespaceSelector when the Configuration sets none (v0.17's default).
+KUEUE_DEFAULT_NAMESPACE_SELECTOR = {"matchExpressions": [
+    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-system"]}]}
+
+
+def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A Kubernetes label selector (matchLabels, matchExpressions) against a label set."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _namespace_labels(state: DesiredState, name: str) -> dict[str, str]:
+    for obj in state.objects:
+        if obj["kind"] == "Namespace" and obj["metadata"]["name"] == name:
+            return {**(obj["metadata"].get("labels") or {}), "kubernetes.io/metadata.name": name}
+    return {"kubernetes.io/metadata.name": name}
+
+
 def check_manage_jobs(s: Situation) -> Outcome:
     if (other := _not_kueue(s)) is not None:
         return other
@@ -257,14 +297,23 @@ def check_manage_jobs(s: Situation) -> Outcome:
     if config is None:
         return _skip(f"Kueue's Configuration is not readable from the API: no ConfigMap "
                      f"{s.request.kueue_namespace}/{KUEUE_CONFIGMAP} (an out-of-cluster or renamed install); check "
-                     f"manageJobsWithoutQueueName in its --config file by hand")
-    if config.get("manageJobsWithoutQueueName") is True:
-        selector = config.get("managedJobsNamespaceSelector")
-        scope = f" in namespaces matching {selector}" if selector else ""
-        return _fail(f"manageJobsWithoutQueueName is true: Kueue holds every Job without a queue label{scope}, so "
-                     f"the tenants' jobs that need no GPU wait for a queue that gpugov never names")
-    return _pass("manageJobsWithoutQueueName is false (the default): only labelled jobs are queued, and gpugov's "
-                 "admission policy sends every accelerator pod through a queue")
+                     f"manageJobsWithoutQueueName and managedJobsNamespaceSelector in its --config file by hand")
+    if config.get("manageJobsWithoutQueueName") is not True:
+        return _fail("manageJobsWithoutQueueName is false: in a tenant namespace a Job or Pod without a queue label "
+                     "is not held by Kueue, so gpugov's admission policies are the only line between a tenant and "
+                     "an accelerator outside its quota")
+    selector = config.get("managedJobsNamespaceSelector") or KUEUE_DEFAULT_NAMESPACE_SELECTOR
+    namespaces = tenant_namespaces(s.state)
+    outside = [n for n in namespaces if not selector_matches(selector, _namespace_labels(s.state, n))]
+    if outside:
+        return _fail(f"managedJobsNamespaceSelector {selector} leaves out {len(outside)} tenant namespaces: "
+                     f"{_listing(outside)}")
+    system = [n for n in ("kube-system", s.request.kueue_namespace)
+              if selector_matches(selector, {"kubernetes.io/metadata.name": n})]
+    if system:
+        return _fail(f"managedJobsNamespaceSelector {selector} also holds the pods of {_listing(system)}")
+    return _pass(f"manageJobsWithoutQueueName is true in all {len(namespaces)} tenant namespaces "
+                 f"(managedJobsNamespaceSelector {selector}): a workload there without a queue is held")
 
 
 def check_visibility(s: Situation) -> Outcome:
@@ -564,6 +613,22 @@ def check_pool_nodes(s: Situation) -> Outcome:
     return _pass("every pool has its nodes: " + ", ".join(counts))
 
 
+def _device_mismatches(pool: GPUPool, node: Obj) -> list[str]:
+    """A non-NVIDIA node's advertised devices against what drift expects of it (one computation,
+    drift.hardware.expected_allocatable): whole devices, or the templates of its vNPU layout and
+    no whole device left."""
+    layout = next((n.vnpu_layout for n in pool.nodes if n.name == name(node)), None)
+    expected = dict(expected_allocatable(pool, None, {}, layout))
+    suffix = ""
+    if pool.vnpu_layouts.get(layout or "") is not None:
+        expected.setdefault(pool.model.resource, 0)
+        suffix = f" (vNPU layout {layout})"
+    capacity = (node.get("status") or {}).get("capacity") or {}
+    return [f"{name(node)} has {capacity.get(resource, 0)} {resource}, pool {pool.name} declares {amount}{suffix}"
+            for resource, amount in sorted(expected.items())
+            if parse_quantity(capacity.get(resource, 0)) != amount]
+
+
 def check_pool_hardware(s: Situation) -> Outcome:
     members = [(pool, node) for pool in s.scope.pools.values() for node in s.nodes_of(pool)]
     if not members:
@@ -583,10 +648,7 @@ def check_pool_hardware(s: Situation) -> Outcome:
                              f"{pool.per_node}")
         else:
             checked += 1
-            capacity = ((node.get("status") or {}).get("capacity") or {}).get(pool.model.resource, 0)
-            if str(capacity) != str(pool.per_node):
-                wrong.append(f"{name(node)} has {capacity} {pool.model.resource}, pool {pool.name} declares "
-                             f"{pool.per_node}")
+            wrong.extend(_device_mismatches(pool, node))
     if wrong:
         return _fail(f"{len(wrong)} mismatches: {_listing(wrong, 4)}")
     if not checked:
@@ -616,6 +678,115 @@ def check_admission(s: Situation) -> Outcome:
     return _pass(f"all {len(wanted)} admission objects present (policy and binding of {', '.join(policies)})")
 
 
+# --- tenant isolation (issue #21: README "Threat model") ---------------------------------------
+
+REQUIRED_INTEGRATIONS = ("batch/job", "pod")
+
+
+def workload_crds() -> dict[str, str]:
+    """CRD name -> Kueue integration of the workload kinds gpugov's policies cover."""
+    return {f"{k.resource}.{k.group}": k.integration for k in WORKLOAD_KINDS
+            if k.group not in ("", "batch", "apps") and k.integration}
+
+
+def check_integrations(s: Situation) -> Outcome:
+    if (other := _not_kueue(s)) is not None:
+        return other
+    config, problem = s.kueue_config()
+    if problem:
+        return _fail(problem)
+    if config is None:
+        return _skip(f"Kueue's Configuration is not readable from the API (no ConfigMap "
+                     f"{s.request.kueue_namespace}/{KUEUE_CONFIGMAP}); check integrations.frameworks by hand")
+    frameworks = set(((config.get("integrations") or {}).get("frameworks")) or [])
+    wanted = {name: "always" for name in REQUIRED_INTEGRATIONS}
+    wanted.update({integration: f"CRD {crd} installed" for crd, integration in workload_crds().items()
+                   if crd in s.facts.crds})
+    missing = [f"{name} ({why})" for name, why in sorted(wanted.items()) if name not in frameworks]
+    if missing:
+        return _fail(f"Kueue does not manage {_listing(missing)}: such a workload runs without a queue's admission "
+                     f"although gpugov's policies accept it with a queue label")
+    return _pass(f"Kueue manages {_listing(sorted(wanted), 10)}")
+
+
+def check_pod_security(s: Situation) -> Outcome:
+    wanted = tenant_namespaces(s.state)
+    if not wanted:
+        return _skip("compile emits no tenant namespace for this cluster")
+    labels = {k: v for k, v in _namespace_labels(s.state, wanted[0]).items() if k.startswith(POD_SECURITY)}
+    missing = [n for n in wanted if n not in s.facts.namespaces]
+    if missing:
+        return _fail(f"{len(missing)} tenant namespaces not found: {_listing(missing)}", "gpugov apply.")
+    wrong = []
+    for namespace in wanted:
+        live = (s.facts.namespaces[namespace].get("metadata") or {}).get("labels") or {}
+        if any(live.get(k) != v for k, v in labels.items()):
+            wrong.append(f"{namespace} (enforce {live.get(POD_SECURITY + 'enforce', 'none')})")
+    if wrong:
+        return _fail(f"{len(wrong)} of {len(wanted)} tenant namespaces do not enforce Pod Security level "
+                     f"{labels.get(POD_SECURITY + 'enforce')}: {_listing(wrong)}")
+    return _pass(f"all {len(wanted)} tenant namespaces enforce Pod Security level {labels.get(POD_SECURITY + 'enforce')}")
+
+
+def _differences(desired: Any, live: Any, path: str = "spec") -> list[str]:
+    """Where ``live`` lacks or changes what ``desired`` sets (what the server adds is not a difference)."""
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            return [path]
+        return [d for k, v in desired.items() for d in _differences(v, live.get(k), f"{path}.{k}")]
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(live) != len(desired):
+            return [path]
+        return [d for i, (a, b) in enumerate(zip(desired, live, strict=True)) for d in _differences(a, b, f"{path}[{i}]")]
+    return [] if desired == live else [path]
+
+
+def check_isolation_intact(s: Situation) -> Outcome:
+    wanted = [o for o in s.state.objects if o["apiVersion"] == ADMISSION_API]
+    if not wanted:
+        return _skip("compile emits no admission policy for this cluster")
+    present = [o for o in wanted if (o["kind"], o["metadata"]["name"]) in s.facts.admission]
+    if not present:
+        return _skip("none of gpugov's admission objects found (see DR030)")
+    changed = []
+    for obj in present:
+        live = s.facts.admission[(obj["kind"], obj["metadata"]["name"])]
+        where = _differences(obj.get("spec"), live.get("spec"))
+        if where:
+            changed.append(f"{obj['kind']} {obj['metadata']['name']} at {where[0]}")
+    if changed:
+        return _fail(f"{len(changed)} admission objects differ from what the declarations compile to (a widened "
+                     f"trust, a dropped rule): {_listing(changed, 4)}")
+    return _pass(f"all {len(present)} admission objects found hold what the declarations compile to")
+
+
+def check_tenant_roles(s: Situation) -> Outcome:
+    from gpugov.doctor.roles import is_tenant_rbac, role_problems
+
+    wanted = [o for o in s.state.objects if is_tenant_rbac(o)]
+    if not wanted:
+        return _skip("compile emits no tenant role for this cluster (no tenant names an owner, member or viewer)")
+    missing, wrong = role_problems(wanted, s.facts.rbac, s.facts.rolebindings)
+    if missing:
+        return _fail(f"{len(missing)} of {len(wanted)} tenant role objects missing: {_listing(missing)}: tenants "
+                     "cannot submit or read their queues as declared")
+    if wrong:
+        return _fail(f"tenant roles changed on the cluster: {_listing(wrong)}")
+    return _pass(f"all {len(wanted)} tenant role objects present, with the compiled rules and the declared subjects")
+
+
+def check_broad_bindings(s: Situation) -> Outcome:
+    from gpugov.doctor.roles import broad_bindings
+
+    if not s.request.namespaces:
+        return _skip("no tenant namespace")
+    found = broad_bindings(s.facts.rolebindings)
+    if found:
+        return _fail(f"{len(found)} RoleBinding(s) in tenant namespaces hand out a built-in role that reads every "
+                     f"Secret and mints ServiceAccount tokens: {_listing(found)}")
+    return _pass(f"no RoleBinding of edit, admin or cluster-admin in the {len(s.request.namespaces)} tenant namespaces")
+
+
 CHECKS: tuple[Check, ...] = (
     Check("DR001", "scheduler-installed", "The CRDs of the scheduler kinds gpugov emits (Kueue or Volcano) exist.",
           ("crds",), "Install Kueue 0.16 or later (or Volcano for a volcano cluster).", check_scheduler_installed),
@@ -627,10 +798,11 @@ CHECKS: tuple[Check, ...] = (
           ("kueue-config", "clusterqueues"),
           "Add `fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]}` to Kueue's "
           "Configuration and restart it.", check_fair_sharing),
-    Check("DR004", "kueue-manage-jobs-without-queue-name", "Kueue's manageJobsWithoutQueueName is false: jobs without "
-          "a queue label are left alone (gpugov's admission policy queues the accelerator ones).", ("kueue-config",),
-          "Set manageJobsWithoutQueueName: false (or limit managedJobsNamespaceSelector to namespaces without "
-          "tenants).", check_manage_jobs),
+    Check("DR004", "kueue-manage-jobs-without-queue-name", "Kueue's manageJobsWithoutQueueName is true and its "
+          "managedJobsNamespaceSelector takes every tenant namespace and no system one: a workload there without a "
+          "queue label is held, the second line behind gpugov's admission policies.", ("kueue-config",),
+          "Set manageJobsWithoutQueueName: true and managedJobsNamespaceSelector: {matchExpressions: [{key: "
+          "gpugov.io/tenant, operator: Exists}]} in Kueue's Configuration, and restart it.", check_manage_jobs),
     Check("DR005", "kueue-visibility-api", f"The visibility API (APIService {VISIBILITY_APISERVICE}) is Available.",
           ("apiservices",), "Check the APIService's status and the Kueue visibility server behind its Service.",
           check_visibility),
@@ -667,10 +839,28 @@ CHECKS: tuple[Check, ...] = (
           "(nodeCount of them) for its nodeSelector.", ("nodes",),
           "Fix the pool's nodes or nodeSelector in hardware/.", check_pool_nodes),
     Check("DR021", "pool-hardware", "The pools' nodes have the declared GPU model (nvidia.com/gpu.product) and "
-          "accelerators per node (nvidia.com/gpu.count, or the device count for other vendors).", ("nodes",),
+          "accelerators per node (nvidia.com/gpu.count; for other vendors what drift expects the device plugin to "
+          "advertise: whole devices, or the vNPU templates of the node's layout).", ("nodes",),
           "Fix accelerator.model or acceleratorsPerNode, or move the node to the right pool.", check_pool_hardware),
     Check("DR030", "admission-policies", "The ValidatingAdmissionPolicies and bindings gpugov emits exist, and the "
           "bindings deny.", ("admission",), "gpugov apply.", check_admission),
+    Check("DR040", "kueue-integrations", "Kueue's integrations include batch/job and pod, and the framework of every "
+          "workload kind whose CRD is installed (JobSet, KubeRay, Kubeflow, LeaderWorkerSet).",
+          ("kueue-config", "crds"), "Add the missing frameworks to integrations.frameworks in Kueue's Configuration.",
+          check_integrations),
+    Check("DR041", "tenant-pod-security", "Every tenant namespace enforces the Pod Security level of "
+          "Guardrails.isolation.podSecurity (no privileged pods, hostPath /dev or host namespaces).", ("namespaces",),
+          "gpugov apply (it labels the namespaces); find who relabelled them.", check_pod_security),
+    Check("DR042", "tenant-isolation-intact", "gpugov's admission policies and bindings hold what the declarations "
+          "compile to: no trusted identity added, no rule dropped or edited by hand.", ("admission",),
+          "gpugov apply restores them; find who changed them.", check_isolation_intact),
+    Check("DR050", "tenant-roles", "gpugov's tenant ClusterRoles exist with exactly the compiled rules, and their "
+          "RoleBindings and ClusterRoleBindings with the subjects the declarations name (owners, members, viewers).",
+          ("rbac",), "gpugov apply restores them.", check_tenant_roles),
+    Check("DR051", "tenant-broad-bindings", "No RoleBinding in a tenant namespace binds the built-in edit, admin or "
+          "cluster-admin (every Secret, ServiceAccount tokens, impersonation).", ("rbac",),
+          "Delete those RoleBindings (gpugov apply prunes gpugov's own former gpugov-owners bindings; with --no-prune "
+          "or a GitOps sync without prune they stay).", check_broad_bindings),
 )
 CHECK_IDS = tuple(c.id for c in CHECKS)
 

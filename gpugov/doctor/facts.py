@@ -23,6 +23,8 @@ SOURCES = {
     "daemonsets": "DaemonSets in all namespaces",
     "clusterpolicies": "GPU Operator ClusterPolicies (nvidia.com/v1)",
     "admission": "ValidatingAdmissionPolicies and bindings by name",
+    "namespaces": "the tenants' Namespaces by name (their Pod Security labels)",
+    "rbac": "gpugov's tenant ClusterRoles and ClusterRoleBindings by name, the RoleBindings of the tenants' namespaces",
     "pods": "running Pods (only with --dcgm-metrics)",
     "kueue-metrics": "the Kueue /metrics text at --kueue-metrics URL",
     "dcgm-metrics": "the DCGM exporter /metrics text at --dcgm-metrics URL",
@@ -43,6 +45,8 @@ class FactsRequest:
     admission: tuple[tuple[str, str], ...]  # (kind, name)
     kueue_metrics_url: str | None = None
     dcgm_metrics_url: str | None = None
+    namespaces: tuple[str, ...] = ()  # the tenants' namespaces (compile's Namespace objects)
+    rbac: tuple[tuple[str, str], ...] = ()  # (kind, name) of the tenant roles' cluster-scoped objects
 
     @property
     def read_pods(self) -> bool:
@@ -60,6 +64,9 @@ class Facts:
     daemonsets: list[Obj] = field(default_factory=list)
     clusterpolicies: list[Obj] = field(default_factory=list)
     admission: dict[tuple[str, str], Obj] = field(default_factory=dict)  # (kind, name) -> object, those found
+    namespaces: dict[str, Obj] = field(default_factory=dict)  # name -> Namespace, those found
+    rbac: dict[tuple[str, str], Obj] = field(default_factory=dict)  # (kind, name) -> object, those found
+    rolebindings: list[Obj] = field(default_factory=list)  # every RoleBinding of the tenants' namespaces
     pods: list[Obj] | None = None  # running pods; None when not read
     kueue_metrics: str | None = None  # /metrics text; None when no URL was given
     dcgm_metrics: str | None = None

@@ -22,7 +22,7 @@ def check(model: Model, objects: list[Object], live: LiveState, backend: str, cl
     ignore = frozenset({target.mig_config_namespace, target.operations_namespace})
     limits = model.limits
     findings = [
-        *object_findings(objects, live),
+        *object_findings(objects, live, model),
         *hardware_findings(model, objects, live),
         *agent_findings(model, objects, live.agent_snapshots),
         *usage_findings(model, objects, live, backend, cluster, ignore),

@@ -77,7 +77,8 @@ def hardware_findings(model: Model, objects: list[Object], live: LiveState) -> l
                                  object=f"Node {name}"))
         for key, value in desired_labels.items():
             if labels.get(key) != value:
-                findings.append(make(NODE_LABEL, f"node {name}: label {key} is {labels.get(key)!r}, declared {value!r}",
+                now = "not set" if key not in labels else repr(labels[key])
+                findings.append(make(NODE_LABEL, f"node {name}: label {key} is {now}, declared {value!r}",
                                      where, object=f"Node {name}", declared=value, live=str(labels.get(key))))
         live_taints = {(t.get("key"), t.get("value", ""), t.get("effect")) for t in (node.get("spec") or {}).get(
             "taints") or []}

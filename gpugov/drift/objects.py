@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from gpugov.compile import Object, object_key
+from gpugov.declarations.model import Model
 from gpugov.drift.live import LiveState
 from gpugov.drift.rules import OBJECT_CHANGED, OBJECT_MISSING, OBJECT_NOT_DESIRED
-from gpugov.findings import Finding, make
-from gpugov.kube.objects import MANAGED_BY, MANAGER, source_location, without_source
+from gpugov.findings import Finding, Location, make
+from gpugov.kube.objects import LABEL_TENANT, MANAGED_BY, MANAGER, source_location, without_source
 from gpugov.kube.quantity import QuantityError, parse_quantity
 
 Path = tuple[str | int, ...]
@@ -102,7 +103,31 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def object_findings(desired: list[Object], live: LiveState) -> list[Finding]:
+QUOTA_FIELDS = {"nominalQuota": "nominal", "borrowingLimit": "borrowingLimit", "lendingLimit": "lendingLimit"}
+
+
+def quota_location(model: Model | None, obj: Object, path: Path) -> Location | None:
+    """Where a drifted quota of a ClusterQueue (a tenant's) or Cohort (a department's) was declared:
+    the quota's line in spec.quotas (its field where written out), not the document's first line."""
+    if model is None or obj["kind"] not in ("ClusterQueue", "Cohort") or "flavors" not in path:
+        return None
+    at = path.index("flavors")
+    if len(path) < at + 4 or path[at + 2] != "resources":
+        return None
+    pool, resource = path[at + 1], path[at + 3]
+    field = QUOTA_FIELDS.get(str(path[at + 4])) if len(path) > at + 4 else None
+    labels = obj["metadata"].get("labels") or {}
+    holder = (model.tenants.get(labels.get(LABEL_TENANT, "")) if obj["kind"] == "ClusterQueue"
+              else model.departments.get(obj["metadata"]["name"]))
+    for quota in getattr(holder, "quotas", ()):
+        for rq in quota.resources if quota.pool == pool else ():
+            if rq.resource == resource and holder is not None:
+                where = ("spec", "quotas", quota.index, "resources", rq.key)
+                return holder.source.locate((*where, field) if field else where)
+    return None
+
+
+def object_findings(desired: list[Object], live: LiveState, model: Model | None = None) -> list[Finding]:
     findings: list[Finding] = []
     wanted = {object_key(o): o for o in desired if o["kind"] != "Node"}
     for key, obj in wanted.items():
@@ -121,7 +146,7 @@ def object_findings(desired: list[Object], live: LiveState) -> list[Finding]:
         more = f" (+{len(diffs) - 1} more fields)" if len(diffs) > 1 else ""
         findings.append(make(
             OBJECT_CHANGED, f"{label}: {_text(path)} is {_short(actual)}, declared {_short(declared)}{by}{more}",
-            source_location(obj), object=label, field=_text(path), declared=_short(declared), live=_short(actual),
+            quota_location(model, obj, path) or source_location(obj), object=label, field=_text(path), declared=_short(declared), live=_short(actual),
             changed_by=",".join(managers),
         ))
     for key, current in live.objects.items():

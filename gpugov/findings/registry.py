@@ -15,7 +15,7 @@ RULE_MODULES = (
     "gpugov.declarations.loader",  # GG001-GG005: reading files
     "gpugov.declarations.schema",  # GG003: the JSON Schema
     "gpugov.declarations.model",  # GG010: duplicate names
-    *(f"gpugov.policy.{family}" for family in FAMILIES),  # GG011-GG092: policy on the model
+    *(f"gpugov.policy.{family}" for family in FAMILIES),  # GG011-GG101: policy on the model
     "gpugov.drift.rules",  # GD: the live cluster against the declarations
     "gpugov.plan.risks",  # GP: risks of a change, in the pull request's plan
 )

@@ -9,13 +9,14 @@ desired state.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from gpugov.catalog.equivalents import device_equivalents, equivalents_of, hami_views
 from gpugov.compile import Object, compile, object_key
 from gpugov.compile.common import NON_ACCELERATOR
-from gpugov.compile.kueue import gpu_equivalents
 from gpugov.compile.mig import compiled_mig_configs
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import Model, ResourceQuota, Tenant
@@ -36,6 +37,7 @@ from gpugov.plan.risks import (
     Risk,
     risk,
 )
+from gpugov.plan.widening import declaration_risks, outside_risks
 
 QUOTA_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
 
@@ -331,8 +333,8 @@ def object_changes(cluster: str, base: list[Object], head: list[Object]) -> list
     changes = []
     for key in list(dict.fromkeys([*new, *old])):
         _, kind, namespace, name = key
-        if key not in old:
-            changes.append(ObjectChange(cluster, "create", kind, namespace, name))
+        if key not in old:  # a Node is hardware: gpugov labels (and taints) it, never creates it
+            changes.append(ObjectChange(cluster, "label" if kind == "Node" else "create", kind, namespace, name))
         elif key not in new:
             # A Namespace may still hold workloads and a Node is hardware gpugov only patches: both are
             # kept (removal.py says what each deploy path does with them).
@@ -429,23 +431,32 @@ def _approval(plan: Plan, base: Model, head: Model) -> Risk | None:
     limit = head.limits.max_quota_change
     if limit is None:
         return None
-    whole = slices = Decimal(0)
+    whole = slices = vnpus = Decimal(0)
     uncounted: set[str] = set()
+    hami: dict[tuple[str, str, str], dict[str, Decimal]] = {}  # HAMi's views of one holder's devices
     for change in plan.quotas:
         if change.resource in NON_ACCELERATOR:
             continue
         pool = head.pools.get(change.pool) or base.pools.get(change.pool)
-        if pool is None or (weight := gpu_equivalents(pool).get(change.resource)) is None:
-            uncounted.add(change.resource)  # e.g. HAMi memory and cores: no whole-device equivalent here
+        if pool is None or (weight := device_equivalents(pool).get(change.resource)) is None:
+            uncounted.add(change.resource)
+        elif change.resource in hami_views(pool):
+            hami.setdefault((change.holder, change.name, change.pool), {})[change.resource] = change.nominal_delta
         elif change.resource == pool.model.resource:
             whole += abs(change.nominal_delta)
-        else:
+        elif change.resource.startswith("nvidia.com/mig-"):
             slices += abs(change.nominal_delta) * weight
-    moved = whole + slices
+        else:  # an Ascend vNPU template (catalog.equivalents)
+            vnpus += abs(change.nominal_delta) * weight
+    shared = sum((equivalents_of(head.pools.get(p) or base.pools[p], amounts)[0]
+                  for (_, _, p), amounts in sorted(hami.items())), Decimal(0))
+    moved = whole + slices + vnpus + shared
     if moved <= limit:
         return None
     team = ", ".join(head.limits.platform_team) or "the platform team"
     detail = f"whole devices {_gpus(whole)}, MIG slices {_gpus(slices)}"
+    detail += f", vNPUs {_gpus(vnpus)}" if vnpus else ""
+    detail += f", HAMi vGPUs {_gpus(shared)}" if shared else ""
     if uncounted:
         detail += f"; not counted: {', '.join(sorted(uncounted))}"
     return risk(NEEDS_APPROVAL, f"accelerator quotas move by {_gpus(moved)} GPU equivalents in total ({detail}), "
@@ -471,7 +482,10 @@ def _q(value: Decimal | None) -> str:
     return "-" if value is None else format_quantity(value)
 
 
-def make_plan(base: Model, head: Model, base_label: str, head_label: str, cluster: str | None = None) -> Plan:
+def make_plan(base: Model, head: Model, base_label: str, head_label: str, cluster: str | None = None,
+              changed_paths: Sequence[str] = ()) -> Plan:
+    """The plan of a change. `changed_paths`: the files it touches (relative to the repository), whose
+    ones outside the declaration folders are a risk of their own (GP011)."""
     plan = Plan(base_label, head_label)
     plan.tenants_added = sorted(set(head.tenants) - set(base.tenants))
     plan.tenants_removed = sorted(set(base.tenants) - set(head.tenants))
@@ -490,7 +504,7 @@ def make_plan(base: Model, head: Model, base_label: str, head_label: str, cluste
         plan.objects.extend(object_changes(name, old, new))
         plan.mig.extend(mig_changes(name, old, new))
     plan.removals = removals(plan.objects)
-    plan.risks = _risks(plan, base, head)
+    plan.risks = _risks(plan, base, head) + declaration_risks(base, head) + outside_risks(changed_paths)
     return plan
 
 

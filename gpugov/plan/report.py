@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
+from gpugov.compile.common import NON_ACCELERATOR
 from gpugov.kube.quantity import format_quantity
 from gpugov.plan.diff import QUOTA_FIELDS, Move, Plan, QuotaChange, WeightChange
 from gpugov.plan.removal import PATHS, PLURAL, counted
@@ -33,6 +35,18 @@ def _fraction(guaranteed: Decimal, capacity: Decimal) -> str:
     return f"{_q(guaranteed)} / {_q(capacity)} ({guaranteed * 100 / capacity:.0f}%)"
 
 
+def _unassigned(row: Any) -> str:
+    """Capacity this change leaves (or makes) unassigned: nobody's nominal quota, so Kueue admits
+    nothing onto it (issue #23 item 7: said where the change makes it, not only by `gpugov capacity`)."""
+    after = row.capacity_after - row.guaranteed_after
+    before = row.capacity_before - row.guaranteed_before
+    if row.resource in NON_ACCELERATOR or after <= 0 or after <= before:
+        return ""
+    return (f"**unassigned**: {_q(after)} of {_q(row.capacity_after)} {row.resource} of pool {row.pool} are in "
+            f"nobody's nominal quota after this change (before: {_q(max(before, Decimal(0)))}), and Kueue admits "
+            "nothing onto them: give them to a department as shared quota or to a tenant")
+
+
 def _capacity_delta(before: dict[str, Decimal], after: dict[str, Decimal]) -> str:
     parts = []
     for resource in sorted(set(before) | set(after)):
@@ -53,7 +67,7 @@ def _weight(change: WeightChange) -> str:
 
 def markdown(plan: Plan) -> str:
     out = [MARKER, f"### gpugov plan: `{plan.base}` → `{plan.head}`", ""]
-    if plan.empty and not plan.priorities:
+    if plan.empty and not plan.priorities and not plan.risks:
         out.append("No change to tenants, quotas, pools or cluster objects.")
         return "\n".join(out) + "\n"
     if plan.risks:
@@ -83,6 +97,8 @@ def markdown(plan: Plan) -> str:
             out.append(f"| {r.pool} | {r.resource} | {_fraction(r.guaranteed_before, r.capacity_before)} | "
                        f"{_fraction(r.guaranteed_after, r.capacity_after)} |")
         out.append("")
+        out += [f"- {_unassigned(r)}" for r in plan.capacity if _unassigned(r)]
+        out += [""] if any(_unassigned(r) for r in plan.capacity) else []
     if plan.pools:
         out += ["**Pools**", ""]
         for p in plan.pools:
@@ -110,7 +126,7 @@ def markdown(plan: Plan) -> str:
         out += [f"- {_move(m)}" for m in plan.moves] + [f"- {_weight(w)}" for w in plan.weights]
         out.append("")
     if plan.objects:
-        counts = {a: sum(1 for o in plan.objects if o.action == a) for a in ("create", "update", "replace", "delete", "retain")}
+        counts = {a: sum(1 for o in plan.objects if o.action == a) for a in ("create", "label", "update", "replace", "delete", "retain")}
         summary = ", ".join(f"{n} to {a}" for a, n in counts.items() if n)
         out += [f"<details><summary>Object changes: {summary}</summary>", "",
                 "| cluster | action | kind | name | fields |", "|---|---|---|---|---|"]

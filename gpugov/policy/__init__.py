@@ -23,7 +23,7 @@ def check(function: Check) -> Check:
 
 FAMILIES = (
     "references", "naming", "accelerators", "capacity", "mig", "hardware", "priorities", "ownership", "conformance",
-    "repository",
+    "repository", "isolation",
 )
 
 

@@ -3,10 +3,9 @@ consistent, and a pool shared through HAMi has a model HAMi can share."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
-from gpugov.catalog import MODELS
+from gpugov.catalog.suggest import closest_model
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.policy import check
@@ -38,11 +37,10 @@ HAMI_INVALID = rule(
 
 @check
 def check_accelerator_models(model: Model) -> Iterator[Finding]:
-    known = sorted({*MODELS, *model.accelerator_models})
     for pool in model.pools.values():
         if not pool.model.known:
-            close = difflib.get_close_matches(pool.model_name, known, n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            close = closest_model(pool.model_name, model.accelerator_models)  # case, GFD label values
+            hint = f" (did you mean {close}?)" if close else ""
             yield make(
                 MODEL_UNKNOWN,
                 f"pool '{pool.name}': accelerator model '{pool.model_name}' is neither built in nor declared{hint}",

@@ -18,6 +18,9 @@ Per flavor (= gpugov pool) a pod set either
 - does not match: node affinity, an untolerated taint, a topology-aware-scheduling mismatch, a
   resource the queue does not offer;
 - waits for a topology domain with room: "topology T doesn't allow to fit any of N pod(s)".
+Kueue counts quota, not nodes: a pod that asks more than any node of its pools has (16 GPUs on
+8-GPU nodes) reads as a wait for quota there. gpugov knows the pools' node sizes
+(view.node_sizes), so such a pod is told as never-fits, a finding, whatever Kueue says.
 A wait for unused quota is a borrowing limit when the tenant's own reservation plus the request
 exceeds its nominal quota plus borrowing limit on that flavor (read from its ClusterQueue).
 """
@@ -25,6 +28,7 @@ exceeds its nominal quota plus borrowing limit on that flavor (read from its Clu
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
@@ -162,9 +166,66 @@ def _or(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else "; or ".join(parts)
 
 
-def explain(workload: Workload, queue: ClusterQueue | None, queue_problem: str = "") -> Reason:
+NodeSizes = Mapping[str, Mapping[str, Decimal]]  # pool -> resource -> the most one of its nodes offers
+
+
+def too_big_for_nodes(workload: Workload, queue: ClusterQueue | None, node_sizes: NodeSizes) -> Reason | None:
+    """A pod that asks more of a resource than any node of every pool its queue offers it in: Kueue
+    counts quota, not nodes, so it reads as a wait for quota, yet it can never start."""
+    for pod_set in workload.pod_sets:
+        for resource in sorted(pod_set.requests):
+            asked = pod_set.per_pod(resource)
+            pools = queue.offers(resource) if queue is not None else sorted(p for p, r in node_sizes.items()
+                                                                             if resource in r)
+            pools = [p for p in pools if p in node_sizes]
+            if not asked or not pools:
+                continue
+            largest = {p: node_sizes[p].get(resource, Decimal(0)) for p in pools}
+            if all(asked > size for size in largest.values()):
+                best = max(largest.values())
+                where = "; ".join(f"pool {p}: {_q(size)} per node" for p, size in largest.items())
+                split = f"; split it into pods of at most {_q(best)} {resource}" if best else ""
+                biggest = max(largest, key=lambda p: (largest[p], p))
+                return Reason(Why.NEVER_FITS, f"can never start: a pod of pod set {pod_set.name} asks {_q(asked)} "
+                              f"{resource}, more than any node offers ({where}){split}",
+                              (Deficit(biggest, resource, asked - best),))
+    return None
+
+
+def explain(workload: Workload, queue: ClusterQueue | None, queue_problem: str = "",
+            node_sizes: NodeSizes | None = None) -> Reason:
     """Why `workload` (in ClusterQueue `queue`) is where it is. `queue_problem`: what is wrong
-    with its LocalQueue or ClusterQueue as read from the cluster ("" when both exist)."""
+    with its LocalQueue or ClusterQueue as read from the cluster ("" when both exist);
+    `node_sizes`: the declared pools' largest nodes, to tell a pending pod no node can hold
+    (where Kueue's own reason is no finding already)."""
+    reason = _explain(workload, queue, queue_problem)
+    if node_sizes and workload.state == "pending" and not reason.finding:
+        oversized = too_big_for_nodes(workload, queue, node_sizes)
+        if oversized is not None:
+            return Reason(oversized.why, oversized.text, oversized.deficits, reason.kueue)
+    if node_sizes and workload.state in ("admitted", "reserved"):
+        stuck = admitted_too_big(workload, node_sizes)
+        if stuck is not None:
+            return stuck
+    return reason
+
+
+def admitted_too_big(workload: Workload, node_sizes: NodeSizes) -> Reason | None:
+    """Admitted (quota is what Kueue checks), yet a pod asks more than any node of the pool it was
+    admitted to: its pods can never be scheduled, and it holds that quota meanwhile."""
+    for pod_set in workload.pod_sets:
+        for resource, flavor in sorted(pod_set.flavors.items()):
+            size = (node_sizes.get(flavor) or {}).get(resource)
+            asked = pod_set.per_pod(resource)
+            if size is not None and asked > size:
+                return Reason(Why.NEVER_FITS, f"admitted to pool {flavor}, but can never start: a pod of pod set "
+                              f"{pod_set.name} asks {_q(asked)} {resource}, more than any node of pool {flavor} "
+                              f"offers ({_q(size)} per node); it holds that quota meanwhile: split it into pods of "
+                              f"at most {_q(size)} {resource}", (Deficit(flavor, resource, asked - size),))
+    return None
+
+
+def _explain(workload: Workload, queue: ClusterQueue | None, queue_problem: str = "") -> Reason:
     state = workload.state
     if state == "finished":
         return Reason(Why.FINISHED, "finished")

@@ -9,7 +9,7 @@ from datetime import timedelta
 from decimal import Decimal
 from html import escape
 
-from gpugov.compile.kueue import gpu_equivalents
+from gpugov.catalog.equivalents import device_equivalents, hami_views
 from gpugov.declarations.model import GPUPool
 from gpugov.usage.segments import Segment
 from gpugov.usage.window import Window, seconds
@@ -20,12 +20,21 @@ WIDTH, HEIGHT = 860, 380
 LEFT, RIGHT, TOP, BOTTOM = 60, 180, 40, 50
 
 
+def _chart_weights(pool: GPUPool) -> dict[str, Decimal]:
+    """Device equivalents per resource; HAMi's memory and cores count 0 (views of the devices its
+    vGPU slots already count)."""
+    weights = device_equivalents(pool)
+    if pool.hami_units is not None:
+        weights.update({r: Decimal(0) for r in hami_views(pool) if r != pool.hami_units.count})
+    return weights
+
+
 def buckets(found: list[Segment], window: Window, pools: dict[str, GPUPool],
             count: int = 96) -> tuple[list[str], list[dict[str, Decimal]]]:
     """(tenants, per bucket: tenant -> average GPU equivalents held)."""
     count = max(1, min(count, window.seconds))
     width = Decimal(window.seconds) / count
-    weights = {name: gpu_equivalents(pool) for name, pool in pools.items()}
+    weights = {name: _chart_weights(pool) for name, pool in pools.items()}
     result: list[dict[str, Decimal]] = [defaultdict(Decimal) for _ in range(count)]
     for s in found:
         weight = weights.get(s.pool, {}).get(s.resource, Decimal(1))

@@ -6,7 +6,9 @@ once to HOURS (a micro-hour, 3.6 ms: finer than the seconds Kubernetes records).
 borrowed come from a sweep over time of the tenant's total on the pool resource against its
 nominal quota: borrowed is exactly the part above nominal, while it is above. A rate is the
 pool's `pricePerAcceleratorHour` times the resource's share of a device (a MIG slice: its
-compute slices over the GPU's, as compile weighs them), rounded to RATE; cost = hours x rate,
+compute slices over the GPU's, as compile weighs them; a vNPU template its share of the NPU; a
+HAMi vGPU slot 1/deviceSplitCount, while HAMi's memory and core units, views of the same
+devices, carry no rate: catalog.equivalents), rounded to RATE; cost = hours x rate,
 exact. Unallocated = capacity hours minus the rows' hours of that pool resource, so
 
     sum(rows' cost) + unallocated cost = capacity hours x rate = capacity cost
@@ -24,7 +26,7 @@ from itertools import pairwise
 from typing import Any
 
 from gpugov.catalog import mig_resource_name
-from gpugov.compile.kueue import gpu_equivalents
+from gpugov.catalog.equivalents import device_equivalents, hami_views
 from gpugov.declarations.model import GPUPool, Model, Tenant
 from gpugov.queueing.workload import is_accelerator
 from gpugov.usage.segments import Segment
@@ -117,7 +119,9 @@ def unit_of(pool: GPUPool | None, resource: str) -> str:
 def rate_of(pool: GPUPool | None, resource: str) -> Decimal | None:
     if pool is None or pool.price_per_hour is None:
         return None
-    weight = gpu_equivalents(pool).get(resource)
+    if pool.hami_units is not None and resource in hami_views(pool) and resource != pool.hami_units.count:
+        return None  # HAMi's memory and cores are views of the devices its vGPU slots are charged for
+    weight = device_equivalents(pool).get(resource)
     if weight is None:
         return None
     return (pool.price_per_hour * weight).quantize(RATE, rounding=ROUND_HALF_EVEN)

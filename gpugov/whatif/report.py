@@ -74,9 +74,14 @@ def gpu_ms(units_ms: dict[FR, int], weights: dict[FR, Decimal]) -> Decimal:
 def tenant_metrics(run: Run) -> dict[str, TenantMetrics]:
     """Metrics per tenant (the ClusterQueue's gpugov.io/tenant label), plus ALL."""
     by_tenant: dict[str, list[Any]] = {}
+    known = {run.setup.tenant_of(name) for name in run.outcome.cluster_queues}
+    outside: list[Any] = []  # jobs of a tenant this revision does not have: in the total, no row of their own
     for wl in run.outcome.workloads:
         tenant = run.setup.tenant_of(wl.cq.name) if wl.cq is not None else (wl.job.tenant or wl.job.namespace
                                                                               or wl.job.queue.split("/")[0])
+        if wl.cq is None and tenant not in known:
+            outside.append(wl)
+            continue
         by_tenant.setdefault(tenant, []).append(wl)
     nominal: dict[str, Decimal] = {}
     borrowed: dict[str, Decimal] = {}
@@ -87,7 +92,7 @@ def tenant_metrics(run: Run) -> dict[str, TenantMetrics]:
         borrowed[tenant] = borrowed.get(tenant, Decimal(0)) + gpu_ms(cq.borrowed_units_ms, run.weights)
         by_tenant.setdefault(tenant, [])
     result = {}
-    everyone: list[Any] = []
+    everyone: list[Any] = list(outside)
     for tenant in sorted(by_tenant):
         workloads = by_tenant[tenant]
         everyone.extend(workloads)

@@ -167,11 +167,12 @@ def test_apply_prunes_a_removed_tenant_and_releases_a_removed_node(pruned_org, c
     assert node_06 in pool.read_text()
     pool.write_text(pool.read_text().replace(node_06, ""))
     deleted = {"ClusterQueue vision", "Cohort research-vision", "LocalQueue vision/training",
-               "RoleBinding vision/gpugov-owners"}
+               "RoleBinding vision/gpugov-tenant-owners", "RoleBinding vision/gpugov-tenant-members",
+               "RoleBinding vision/gpugov-tenant-viewers", "ClusterRoleBinding gpugov-tenant-vision"}
     released = {"Namespace vision", "Node h100-06"}
 
     code, lines = gpugov_apply(cp, root, capsys, "--dry-run")
-    assert code == 0 and lines[-1].endswith("4 would be deleted and 2 released; nothing was changed")
+    assert code == 0 and lines[-1].endswith("7 would be deleted and 2 released; nothing was changed")
     assert rows(lines, "would delete") == deleted and rows(lines, "would release") == released
     (queue_row,) = [line for line in lines if "would delete" in line and "ClusterQueue" in line]
     assert "stopPolicy HoldAndDrain first" in queue_row
@@ -187,7 +188,7 @@ def test_apply_prunes_a_removed_tenant_and_releases_a_removed_node(pruned_org, c
     assert rows(lines, "deleted") == deleted - {"ClusterQueue vision"}
     assert rows(lines, "deleting") == {"ClusterQueue vision"}  # the finalizer holds it, drained
     assert rows(lines, "released") == released
-    assert lines[-1] == "pruned what gpugov no longer declares: 3 deleted, 1 deleting, 2 released"
+    assert lines[-1] == "pruned what gpugov no longer declares: 6 deleted, 1 deleting, 2 released"
     queue = custom.get_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", "vision")
     assert queue["spec"]["stopPolicy"] == "HoldAndDrain" and queue["metadata"]["deletionTimestamp"]
     custom.patch_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", "vision",

@@ -34,7 +34,8 @@ VISIBILITY = "v1beta2.visibility.kueue.x-k8s.io"
 SANDBOX = {
     "DR001": "pass", "DR002": "pass", "DR003": "pass", "DR004": "skip", "DR005": "pass", "DR006": "warn",
     "DR010": "skip", "DR011": "pass", "DR012": "pass", "DR013": "pass", "DR014": "pass", "DR015": "skip",
-    "DR016": "warn", "DR017": "skip", "DR020": "pass", "DR021": "pass", "DR030": "pass",
+    "DR016": "warn", "DR017": "skip", "DR020": "pass", "DR021": "pass", "DR030": "pass", "DR040": "skip",
+    "DR041": "pass", "DR042": "pass", "DR050": "pass", "DR051": "pass",
 }
 
 
@@ -181,7 +182,7 @@ def test_kueue_configuration_from_its_configmap(sandbox: Sandbox, kueue_configma
     write({k: v for k, v in running.items() if k != "fairSharing"})
     body = doctor(capsys, sandbox)[1]
     assert check(body, "DR003")["status"] == "fail" and "turns fair sharing off" in check(body, "DR003")["message"]
-    write({**running, "manageJobsWithoutQueueName": True})
+    write({**running, "manageJobsWithoutQueueName": False})
     code, body = doctor(capsys, sandbox)
     assert code == 1 and check(body, "DR004")["status"] == "fail"
 
