@@ -27,7 +27,7 @@ from gpugov.deploy import load_objects, run  # noqa: E402
 from gpugov.deploy.layout import owner, references, resource_name  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.fake_kube import FakeKube, fake_kube  # noqa: E402
-from tests.test_cluster_identity import CONFIG_MAPS, record_list  # noqa: E402
+from tests.test_cluster_identity_unit import CONFIG_MAPS, record_list  # noqa: E402
 
 PROVIDER_TYPE = "pulumi:providers:kubernetes"
 COMPONENTS = {
