@@ -26,7 +26,7 @@ from gpugov.compile import compile, object_key  # noqa: E402
 from gpugov.deploy import load_objects, run  # noqa: E402
 from gpugov.deploy.layout import owner, references, resource_name  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
-from tests.fake_kube import FakeKube, fake_kube  # noqa: E402
+from tests.fake_kube import FakeKube, Reply, fake_kube  # noqa: E402
 from tests.test_cluster_identity_unit import CONFIG_MAPS, record_list  # noqa: E402
 
 PROVIDER_TYPE = "pulumi:providers:kubernetes"
@@ -368,6 +368,34 @@ def test_a_fresh_cluster_passes_preview_without_a_write() -> None:
     assert FAKE is not None
     recording = deploy(stack_config("east", "kueue"), recorded=None, preview=True)
     assert recording.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue") and FAKE.writes == []
+
+
+def test_a_stack_takes_over_no_namespace_that_is_not_gpugovs() -> None:
+    """As `gpugov apply` (tests/e2e/test_apply_ownership.py): a declared namespace that exists
+    without gpugov's label (an operator's, another team's) stops the stack before any resource."""
+    assert FAKE is not None
+    recorded_as("east")
+    identity_record = FAKE.answer
+
+    def answer(method: str, path: str):
+        if method == "GET" and path == "/api/v1/namespaces/nlp-train":
+            return Reply.of(200, {"apiVersion": "v1", "kind": "Namespace",
+                                  "metadata": {"name": "nlp-train", "labels": {"team": "someone-else"}}})
+        return identity_record(method, path)
+
+    FAKE.answer = answer
+    recording = Recording()
+    try:
+        with pytest.raises(pulumi.RunError) as info:
+            ROOT.set(None)
+            pulumi.runtime.set_mocks(Mocks(), project="gpugov-org", stack="test", preview=True,
+                                     monitor=RecordingMonitor(recording))
+            pulumi.runtime.set_all_config(stack_config("east", "kueue"), [])
+            pulumi.runtime.test(lambda: run(REPO))()
+    finally:
+        recorded_as("east")
+    assert "refused: refusing to take over 1 object(s)" in str(info.value) and "Namespace nlp-train" in str(info.value)
+    assert not recording.resources and FAKE.writes == []
 
 
 def test_an_unusable_kubeconfig_stops_the_stack(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The wrong-cluster guard of a Pulumi stack: before the program registers one resource, the
 cluster its kubeconfig reaches must be the stack's declared cluster (gpugov.cluster.identity,
-the same check and record as `gpugov apply`). No pulumi import: tests call it directly.
+the same check and record as `gpugov apply`), holding nothing the stack would take over
+(gpugov.cluster.ownership). No pulumi import: tests call it directly.
 
 Pulumi deletes what a program stops registering, and a stack's state holds no idea of which
 physical cluster its provider talks to: a stack of `west` whose kubeconfig was set to east's
@@ -18,6 +19,7 @@ from kubernetes import config as kube_config
 
 from gpugov.app.desired import DesiredState
 from gpugov.cluster.identity import Identity, check, declared_elsewhere, record
+from gpugov.cluster.ownership import refuse_foreign
 from gpugov.cluster.prune import owned_objects
 from gpugov.cluster.rest import Api
 
@@ -42,10 +44,14 @@ def stack_client(kubeconfig: str, context: str | None = None) -> client.ApiClien
 def check_stack_cluster(api_client: client.ApiClient, state: DesiredState, write: bool,
                         reidentify: bool = False) -> Identity:
     """Check that `api_client` reaches the stack's declared cluster (WrongCluster, CheckIncomplete
-    otherwise); with `write` (pulumi up, not preview) record its identity the first time."""
+    otherwise) and that the stack takes over nothing that exists there without being gpugov's
+    (ForeignObjects, as `gpugov apply`: Pulumi's server-side apply would upsert it); with `write`
+    (pulumi up, not preview) record its identity the first time."""
     api = Api(api_client)
     identity = check(api, state.model.cluster(state.cluster), state.objects, owned_objects(api_client),
                      declared_elsewhere(state.model, state.cluster), reidentify=reidentify)
+    refuse_foreign(api_client, state.objects,
+                   [name for tenant in state.model.tenants.values() for name in tenant.adopt_namespaces])
     if write:
         record(api, identity)
     return identity

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 
 from gpugov.app.desired import CompileError, DesiredState, InputError, InvalidDeclarations, desired_state
 from gpugov.cluster.identity import WrongCluster
+from gpugov.cluster.ownership import ForeignObjects
 from gpugov.cluster.rest import Rejected
 from gpugov.deploy.components import Organisation
 from gpugov.deploy.guard import StackGuardError, check_stack_cluster, stack_client
@@ -63,7 +64,7 @@ def guard_cluster(state: DesiredState) -> None:
         identity = check_stack_cluster(stack_client(kubeconfig, config.get("context")), state,
                                        write=not pulumi.runtime.is_dry_run(),
                                        reidentify=config.get_bool("reidentify") or False)
-    except WrongCluster as exc:
+    except (WrongCluster, ForeignObjects) as exc:
         raise pulumi.RunError(f"gpugov: refused: {exc}; nothing was deployed") from None
     except (StackGuardError, CheckIncomplete, Rejected) as exc:
         raise pulumi.RunError(f"gpugov: could not tell which cluster the stack's kubeconfig reaches: {exc}") from None
