@@ -47,10 +47,11 @@ def cmd_apply(args: argparse.Namespace) -> ExitCode:
         api = api_client(args)
         raw = Api(api)
         served = served_versions(raw)
-        check_served(raw, state.objects, served)
         owned = owned_objects(api, served)
         identity = check(raw, cluster, state.objects, owned, declared_elsewhere(state.model, state.cluster),
                          reidentify=args.reidentify)
+        # After the identity: the wrong cluster is told as such, not as one that lacks a scheduler's kinds.
+        check_served(raw, state.objects, served)
         taken = refuse_foreign(api, state.objects, [n for t in state.model.tenants.values() for n in t.adopt_namespaces])
         plan = prune_plan(api, state.objects, owned) if args.prune else []
         too_many = "" if args.allow_mass_prune else _mass_prune(plan, len(owned), cluster)
