@@ -58,7 +58,7 @@ def test_the_script_draws_every_bar_with_the_reports_numbers(page: tuple[Path, d
     path, data = page
     dom = browse(path, tmp_path, "--dump-dom").stdout
     assert 'id="chart-status">3 charts drawn<' in dom  # the inline script ran, offline
-    bars = re.findall(r'<rect x="260" y="[\d.]+" width="([\d.]+)" height="14" fill="(#[0-9a-f]{6})" '
+    bars = re.findall(r'<rect x="[\d.]+" y="[\d.]+" width="([\d.]+)" height="14" fill="(#[0-9a-f]{6})" '
                       r'data-series="(\w+)" data-row="([^"]+)" data-value="([^"]+)">', dom)
     (cluster,) = data["clusters"]
     expected = []
@@ -77,12 +77,15 @@ def test_the_script_draws_every_bar_with_the_reports_numbers(page: tuple[Path, d
                                                   ("borrowed", "lent_hours"), ("idle", "idle_hours"))]
     assert [(s, r, v) for _, _, s, r, v in bars] == expected
     assert all(colour == COLOURS[series] for _, colour, series, _, _ in bars)
-    # One scale per chart: the longest bar spans the chart (900 - 260 - 80 = 560 px), the others in proportion.
+    # One scale per chart: the longest bar spans the bar column (the chart less its label and value
+    # columns, sized to their text), the others in proportion.
     charts = [bars[:9], bars[9:29], bars[29:]]
     for chart in charts:
         top = max(float(v) for *_, v in chart)
+        span = max(float(w) for w, *_ in chart)
+        assert span > 300
         for width, _, _, _, value in chart:
-            assert abs(float(width) - float(value) * 560 / top) < 0.01
+            assert abs(float(width) - float(value) * span / top) < 0.02
     assert len(bars) == 9 + 20 + 12
     assert "1440" in dom and "chronic-borrower" in dom
 
@@ -139,3 +142,51 @@ def test_the_screenshot_shows_the_charts(page: tuple[Path, dict], tmp_path: Path
     for series in ("physical", "guaranteed", "borrowable", "in_quota", "borrowed", "idle", "used"):
         rgb = tuple(int(COLOURS[series][i:i + 2], 16) for i in (1, 3, 5))
         assert pixels[rgb] > 100, f"no {series} bar in the screenshot"
+
+
+# Measured in the page by the browser itself, after the charts are drawn: every text's box against
+# every bar's and every other text's, and against the chart's width.
+MEASURE = """<script>
+(function () {
+  var out = [];
+  function box(e) { var b = e.getBBox(); return [b.x, b.y, b.x + b.width, b.y + b.height]; }
+  function hit(a, b) { return a[0] < b[2] - 0.5 && b[0] < a[2] - 0.5 && a[1] < b[3] - 0.5 && b[1] < a[3] - 0.5; }
+  var charts = document.querySelectorAll('svg');
+  charts.forEach(function (svg, n) {
+    var texts = Array.prototype.slice.call(svg.querySelectorAll('text'));
+    var rects = Array.prototype.slice.call(svg.querySelectorAll('rect'));
+    var width = svg.width.baseVal.value;
+    texts.forEach(function (t, i) {
+      var a = box(t);
+      if (a[2] > width) { out.push([n, 'past the chart', t.textContent]); }
+      rects.forEach(function (r) { if (hit(a, box(r))) { out.push([n, 'over a bar', t.textContent]); } });
+      texts.slice(i + 1).forEach(function (u) { if (hit(a, box(u))) { out.push([n, 'over a text', t.textContent]); } });
+    });
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'overlaps';
+  pre.textContent = JSON.stringify({charts: charts.length, overlaps: out});
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+@pytest.mark.parametrize("names", [{}, {"vision": "autonomous-driving-perception", "a100": "a100-mig-inference-east",
+                                        "nlp": "natural-language-processing-research"}])
+def test_no_label_overlaps_a_bar_or_another_label(page: tuple[Path, dict], tmp_path: Path, names: dict) -> None:
+    """Issue #23 item 10: long tenant and pool names ran over the bars (a fixed 260 px label column)."""
+    import json
+
+    path, _ = page
+    text = path.read_text(encoding="utf-8")
+    for old, new in names.items():
+        text = text.replace(f'"{old}"', f'"{new}"')  # in the embedded report the script draws from
+    measured = tmp_path / "measured.html"
+    measured.write_text(text.replace("</body>", MEASURE + "\n</body>"), encoding="utf-8")
+    dom = browse(measured, tmp_path, "--dump-dom").stdout
+    found = re.search(r'<pre id="overlaps">(.*?)</pre>', dom, re.S)
+    assert found is not None, dom[-500:]
+    result = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert result == {"charts": 3, "overlaps": []}
+    for new in names.values():
+        assert new in dom

@@ -50,7 +50,7 @@ def test_every_widening_field_says_when_and_which_rule() -> None:
 # idle. Declaring another field neutral means adding it here, where a reviewer sees it.
 NEUTRAL = {"AcceleratorModel:spec.description", "AcceleratorModel:spec.sources.*", "Cluster:spec.description",
            "Department:spec.costCenter", "Department:spec.description", "GPUPool:spec.description",
-           "GPUPool:spec.pricePerAcceleratorHour", "Guardrails:spec.idle.utilizationBelowPercent",
+           "GPUPool:spec.pricePerAcceleratorHour", "GPUPool:spec.currency", "Guardrails:spec.idle.utilizationBelowPercent",
            "Guardrails:spec.idle.window", "PriorityClass:spec.description", "Tenant:spec.costCenter",
            "Tenant:spec.description"}
 

@@ -249,7 +249,7 @@ def test_formats_and_the_json_that_capacity_reads(model: Model, tmp_path: Path) 
     read = parse_ledger(data, "ledger.json")  # gpugov capacity --usage reads it back
     assert {(r.tenant, r.pool, r.admitted_hours) for r in read.rows} >= {("alpha", "whole", Decimal(3))}
     table = formats.table(book)
-    assert "ledger closes: tenants' charges 6 + unallocated 11.4 = capacity x rate x window 17.4" in table
+    assert "ledger closes: tenants' charges 6.00 + unallocated 11.40 = capacity x rate x window 17.40" in table
     rows = list(csv.DictReader(io.StringIO(formats.csv_text(book))))
     assert {r["section"] for r in rows} == {"tenant", "unallocated", "capacity"}
     assert next(r for r in rows if r["tenant"] == "alpha" and r["pool"] == "whole")["hours"] == "3"

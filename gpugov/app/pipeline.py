@@ -79,23 +79,25 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def validate_repo(root: Path, conformance: bool = True) -> Validation:
-    """Every finding for the repository at `root`; the model when it loaded cleanly."""
+def validate_repo(root: Path, conformance: bool = True, base: Model | None = None) -> Validation:
+    """Every finding for the repository at `root`; the model when it loaded cleanly. With `base`
+    (the model of the revision the tree changes), findings of a change point at what it changed."""
     check_root(root)
-    result = validate_files(root, tree_files(root), conformance)
+    result = validate_files(root, tree_files(root), conformance, base)
     if result.model is not None:
         result.findings.extend(check_repository(root, result.model))
         result.findings.sort(key=Finding.sort_key)
     return result
 
 
-def validate_files(root: Path, files: list[SourceFile], conformance: bool = True) -> Validation:
-    """Validate declaration files from any source (working tree or a git revision)."""
+def validate_files(root: Path, files: list[SourceFile], conformance: bool = True,
+                   base: Model | None = None) -> Validation:
+    """Validate declaration files from any source (working tree or a git revision); `base` as in validate_repo."""
     with gc_paused():
-        return _validate(root, files, conformance)
+        return _validate(root, files, conformance, base)
 
 
-def _validate(root: Path, files: list[SourceFile], conformance: bool) -> Validation:
+def _validate(root: Path, files: list[SourceFile], conformance: bool, base: Model | None = None) -> Validation:
     loaded = load_files(files)
     result = Validation(root, loaded.files, list(loaded.findings))
     for doc in loaded.documents:
@@ -105,7 +107,7 @@ def _validate(root: Path, files: list[SourceFile], conformance: bool) -> Validat
         return result
     model, duplicates = build_model(loaded.documents)
     result.findings.extend(duplicates)
-    result.findings.extend(run_policy(model))
+    result.findings.extend(run_policy(model, base))
     result.model = model
     if conformance and not result.errors:
         for cluster in model.cluster_names():

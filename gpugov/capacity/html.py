@@ -40,11 +40,28 @@ SCRIPT = """
     return String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
   }
   function num(text) { return text === null || text === undefined ? 0 : parseFloat(text); }
-  // One horizontal bar chart: rows of labelled groups, each group a list of [series, value text].
+  // Text widths as the browser will draw them (a canvas measures with the page's font), so that no
+  // row label runs into its bars and no value label past the chart; 0.62 em a character without one.
+  var canvas = document.createElement('canvas'), context = canvas.getContext ? canvas.getContext('2d') : null;
+  var FONT = 'system-ui, sans-serif';
+  function textWidth(text, size) {
+    if (context) { context.font = size + 'px ' + FONT; return context.measureText(String(text)).width; }
+    return String(text).length * size * 0.62;
+  }
+  // One horizontal bar chart: rows of labelled groups, each group a list of [series, value text]. The
+  // label column is as wide as the widest label, the value column as the widest value; the chart
+  // grows past `width` rather than let them overlap the bars.
   function bars(rows, width) {
-    var labelWidth = 260, barHeight = 14, gap = 3, groupGap = 10, max = 0, y = 4, parts = [];
-    rows.forEach(function (row) { row.bars.forEach(function (b) { max = Math.max(max, num(b[1])); }); });
-    var scale = max > 0 ? (width - labelWidth - 80) / max : 0;
+    var barHeight = 14, gap = 3, groupGap = 10, max = 0, y = 4, parts = [], labelWidth = 120, valueWidth = 40;
+    rows.forEach(function (row) {
+      labelWidth = Math.max(labelWidth, Math.ceil(textWidth(row.label, 12)) + 12);
+      row.bars.forEach(function (b) {
+        max = Math.max(max, num(b[1]));
+        valueWidth = Math.max(valueWidth, Math.ceil(textWidth(b[1], 11)) + 10);
+      });
+    });
+    width = Math.max(width, labelWidth + valueWidth + 300);
+    var scale = max > 0 ? (width - labelWidth - valueWidth) / max : 0;
     rows.forEach(function (row) {
       var groupTop = y;
       row.bars.forEach(function (b) {
@@ -52,11 +69,12 @@ SCRIPT = """
         parts.push('<rect x="' + labelWidth + '" y="' + y + '" width="' + w + '" height="' + barHeight +
           '" fill="' + colours[b[0]] + '" data-series="' + esc(b[0]) + '" data-row="' + esc(row.label) +
           '" data-value="' + esc(b[1]) + '"><title>' + esc(row.label + ' ' + b[0] + ': ' + b[1]) + '</title></rect>');
-        parts.push('<text x="' + (labelWidth + w + 4) + '" y="' + (y + barHeight - 3) + '" font-size="11">' +
-          esc(b[1]) + '</text>');
+        parts.push('<text x="' + (labelWidth + w + 4) + '" y="' + (y + barHeight - 3) + '" font-size="11" ' +
+          'font-family="' + FONT + '">' + esc(b[1]) + '</text>');
         y += barHeight + gap;
       });
-      parts.push('<text x="0" y="' + (groupTop + 12) + '" font-size="12">' + esc(row.label) + '</text>');
+      parts.push('<text x="0" y="' + (groupTop + 12) + '" font-size="12" font-family="' + FONT + '">' +
+        esc(row.label) + '</text>');
       y += groupGap;
     });
     return '<svg width="' + width + '" height="' + (y + 4) + '" viewBox="0 0 ' + width + ' ' + (y + 4) +
@@ -156,7 +174,7 @@ def _cluster(report: ClusterReport) -> str:
                           "idle h", "guarantee used", "cost"],
                          [[u.tenant, u.pool, u.resource, hours_text(u.guaranteed_hours), hours_text(u.admitted_hours),
                            hours_text(u.in_quota_hours), hours_text(u.borrowed_hours), hours_text(u.idle_hours), percent(u.use) or DASH,
-                           money(u.cost)] for u in report.usage], 3),
+                           money(u.cost, u.currency)] for u in report.usage], 3),
                   _legend(["physical", "used", "borrowed", "idle"]),
                   f'<div class="chart" id="chart-pools-{key}"></div>',
                   _table(["pool", "resource", "capacity h", "used h", "lent h", "idle h", "unallocated h",

@@ -75,7 +75,8 @@ def cluster_json(report: ClusterReport) -> dict[str, Any]:
             {"tenant": u.tenant, "pool": u.pool, "resource": u.resource, "nominal": _n(u.nominal),
              "guaranteed_hours": _n(u.guaranteed_hours), "used_hours": _n(u.admitted_hours),
              "in_quota_hours": _n(u.in_quota_hours), "borrowed_hours": _n(u.borrowed_hours),
-             "idle_hours": _n(u.idle_hours), "guarantee_use": _r(u.use), "cost": _n(u.cost)}
+             "idle_hours": _n(u.idle_hours), "guarantee_use": _r(u.use), "cost": _n(u.cost),
+             **({"currency": u.currency} if u.currency else {})}
             for u in report.usage
         ]
         body["pool_usage"] = [

@@ -64,7 +64,7 @@ def cluster_markdown(report: ClusterReport) -> list[str]:
                       "guarantee used", "cost"],
                      [[u.tenant, u.pool, f"`{u.resource}`", hours_text(u.guaranteed_hours), hours_text(u.admitted_hours),
                        hours_text(u.in_quota_hours), hours_text(u.borrowed_hours), hours_text(u.idle_hours), percent(u.use) or DASH,
-                       money(u.cost)] for u in report.usage])
+                       money(u.cost, u.currency)] for u in report.usage])
         out += [""]
         out += table(["pool", "resource", "capacity h", "used h", "lent h", "idle h", "unallocated h", "utilisation"],
                      [[p.pool, f"`{p.resource}`", hours_text(p.capacity_hours), hours_text(p.admitted_hours), hours_text(p.borrowed_hours),

@@ -108,6 +108,7 @@ class UsageLine:
     borrowed_hours: Decimal
     idle_hours: Decimal
     cost: Decimal | None
+    currency: str | None = None  # the declared pool's spec.currency
 
     @property
     def use(self) -> Decimal | None:
@@ -175,9 +176,12 @@ def hours_text(value: Decimal) -> str:
     return q(value.quantize(Decimal("0.01")))
 
 
-def money(value: Decimal | None) -> str:
-    """A cost for people: two decimals (in the unit of the pools' pricePerAcceleratorHour); "–" for none."""
-    return "–" if value is None else f"{value.quantize(Decimal('0.01')):f}"
+def money(value: Decimal | None, currency: str | None = None) -> str:
+    """A cost for people: two decimals and the currency of the pool's price (spec.currency), where it
+    declares one; "–" for none."""
+    if value is None:
+        return "–"
+    return f"{value.quantize(Decimal('0.01')):f}" + (f" {currency}" if currency else "")
 
 
 def ratio_text(value: Decimal | None, places: int = 4) -> str:
@@ -353,7 +357,9 @@ def _usage(scope: Scope, ledger: Ledger, advice: list[Advice]) -> tuple[list[Usa
     for key in sorted(set(sums) | {k for k, v in nominal.items() if v and k[2] not in NON_ACCELERATOR}):
         admitted, in_quota, borrowed, idle = sums.get(key, [ZERO] * 4)
         held = nominal.get(key, ZERO)
-        line = UsageLine(*key, held, held * hours, admitted, in_quota, borrowed, idle, costs.get(key))
+        declared = scope.pools.get(key[1])
+        line = UsageLine(*key, held, held * hours, admitted, in_quota, borrowed, idle, costs.get(key),
+                         declared.currency if declared is not None else None)
         lines.append(line)
         tenant, pool, resource = key
         subject = f"{tenant} {pool} {resource}"

@@ -19,8 +19,21 @@ from gpugov.manifests import RenderError, dump_objects, manifest_files, write_tr
 
 
 def cmd_validate(args: argparse.Namespace) -> ExitCode:
+    base_model = None
+    if args.base:
+        from gpugov.sources.git import GitError, resolve, revision_files
+
+        try:
+            check_root(Path(args.repo))
+            base = validate_files(Path(args.repo), revision_files(Path(args.repo), args.base), conformance=False)
+        except (GitError, InputError) as exc:
+            return fail(str(exc))
+        if base.model is None:
+            return fail(f"the base {args.base} ({resolve(Path(args.repo), args.base)[:8]}) does not load; "
+                        "validate without --base or against another base")
+        base_model = base.model
     try:
-        result = validate_repo(Path(args.repo))
+        result = validate_repo(Path(args.repo), base=base_model)
     except InputError as exc:
         return fail(str(exc))
     sys.stdout.write(REPORTERS[args.format or default_format()](result.findings, len(result.files)))
@@ -60,12 +73,13 @@ def cmd_plan(args: argparse.Namespace) -> ExitCode:
         changed = changed_paths(repo, args.base, args.head)
     except (GitError, InputError) as exc:
         return fail(str(exc))
-    head = validate_files(repo, head_files)
+    base = validate_files(repo, base_files)
+    # the head's findings point at what the change did, the base's lines as related locations
+    head = validate_files(repo, head_files, base=base.model)
     if head.errors or head.model is None:
         sys.stdout.write(REPORTERS[args.format if args.format in FORMATS else "text"](head.findings, len(head.files)))
         print(f"gpugov: {head_label} does not validate, so there is no plan", file=sys.stderr)
         return head.exit_code() or ExitCode.FINDINGS
-    base = validate_files(repo, base_files)
     if base.errors or base.model is None:
         sys.stderr.write(REPORTERS["text"](base.findings, len(base.files)))
         return fail(f"the base {base_label} does not validate; fix it or plan against another base")
@@ -177,10 +191,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "validate", help="check declarations (schema and policy); exit 1 on errors",
         description="Check every declaration under tenants/, policies/ and hardware/ against its JSON Schema and the "
         "policy rules (GG...), compile each declared cluster and check the objects. Findings read file:line:col, "
-        "with a hint. Exit 0 clean (warnings allowed unless --strict), 1 errors, 2 bad usage or unreadable input.")
+        "with a hint; with --base, at the lines the change made. Exit 0 clean (warnings allowed unless --strict), "
+        "1 errors, 2 bad usage, unreadable input or an unknown --base revision.")
     p.add_argument("repo", nargs="?", default=".", help="repository root holding tenants/, policies/, hardware/")
     p.add_argument("--format", choices=FORMATS, help="output format (github inside GitHub Actions, else text)")
     p.add_argument("--strict", action="store_true", help="fail on warnings too")
+    p.add_argument("--base", metavar="REF",
+                   help="the revision the tree changes (e.g. origin/main, read from git): a finding the change "
+                   "caused is reported at the line it changed (a namespace's new claim, the hardware/ line that "
+                   "lowered a pool's capacity), the base's lines as related locations")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser(

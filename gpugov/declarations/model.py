@@ -186,6 +186,7 @@ class GPUPool(Decl):
     taints: tuple[Taint, ...] = ()
     topology_levels: tuple[str, ...] = ()
     price_per_hour: Decimal | None = None
+    currency: str | None = None  # ISO 4217 code of price_per_hour (spec.currency)
     mig_layouts: dict[str, dict[str, int]] = field(default_factory=dict)
     vnpu_layouts: dict[str, dict[str, int]] = field(default_factory=dict)
     hami: HamiSharing | None = None
@@ -633,6 +634,7 @@ def _build_pool(name: str, doc: SourceDoc, spec: dict[str, Any], accelerator: Ac
         taints=tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in spec.get("taints", ())),
         topology_levels=tuple((spec.get("topology") or {}).get("levels", ())),
         price_per_hour=_optional_decimal(spec.get("pricePerAcceleratorHour")),
+        currency=spec.get("currency"),
         mig_layouts={k: dict(v) for k, v in (spec.get("migLayouts") or {}).items()},
         vnpu_layouts={k: dict(v) for k, v in (spec.get("vnpuLayouts") or {}).items()},
         hami=_hami(spec),

@@ -257,6 +257,11 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                     ["levels"],
                 ),
                 "pricePerAcceleratorHour": _QUANTITY,
+                "currency": {
+                    "type": "string",
+                    "pattern": "^[A-Z]{3}$",
+                    "description": "ISO 4217 code of pricePerAcceleratorHour, e.g. USD or CNY: usage shows costs in it.",
+                },
                 "migLayouts": {
                     "type": "object",
                     "description": "Named per-GPU MIG profile mixes, e.g. {1g.10gb: 7}.",
@@ -643,6 +648,7 @@ PATTERN_WORDS = {
     ),
     r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|[kMGT])?$": 'a size such as 80Gi or 512Mi',
     r"^[a-z0-9][a-z0-9-]*$": "lower-case letters, digits and '-', starting with a letter or digit, such as nvidia",
+    r"^[A-Z]{3}$": "an ISO 4217 currency code: three upper-case letters, such as USD, EUR or CNY",
     r"^0x[0-9A-F]{4}$": "a PCI vendor id: 0x and 4 upper-case hex digits, such as 0x10DE",
     r"^0x[0-9A-F]{8}$": "a PCI id pair: 0x and 8 upper-case hex digits, device then vendor, such as 0x20B210DE",
 }

@@ -169,6 +169,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         **_METADATA,
         "spec.description": NEUTRAL,
         "spec.pricePerAcceleratorHour": NEUTRAL,  # cost reports only
+        "spec.currency": NEUTRAL,  # the price's currency, cost reports only
         "spec.cluster": widens("changed", _HW),
         "spec.accelerator.model": widens("changed", _HW),
         "spec.accelerator.productLabel": widens("changed", _HW),

@@ -6,17 +6,29 @@ from collections import defaultdict
 from collections.abc import Iterator
 from decimal import Decimal
 
-from gpugov.declarations.model import ACCELERATOR_CORES, ACCELERATOR_MEMORY, Decl, Department, Model, PoolQuota, Tenant
-from gpugov.findings import Finding, Level, make, rule
+from gpugov.declarations.model import (
+    ACCELERATOR_CORES,
+    ACCELERATOR_MEMORY,
+    NON_DEVICE,
+    Decl,
+    Department,
+    GPUPool,
+    Model,
+    PoolQuota,
+    Tenant,
+)
+from gpugov.findings import Finding, Level, Location, make, rule
 from gpugov.kube.quantity import format_quantity
-from gpugov.policy import check
+from gpugov.policy import change_check, check
 
 OVER_CAPACITY = rule(
     "GG030",
     "quota-exceeds-capacity",
     Level.ERROR,
     "The nominal quotas of a pool's tenants and departments add up to more than its capacity times the guardrail ratio. "
-    "Reported on each quota that contributes, so a pull request's annotation lands on the line it changed.",
+    "Reported on each quota that contributes; with the base revision known (plan, validate --base) only where the "
+    "change is: each quota it raised, and the hardware/ or Guardrails line that lowered the capacity, saying by how "
+    "much (capacity 16 → 8), with the quotas related.",
     "Lower a quota, add nodes to the pool, or raise the pool's ratio in Guardrails.",
 )
 LENDING_OVER_NOMINAL = rule(
@@ -37,7 +49,8 @@ NOT_OFFERED = rule(
     "GG033",
     "resource-not-in-pool",
     Level.ERROR,
-    "A quota names a resource the pool does not offer (e.g. a MIG profile none of its layouts creates).",
+    "A quota names a resource the pool does not offer (e.g. a MIG profile none of its layouts creates); where a "
+    "change to the pool took it away (a MIG relayout, with the base revision known), at the hardware/ line that did.",
     "Quota only what the pool's nodes provide: accelerators on whole-GPU nodes, profiles of its MIG layouts.",
 )
 DUPLICATE_POOL_QUOTA = rule(
@@ -125,13 +138,22 @@ def _owners_of_quota(model: Model) -> Iterator[tuple[Decl, PoolQuota, bool]]:
         yield owner, quota, isinstance(owner, Department)
 
 
-@check
-def check_offered(model: Model) -> Iterator[Finding]:
+@change_check
+def check_offered(model: Model, base: Model | None) -> Iterator[Finding]:
+    """GG033 at the quota; where the base's pool offered the resource and a change to the pool took
+    it away (a MIG relayout), once at the hardware/ line that did, the quotas related."""
+    withdrawn: dict[tuple[str, str], list[tuple[Decl, Location]]] = defaultdict(list)
     for owner, quota in model.quota_holders():
         pool = model.pools.get(quota.pool)
         if pool is None:
             continue
+        old_pool = base.pools.get(pool.name) if base is not None else None
         for rq in quota.resources:
+            if rq.resource not in pool.capacity and rq.resource not in NON_DEVICE and old_pool is not None \
+                    and rq.resource in old_pool.capacity and capacity_causes(old_pool, pool):
+                withdrawn[(pool.name, rq.resource)].append(
+                    (owner, owner.at("quotas", quota.index, "resources", rq.key, key=True)))
+                continue
             if rq.resource not in pool.capacity and rq.resource not in ("cpu", "memory", "pods"):
                 offered = ", ".join(pool.capacity) or "nothing"
                 why = f"offers no {rq.resource} (it offers {offered})"
@@ -144,12 +166,84 @@ def check_offered(model: Model) -> Iterator[Finding]:
                     f"{owner.name}: pool '{pool.name}' {why}",
                     owner.at("quotas", quota.index, "resources", rq.key, key=True),
                 )
+    for (pool_name, resource), holders in sorted(withdrawn.items()):
+        pool, old_pool = model.pools[pool_name], base.pools[pool_name]  # type: ignore[union-attr]
+        causes = capacity_causes(old_pool, pool)
+        offered = ", ".join(pool.capacity) or "nothing"
+        yield make(
+            NOT_OFFERED,
+            f"pool '{pool_name}' no longer offers {resource} ({'; '.join(text for _, text in causes)}; it offers "
+            f"{offered}), which {', '.join(owner.name for owner, _ in holders)} hold{'s' * (len(holders) == 1)} "
+            f"quota of (capacity {format_quantity(old_pool.capacity[resource])} → 0)",
+            causes[0][0],
+            *[loc for loc, _ in causes[1:]],
+            *[loc for _, loc in holders],
+        )
 
 
-@check
-def check_capacity(model: Model) -> Iterator[Finding]:
+def _base_charge(base: Model, owner: Decl, quota: PoolQuota, resource: str, key: str) -> Decimal:
+    """What the same holder's quota entry on the same pool charged of `resource` (via `key`) in the base."""
+    holders: dict[str, Department] | dict[str, Tenant] = (
+        base.departments if isinstance(owner, Department) else base.tenants)
+    old_owner = holders.get(owner.name)
+    pool = base.pools.get(quota.pool)
+    if old_owner is None or pool is None:
+        return Decimal(0)
+    return sum((c.amount for q in old_owner.quotas if q.pool == quota.pool for c in pool.charges(q)
+                if c.resource == resource and c.key == key), Decimal(0))
+
+
+def _removal_at(pool: GPUPool, old: GPUPool, removed: list[str]) -> Location:
+    """The head's line beside the first removed node: the node that preceded it (in the diff's context)."""
+    first = next(n.index for n in old.nodes if n.name == removed[0])
+    kept = {n.name: n for n in pool.nodes}
+    before = [kept[n.name] for n in old.nodes[:first] if n.name in kept]
+    if before:
+        return pool.at("nodes", before[-1].index)
+    return pool.at("nodes", 0) if pool.nodes else pool.at("nodes", key=True)
+
+
+def capacity_causes(old: GPUPool, pool: GPUPool) -> list[tuple[Location, str]]:
+    """Where and how a pool's declaration changed what its nodes hold: the lines a pull request
+    changed in hardware/, for findings about capacity (GG030, GG140)."""
+    causes: list[tuple[Location, str]] = []
+    if old.model.name != pool.model.name:
+        causes.append((pool.at("accelerator", "model"), f"model {old.model.name} → {pool.model.name}"))
+    if old.per_node != pool.per_node:
+        causes.append((pool.at("acceleratorsPerNode"), f"acceleratorsPerNode {old.per_node} → {pool.per_node}"))
+    if not pool.nodes and not old.nodes and old.node_count != pool.node_count:
+        causes.append((pool.at("nodeCount"), f"nodeCount {old.node_count or 0} → {pool.node_count or 0}"))
+    before, after = {n.name: n for n in old.nodes}, {n.name: n for n in pool.nodes}
+    removed = [n.name for n in old.nodes if n.name not in after]
+    added = [n for n in pool.nodes if n.name not in before]
+    if removed:
+        causes.append((_removal_at(pool, old, removed), f"node{'s' * (len(removed) > 1)} {', '.join(removed)} removed"))
+    if added:
+        names = ", ".join(n.name for n in added)
+        causes.append((pool.at("nodes", added[0].index), f"node{'s' * (len(added) > 1)} {names} added"))
+    for node in pool.nodes:
+        was = before.get(node.name)
+        for field_name, old_layout, new_layout in (("migLayout", was.mig_layout if was else None, node.mig_layout),
+                                                   ("vnpuLayout", was.vnpu_layout if was else None, node.vnpu_layout)):
+            if was is not None and old_layout != new_layout:
+                causes.append((pool.at("nodes", node.index, field_name),
+                               f"node {node.name} {field_name} {old_layout or 'none'} → {new_layout or 'none'}"))
+    for field_name, old_layouts, new_layouts in (("migLayouts", old.mig_layouts, pool.mig_layouts),
+                                                 ("vnpuLayouts", old.vnpu_layouts, pool.vnpu_layouts)):
+        for name in sorted(set(old_layouts) & set(new_layouts)):
+            if old_layouts[name] != new_layouts[name]:
+                causes.append((pool.at(field_name, name), f"{field_name}.{name} changed"))
+    if old.hami != pool.hami:
+        causes.append((pool.at("sharing"), "sharing changed"))
+    return causes
+
+
+@change_check
+def check_capacity(model: Model, base: Model | None) -> Iterator[Finding]:
     """One finding per contributing quota, at its own line, the pool as the related location:
-    the quota a pull request raised is among them, wherever the pool is declared."""
+    the quota a pull request raised is among them, wherever the pool is declared. With the base
+    revision known, only where the change is: at each quota it raised, and at the hardware/ (or
+    Guardrails) line that lowered the pool's capacity, saying by how much, every quota related."""
     over: dict[tuple[str, str], tuple[Decimal, Decimal, Decimal]] = {}
     for (pool_name, resource), total in model.guaranteed().items():
         ratio = model.limits.ratio_for(pool_name)
@@ -181,7 +275,33 @@ def check_capacity(model: Model) -> Iterator[Finding]:
             f"pool '{pool_name}' {resource}, whose nominal quotas add up to {shown(total)}; capacity is "
             f"{shown(pool.capacity[resource])} x ratio {ratio} = {shown(allowed)} ({names})"
         )
-        for amount, owner, quota, key in top:
+        quota_lines = [owner.at("quotas", quota.index, "resources", key) for _, owner, quota, key in top]
+        reported = top
+        old_pool = base.pools.get(pool_name) if base is not None else None
+        if base is not None:
+            reported = [c for c in top if c[0] > _base_charge(base, c[1], c[2], resource, c[3])]
+        if base is not None and old_pool is not None:
+            old_capacity, old_ratio = old_pool.capacity.get(resource, Decimal(0)), base.limits.ratio_for(pool_name)
+            if old_capacity * old_ratio > allowed:
+                causes = capacity_causes(old_pool, pool) if old_capacity > pool.capacity[resource] else []
+                if old_ratio > ratio:
+                    where = ("poolCapacityRatios", pool_name) if pool_name in model.limits.pool_capacity_ratios \
+                        else ("capacityRatio",)
+                    causes.append((model.limits.at(*where), f"ratio {old_ratio} → {ratio}"))
+                at = causes[0][0] if causes else pool.name_at()
+                why = "; ".join(text for _, text in causes) or "its declaration changed"
+                yield make(
+                    OVER_CAPACITY,
+                    f"pool '{pool_name}' {resource} capacity {shown(old_capacity)} → {shown(pool.capacity[resource])} "
+                    f"({why}): its nominal quotas add up to {shown(total)}, more than {shown(pool.capacity[resource])} "
+                    f"x ratio {ratio} = {shown(allowed)} ({names})",
+                    at,
+                    *[loc for loc, _ in causes[1:]],
+                    *quota_lines,
+                )
+                if not reported:
+                    continue
+        for amount, owner, quota, key in reported or top:
             kind = "department" if isinstance(owner, Department) else "tenant"
             whole = f" (its {key} are whole devices)" if key != _key_of(quota, resource) else ""
             yield make(
@@ -189,6 +309,67 @@ def check_capacity(model: Model) -> Iterator[Finding]:
                 f"{kind} '{owner.name}' holds {shown(amount)}{whole} of {summary}",
                 owner.at("quotas", quota.index, "resources", key),
                 pool.name_at(),
+            )
+
+
+UNASSIGNED = rule(
+    "GG140",
+    "capacity-unassigned",
+    Level.WARNING,
+    "A change leaves more accelerators of a pool on a Kueue cluster in no tenant's or department's nominal quota "
+    "than before, so Kueue admits nothing onto them (borrowing reaches only nominal quota). Needs the base revision "
+    "(validate --base, plan); `gpugov capacity` reports what is unassigned at any time.",
+    "Give them to a department as shared quota or to a tenant, or take the nodes out of the pool.",
+)
+DEVICE_NOUNS = {"nvidia": "GPUs", "amd": "GPUs", "huawei": "NPUs"}
+
+
+def _lowered_quotas(model: Model, base: Model, pool: GPUPool, resource: str) -> list[Location]:
+    """The quota lines of `pool` whose charge of `resource` the change lowered."""
+    return [owner.at("quotas", quota.index, "resources", charge.key) for owner, quota in model.quota_holders()
+            if quota.pool == pool.name for charge in pool.charges(quota)
+            if charge.resource == resource and charge.amount < _base_charge(base, owner, quota, resource, charge.key)]
+
+
+@change_check
+def check_unassigned(model: Model, base: Model | None) -> Iterator[Finding]:
+    """GG140 where the change makes it (the plan's "unassigned" line): at the hardware/ line that
+    added capacity, else at the pool. HAMi memory and compute are shares of devices counted
+    already, so only device counts (whole devices, MIG, vNPU, HAMi vGPUs) are reported."""
+    if base is None:
+        return  # no change to speak of: the standing state is `gpugov capacity`'s
+    guaranteed, guaranteed_before = model.guaranteed(), base.guaranteed()
+    for pool in sorted(model.pools.values(), key=lambda p: p.name):
+        cluster = model.pool_cluster(pool)
+        if cluster is None or model.cluster(cluster).backend != "kueue":
+            continue
+        units = pool.hami_units
+        shares = {units.memory, units.cores} if units else set()
+        old_pool = base.pools.get(pool.name)
+        for resource, capacity in pool.capacity.items():
+            if resource in NON_DEVICE or resource in shares or capacity <= 0:
+                continue
+            left = capacity - guaranteed.get((pool.name, resource), Decimal(0))
+            if left <= 0:
+                continue
+            before = (old_pool.capacity.get(resource, Decimal(0)) - guaranteed_before.get((pool.name, resource), Decimal(0))
+                      if old_pool is not None else Decimal(0))
+            if left <= before:
+                continue
+            if resource == pool.model.resource and units is None:
+                what = f"{pool.model.name} {DEVICE_NOUNS.get(pool.model.vendor, 'devices')} ({resource})"
+            else:
+                what = resource
+            causes = capacity_causes(old_pool, pool) if old_pool is not None else []
+            if not causes and old_pool is not None and (lowered := _lowered_quotas(model, base, pool, resource)):
+                causes = [(at, "") for at in [*lowered, pool.name_at()]]
+            since = f" (before this change: {format_quantity(max(before, Decimal(0)))})"
+            yield make(
+                UNASSIGNED,
+                f"{format_quantity(left)} of {format_quantity(capacity)} {what} of pool '{pool.name}' are in no "
+                f"tenant's or department's nominal quota{since}: Kueue admits nothing onto them",
+                causes[0][0] if causes else pool.name_at(),
+                *[loc for loc, _ in causes[1:]],
             )
 
 

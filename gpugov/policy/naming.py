@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from fnmatch import fnmatchcase
 
 from gpugov.declarations.model import RESERVED_NAMESPACES, Model
-from gpugov.findings import Finding, Level, make, rule
-from gpugov.policy import check
+from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.policy import change_check, check
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -24,7 +24,8 @@ SHARED_NAMESPACE = rule(
     "GG012",
     "namespace-in-two-tenants",
     Level.ERROR,
-    "A namespace is claimed by more than one tenant.",
+    "A namespace is claimed by more than one tenant. With the base revision known (plan, validate --base) it is "
+    "reported at the claim the change added, the older claim related; without one at every claim, each naming the others.",
     "A namespace belongs to exactly one tenant.",
 )
 QUEUE_NAMESPACE = rule(
@@ -91,23 +92,42 @@ def check_names(model: Model) -> Iterator[Finding]:
                 )
 
 
-@check
-def check_namespace_ownership(model: Model) -> Iterator[Finding]:
-    claimed: dict[str, tuple[str, object]] = {}
+def _claims(model: Model) -> dict[str, list[tuple[str, Location]]]:
+    """namespace -> every (tenant, location of its first claim), tenants sorted by name."""
+    claims: dict[str, list[tuple[str, Location]]] = {}
     for name in sorted(model.tenants):
         tenant = model.tenants[name]
         for index, namespace in enumerate(tenant.namespaces):
-            if namespace in claimed:
-                other, location = claimed[namespace]
-                if other != tenant.name:
-                    yield make(
-                        SHARED_NAMESPACE,
-                        f"namespace '{namespace}' is claimed by tenants '{other}' and '{tenant.name}'",
-                        tenant.at("namespaces", index),
-                        location,
-                    )  # type: ignore[arg-type]
-                continue
-            claimed[namespace] = (tenant.name, tenant.at("namespaces", index))
+            holders = claims.setdefault(namespace, [])
+            if all(holder != name for holder, _ in holders):
+                holders.append((name, tenant.at("namespaces", index)))
+    return claims
+
+
+@change_check
+def check_shared_namespaces(model: Model, base: Model | None) -> Iterator[Finding]:
+    """GG012 where the change is: with a base, at each claim the base did not have (the claims it
+    had are the related locations); without one, at every claim, each naming the others."""
+    old = {(t.name, ns) for t in base.tenants.values() for ns in t.namespaces} if base is not None else set()
+    for namespace, holders in sorted(_claims(model).items()):
+        if len(holders) < 2:
+            continue
+        new = [(tenant, at) for tenant, at in holders if (tenant, namespace) not in old]
+        for tenant, at in new or holders:
+            others = [(t, loc) for t, loc in holders if t != tenant]
+            if new and base is not None:
+                named = ", ".join(f"tenant '{t}' ({loc}, {'in the base revision' if (t, namespace) in old else 'new too'})"
+                                  for t, loc in others)
+                message = f"namespace '{namespace}' is newly claimed by tenant '{tenant}' here; also claimed by {named}"
+            else:
+                named = ", ".join(f"tenant '{t}' ({loc})" for t, loc in others)
+                message = f"namespace '{namespace}' is claimed by tenant '{tenant}' here and by {named}"
+            yield make(SHARED_NAMESPACE, message, at, *(loc for _, loc in others))
+
+
+@check
+def check_namespace_ownership(model: Model) -> Iterator[Finding]:
+    for tenant in model.tenants.values():
         seen: set[tuple[str, str]] = set()
         for queue in tenant.queues:
             if queue.namespace not in tenant.namespaces:

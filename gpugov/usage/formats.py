@@ -7,7 +7,7 @@ import csv
 import io
 import json
 from collections import defaultdict
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 
 from gpugov.usage.ledger import Ledger, closure, decimal_string
 
@@ -16,13 +16,54 @@ ROW_COLUMNS = ("tenant", "department", "cost_center", "pool", "resource", "unit"
                "borrowed_hours", "idle_hours", "rate", "cost")
 
 
-def _n(value: Decimal | None) -> str:
-    return "-" if value is None else decimal_string(value)
+CENT = Decimal("0.01")
+
+
+def _h(value: Decimal | None) -> str:
+    """Hours for people (table, markdown): two decimals; csv and json keep the exact micro-hours."""
+    return "-" if value is None else f"{value.quantize(CENT, ROUND_HALF_EVEN):f}"
+
+
+def _money(value: Decimal | None, currency: str | None) -> str:
+    """A cost for people: two decimals and the currency its pool's price declares (spec.currency)."""
+    if value is None:
+        return "-"
+    return f"{value.quantize(CENT, ROUND_HALF_EVEN):f}" + (f" {currency}" if currency else "")
+
+
+def _rate(value: Decimal | None, currency: str | None) -> str:
+    """A unit price as computed (at most 0.000001): rounding it would not multiply to the cost shown."""
+    return "-" if value is None else decimal_string(value) + (f" {currency}" if currency else "")
+
+
+def _sums(amounts: list[tuple[Decimal, str | None]]) -> str:
+    """Costs of pools that may price in different currencies, summed per currency, never across."""
+    by_currency: dict[str | None, Decimal] = defaultdict(Decimal)
+    for amount, currency in amounts:
+        by_currency[currency] += amount
+    if not by_currency:
+        return _money(Decimal(0), None)
+    return ", ".join(_money(total, code) for code, total in sorted(by_currency.items(), key=lambda kv: kv[0] or ""))
 
 
 def _row_cells(book: Ledger) -> list[list[str]]:
-    return [[r.tenant, r.department or "-", r.cost_center or "-", r.pool, r.resource, r.unit, _n(r.admitted_hours),
-             _n(r.in_quota_hours), _n(r.borrowed_hours), _n(r.idle_hours), _n(r.rate), _n(r.cost)] for r in book.rows]
+    return [[r.tenant, r.department or "-", r.cost_center or "-", r.pool, r.resource, r.unit, _h(r.admitted_hours),
+             _h(r.in_quota_hours), _h(r.borrowed_hours), _h(r.idle_hours), _rate(r.rate, book.currency(r.pool)),
+             _money(r.cost, book.currency(r.pool))] for r in book.rows]
+
+
+def _pool_cells(book: Ledger) -> list[list[str]]:
+    return [[c.pool, c.resource, _h(u.hours), _money(u.cost, book.currency(c.pool)), _h(c.hours),
+             _rate(c.rate, book.currency(c.pool)), _money(c.cost, book.currency(c.pool))]
+            for c, u in zip(book.capacity, book.unallocated, strict=True)]
+
+
+def _total_cells(book: Ledger, by: str) -> list[list[str]]:
+    """Per tenant or cost centre: admitted hours and cost, per currency where pools price in several."""
+    costs: dict[str, list[tuple[Decimal, str | None]]] = defaultdict(list)
+    for r in book.rows:
+        costs[(r.tenant if by == "tenant" else r.cost_center) or "-"].append((r.cost or Decimal(0), book.currency(r.pool)))
+    return [[key, _h(hours), _sums(costs[key])] for key, hours, _ in totals(book, by)]
 
 
 def totals(book: Ledger, by: str) -> list[tuple[str, Decimal, Decimal]]:
@@ -38,14 +79,15 @@ def totals(book: Ledger, by: str) -> list[tuple[str, Decimal, Decimal]]:
 
 
 def closure_line(book: Ledger) -> str:
-    charged = sum((r.cost or Decimal(0) for r in book.rows if any(c.pool == r.pool and c.resource == r.resource
-                                                                  for c in book.capacity)), Decimal(0))
-    left = sum((u.cost or Decimal(0) for u in book.unallocated), Decimal(0))
-    whole = sum((c.cost or Decimal(0) for c in book.capacity), Decimal(0))
+    """The verdict is exact (`closure`); the three sums are shown to the cent, per currency."""
+    charged = [(r.cost or Decimal(0), book.currency(r.pool)) for r in book.rows
+               if any(c.pool == r.pool and c.resource == r.resource for c in book.capacity)]
+    left = [(u.cost or Decimal(0), book.currency(u.pool)) for u in book.unallocated]
+    whole = [(c.cost or Decimal(0), book.currency(c.pool)) for c in book.capacity]
     broken = closure(book)
     verdict = "closes" if not broken else "DOES NOT CLOSE: " + "; ".join(broken)
-    return (f"ledger {verdict}: tenants' charges {_n(charged)} + unallocated {_n(left)} = capacity x rate x window "
-            f"{_n(whole)}")
+    return (f"ledger {verdict}: tenants' charges {_sums(charged)} + unallocated {_sums(left)} = capacity x rate x "
+            f"window {_sums(whole)}")
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -59,13 +101,10 @@ def table(book: Ledger) -> str:
     lines += _table([c.upper().replace("_", "-") for c in ROW_COLUMNS], _row_cells(book))
     lines += ["", "unallocated and capacity per pool resource:"]
     lines += _table(["POOL", "RESOURCE", "UNALLOCATED-HOURS", "UNALLOCATED-COST", "CAPACITY-HOURS", "RATE",
-                     "CAPACITY-COST"],
-                    [[c.pool, c.resource, _n(u.hours), _n(u.cost), _n(c.hours), _n(c.rate), _n(c.cost)]
-                     for c, u in zip(book.capacity, book.unallocated, strict=True)])
+                     "CAPACITY-COST"], _pool_cells(book))
     for by in ("tenant", "cost_center"):
         lines += ["", f"per {by.replace('_', ' ')}:"]
-        lines += _table([by.upper().replace("_", "-"), "ADMITTED-HOURS", "COST"],
-                        [[k, _n(h), _n(c)] for k, h, c in totals(book, by)])
+        lines += _table([by.upper().replace("_", "-"), "ADMITTED-HOURS", "COST"], _total_cells(book, by))
     lines += ["", closure_line(book)]
     return "\n".join(lines) + "\n"
 
@@ -80,32 +119,34 @@ def markdown(book: Ledger) -> str:
     lines += md(list(ROW_COLUMNS), _row_cells(book))
     lines += ["", "#### Unallocated and capacity", ""]
     lines += md(["pool", "resource", "unallocated hours", "unallocated cost", "capacity hours", "rate", "capacity cost"],
-                [[c.pool, c.resource, _n(u.hours), _n(u.cost), _n(c.hours), _n(c.rate), _n(c.cost)]
-                 for c, u in zip(book.capacity, book.unallocated, strict=True)])
+                _pool_cells(book))
     for by in ("tenant", "cost_center"):
         lines += ["", f"#### Per {by.replace('_', ' ')}", ""]
-        lines += md([by.replace("_", " "), "admitted hours", "cost"], [[k, _n(h), _n(c)] for k, h, c in totals(book, by)])
+        lines += md([by.replace("_", " "), "admitted hours", "cost"], _total_cells(book, by))
     lines += ["", closure_line(book)]
     return "\n".join(lines) + "\n"
 
 
 def csv_text(book: Ledger) -> str:
     """One table: `section` tenant (a row of the ledger), unallocated or capacity; `hours` is the
-    admitted hours of a tenant row and the hours of the others. Empty cells for what does not apply."""
+    admitted hours of a tenant row and the hours of the others; exact numbers, and the currency of the
+    pool's price where it declares one. Empty cells for what does not apply."""
     def cell(value: Decimal | None) -> str:
         return "" if value is None else decimal_string(value)
 
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["section", *ROW_COLUMNS[:6], "hours", *ROW_COLUMNS[7:]])
+    writer.writerow(["section", *ROW_COLUMNS[:6], "hours", *ROW_COLUMNS[7:], "currency"])
     for r in book.rows:
         writer.writerow(["tenant", r.tenant, r.department or "", r.cost_center or "", r.pool, r.resource, r.unit,
                          cell(r.admitted_hours), cell(r.in_quota_hours), cell(r.borrowed_hours), cell(r.idle_hours),
-                         cell(r.rate), cell(r.cost)])
+                         cell(r.rate), cell(r.cost), book.currency(r.pool) or ""])
     for c, u in zip(book.capacity, book.unallocated, strict=True):
-        writer.writerow(["unallocated", "", "", "", u.pool, u.resource, "", cell(u.hours), "", "", "", "", cell(u.cost)])
+        code = book.currency(c.pool) or ""
+        writer.writerow(["unallocated", "", "", "", u.pool, u.resource, "", cell(u.hours), "", "", "", "", cell(u.cost),
+                         code])
         writer.writerow(["capacity", "", "", "", c.pool, c.resource, "", cell(c.hours), "", "", "", cell(c.rate),
-                         cell(c.cost)])
+                         cell(c.cost), code])
     return out.getvalue()
 
 

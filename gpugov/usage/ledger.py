@@ -82,13 +82,22 @@ class Ledger:
     unallocated: tuple[PoolHours, ...]
     capacity: tuple[PoolHours, ...]
     notes: tuple[str, ...] = ()
+    currencies: tuple[tuple[str, str], ...] = ()  # (pool, ISO 4217 code of its price) where the pool declares one
+
+    def currency(self, pool: str) -> str | None:
+        return dict(self.currencies).get(pool)
 
     def to_json(self) -> dict[str, Any]:
-        """The documented shape `gpugov capacity --usage` reads: every number a decimal string."""
+        """The documented shape `gpugov capacity --usage` reads: every number a decimal string (exact);
+        a row or pool entry of a pool whose price declares its currency carries it (`currency`)."""
         def number(value: Decimal | None) -> str | None:
             return None if value is None else decimal_string(value)
 
-        return {
+        def priced(entry: dict[str, Any], pool: str) -> dict[str, Any]:
+            code = self.currency(pool)
+            return {**entry, "currency": code} if code else entry
+
+        data = {
             "window": {"since": self.window.since.strftime("%Y-%m-%dT%H:%M:%SZ"),
                        "until": self.window.until.strftime("%Y-%m-%dT%H:%M:%SZ")},
             "complete": True,
@@ -103,6 +112,9 @@ class Ledger:
             "capacity": [{"pool": c.pool, "resource": c.resource, "hours": number(c.hours), "rate": number(c.rate),
                           "cost": number(c.cost)} for c in self.capacity],
         }
+        for section in ("rows", "unallocated", "capacity"):
+            data[section] = [priced(entry, entry["pool"]) for entry in data[section]]
+        return data
 
 
 def unit_of(pool: GPUPool | None, resource: str) -> str:
@@ -211,7 +223,8 @@ def ledger(model: Model, cluster: str, window: Window, found: list[Segment],
                 extra.append(f"pool {pool_name} {resource}: {decimal_string(used)} hours admitted, more than its "
                              f"declared capacity of {decimal_string(hours)} over the window")
             unallocated.append(PoolHours(pool_name, resource, left, None, None if rate is None else left * rate))
-    return Ledger(cluster, window, tuple(rows), tuple(unallocated), tuple(capacity), tuple(extra))
+    currencies = tuple(sorted((name, pool.currency) for name, pool in pools.items() if pool.currency))
+    return Ledger(cluster, window, tuple(rows), tuple(unallocated), tuple(capacity), tuple(extra), currencies)
 
 
 def closure(book: Ledger) -> list[str]:
