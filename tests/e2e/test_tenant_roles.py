@@ -119,8 +119,10 @@ def scenario(living: Sandbox, living_org: list[dict[str, Any]]) -> Iterator[clie
             if item.metadata.name.startswith(f"{RUN}-"):
                 batch.delete_namespaced_job(item.metadata.name, namespace, propagation_policy="Foreground")
     core.delete_namespaced_secret(f"{RUN}-platform-credential", "vision")
+    # Only this module's: the living sandbox is shared, and other modules' Workloads are theirs to clean.
     wait_for(lambda: not [w for ns in ("vision", "speech") for w in client.CustomObjectsApi(admin)
-                          .list_namespaced_custom_object(*KUEUE, ns, "workloads")["items"]],
+                          .list_namespaced_custom_object(*KUEUE, ns, "workloads")["items"]
+                          if any(o.get("name", "").startswith(f"{RUN}-") for o in w["metadata"].get("ownerReferences", []))],
              "the module's Workloads to be gone", timeout=120)
 
 
