@@ -29,7 +29,7 @@ from gpugov.doctor.metrics import Sample, parse_samples
 from gpugov.drift.hardware import expected_allocatable
 from gpugov.drift.usage import accelerator_requests
 from gpugov.kube.kinds import KINDS
-from gpugov.kube.objects import LABEL_TENANT
+from gpugov.kube.objects import LABEL_TENANT, selector_matches
 from gpugov.kube.quantity import QuantityError, parse_quantity
 
 VISIBILITY_APISERVICE = "v1beta2.visibility.kueue.x-k8s.io"
@@ -261,24 +261,6 @@ def tenant_namespaces(state: DesiredState) -> tuple[str, ...]:
 # Kueue's managedJobsNamespaceSelector when the Configuration sets none (v0.17's default).
 KUEUE_DEFAULT_NAMESPACE_SELECTOR = {"matchExpressions": [
     {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-system"]}]}
-
-
-def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    """A Kubernetes label selector (matchLabels, matchExpressions) against a label set."""
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expression in selector.get("matchExpressions") or []:
-        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
-        present = key in labels
-        if operator == "In" and not (present and labels[key] in values):
-            return False
-        if operator == "NotIn" and present and labels[key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-    return True
 
 
 def _namespace_labels(state: DesiredState, name: str) -> dict[str, str]:

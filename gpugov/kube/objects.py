@@ -44,3 +44,24 @@ def without_source(metadata: dict[str, Any]) -> dict[str, Any]:
     else:
         meta.pop("annotations", None)
     return meta
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector semantics: None matches nothing, {} everything."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True

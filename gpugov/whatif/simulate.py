@@ -33,6 +33,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from gpugov.kube.objects import selector_matches
 from gpugov.whatif.flavors import MODE_FIT, MODE_NO_FIT, MODE_PREEMPT, Assignment, assign
 from gpugov.whatif.preemption import Preemptor, Target
 from gpugov.whatif.quota import (
@@ -46,7 +47,7 @@ from gpugov.whatif.quota import (
     freeze_local,
     remove_all,
 )
-from gpugov.whatif.setup import DEFAULT_PLACEMENT, FR, NAMESPACE_NAME_LABEL, Placement, Setup, selector_matches
+from gpugov.whatif.setup import DEFAULT_PLACEMENT, FR, NAMESPACE_NAME_LABEL, Placement, Setup
 from gpugov.whatif.state import (
     EVICTING,
     FINISHED,
