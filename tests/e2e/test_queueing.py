@@ -28,6 +28,7 @@ from kubernetes import client
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from tests.conftest import REPO
+from tests.e2e.waiting import condition, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -59,17 +60,6 @@ def workloads(api: client.ApiClient) -> dict[str, dict[str, Any]]:
         if owner.startswith(f"{RUN}-"):
             found[owner] = w
     return found
-
-
-def condition(w: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next((c for c in w.get("status", {}).get("conditions", []) if c["type"] == kind), {})
-
-
-def wait_for(predicate: Any, what: str, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
 
 
 def evaluated(api: client.ApiClient, names: list[str]) -> bool:

@@ -18,7 +18,6 @@ import contextlib
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +29,7 @@ from gpugov.cluster.impersonate import impersonate
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from tests.conftest import REPO
+from tests.e2e.waiting import condition, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -85,17 +85,6 @@ def workload_of(api: client.ApiClient, namespace: str, job_name: str) -> dict[st
         if any(o.get("kind") == "Job" and o.get("name") == job_name for o in w["metadata"].get("ownerReferences", [])):
             return w
     return {}
-
-
-def condition(w: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next((c for c in w.get("status", {}).get("conditions", []) if c["type"] == kind), {})
-
-
-def wait_for(predicate: Any, what: str, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
 
 
 def admitted(api: client.ApiClient, namespace: str, job_name: str) -> bool:

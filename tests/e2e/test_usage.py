@@ -28,6 +28,7 @@ from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
+from tests.e2e.waiting import condition
 from tests.test_usage_prometheus import fake_prometheus, load_fixture
 from tests.test_usage_unit import ORG
 
@@ -63,10 +64,6 @@ def lab(sandbox_binaries: dict[str, Path], tmp_path_factory: pytest.TempPathFact
         yield root, sandbox
         problems = sandbox.problems()
     assert not problems, "\n".join(problems)
-
-
-def condition(w: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next((c for c in w.get("status", {}).get("conditions", []) if c["type"] == kind), {})
 
 
 @pytest.fixture(scope="module")
