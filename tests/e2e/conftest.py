@@ -33,7 +33,7 @@ from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
 from gpugov.sandbox.tools import TOOL_OF, controlplane_binary, tool_binary
-from tests.conftest import REPO
+from tests.helpers.repos import REPO
 
 REQUIRE_ENV = "GPUGOV_REQUIRE_E2E"
 E2E_DIR = Path(__file__).resolve().parent

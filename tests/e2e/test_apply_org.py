@@ -21,7 +21,7 @@ from gpugov.cluster.apply import apply_objects
 from gpugov.compile import compile
 from gpugov.sandbox.nodes import create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
-from tests.conftest import REPO
+from tests.helpers.repos import REPO
 
 pytestmark = pytest.mark.e2e
 

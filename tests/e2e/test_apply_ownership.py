@@ -20,7 +20,7 @@ from kubernetes.dynamic import DynamicClient
 
 from gpugov.cluster.rest import Api, list_all, served_versions
 from gpugov.kube.kinds import KINDS
-from tests.conftest import BASE
+from tests.helpers.repos import BASE
 
 pytestmark = pytest.mark.e2e
 

@@ -12,7 +12,7 @@ from kubernetes import client
 
 from gpugov.cli import main
 from gpugov.sandbox.cluster import Sandbox
-from tests.conftest import REPO
+from tests.helpers.repos import REPO
 
 pytestmark = pytest.mark.e2e
 

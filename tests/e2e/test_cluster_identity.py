@@ -23,7 +23,7 @@ from gpugov.app.pipeline import validate_repo
 from gpugov.cluster.identity import LABEL_IDENTITY, RECORD_NAME, WrongCluster
 from gpugov.cluster.rest import Api, list_all, served_versions
 from gpugov.kube.kinds import KINDS
-from tests.conftest import REPO
+from tests.helpers.repos import REPO
 
 pytestmark = pytest.mark.e2e
 

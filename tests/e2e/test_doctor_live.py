@@ -23,8 +23,8 @@ from gpugov.cli import main
 from gpugov.cluster.apply import apply_objects
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
-from tests.conftest import REPO
-from tests.test_doctor import METRICS, serve_files
+from tests.helpers.repos import REPO
+from tests.unit.test_doctor import METRICS, serve_files
 
 pytestmark = pytest.mark.e2e
 

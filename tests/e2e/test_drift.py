@@ -29,7 +29,7 @@ from gpugov.sandbox import ControlPlane
 from gpugov.sandbox.nodes import create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
 from gpugov.sources import CheckIncomplete
-from tests.conftest import REPO
+from tests.helpers.repos import REPO
 
 pytestmark = pytest.mark.e2e
 

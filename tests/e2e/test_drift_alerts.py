@@ -25,8 +25,8 @@ from gpugov.compile.operations import NOTIFY_STATE
 from gpugov.sandbox import ControlPlane
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
-from tests.conftest import REPO
-from tests.local_http import serving
+from tests.helpers.local_http import serving
+from tests.helpers.repos import REPO
 
 pytestmark = pytest.mark.e2e
 NAMESPACE = "gpugov-system"

@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION
-from tests.conftest import REPO
+from tests.helpers.repos import REPO
 
 pytestmark = pytest.mark.e2e
 

@@ -36,8 +36,8 @@ from gpugov.sandbox import ControlPlane
 from gpugov.sandbox.cluster import Sandbox as LivingSandbox
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
-from tests.conftest import REPO
 from tests.e2e.conftest import REQUIRE_ENV
+from tests.helpers.repos import REPO
 
 pytestmark = pytest.mark.e2e
 

@@ -27,8 +27,8 @@ from kubernetes import client
 
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
-from tests.conftest import REPO
-from tests.e2e.waiting import condition, wait_for
+from tests.helpers.repos import REPO
+from tests.helpers.waiting import condition, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -21,7 +21,7 @@ from kubernetes import client, config
 from gpugov.sandbox.cluster import STATE_FILE
 from gpugov.sandbox.controlplane import process_alive
 from gpugov.sandbox.tools import binary_env, repo_root
-from tests.conftest import REPO
+from tests.helpers.repos import REPO
 
 pytestmark = pytest.mark.e2e
 

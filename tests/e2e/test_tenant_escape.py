@@ -39,8 +39,8 @@ from gpugov.cluster.impersonate import impersonate
 from gpugov.sandbox import crds as crd_mod
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
-from tests.conftest import REPO
 from tests.e2e.conftest import skip_or_fail
+from tests.helpers.repos import REPO
 
 pytestmark = pytest.mark.e2e
 

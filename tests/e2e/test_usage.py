@@ -28,9 +28,9 @@ from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
-from tests.e2e.waiting import condition
-from tests.test_usage_prometheus import fake_prometheus, load_fixture
-from tests.test_usage_unit import ORG
+from tests.helpers.waiting import condition
+from tests.unit.test_usage_prometheus import fake_prometheus, load_fixture
+from tests.unit.test_usage_unit import ORG
 
 pytestmark = pytest.mark.e2e
 

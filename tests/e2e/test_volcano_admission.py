@@ -20,7 +20,7 @@ from gpugov.compile import compile
 from gpugov.sandbox import ControlPlane
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
-from tests.conftest import REPO
+from tests.helpers.repos import REPO
 
 pytestmark = pytest.mark.e2e
 

@@ -1,0 +1,461 @@
+"""gpugov doctor's checks on facts shaped as the API returns them: each check's passing and
+failing cases, the exporters' /metrics fixtures served by a real HTTP server on 127.0.0.1,
+the exit codes, and the README's table of checks. The living-sandbox cases are in
+tests/e2e/test_doctor_live.py."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import http.server
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpugov.app.desired import DesiredState, desired_state
+from gpugov.app.exit import ExitCode
+from gpugov.cli import main
+from gpugov.compile.admission import API as ADMISSION_API
+from gpugov.doctor.checks import (
+    CHECK_IDS,
+    CHECKS,
+    VISIBILITY_APISERVICE,
+    Status,
+    required_crds,
+    run_checks,
+    tenant_namespaces,
+)
+from gpugov.doctor.facts import KUEUE_CONFIG_KEY, KUEUE_CONFIGMAP, Facts, FactsRequest
+from gpugov.doctor.metrics import parse_samples
+from gpugov.doctor.report import checks_table, exit_code, to_json
+from gpugov.doctor.roles import is_tenant_rbac
+from gpugov.sandbox.simulated import simulated_nodes
+from tests.helpers.local_http import serving
+from tests.helpers.repos import FIXTURES, REPO
+
+METRICS = FIXTURES / "metrics"
+
+
+@contextlib.contextmanager
+def serve_files(files: dict[str, Path | bytes]) -> Iterator[str]:
+    """A real HTTP server on 127.0.0.1 serving `files` (path -> file or bytes); yields its base URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = files.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            data = body.read_bytes() if isinstance(body, Path) else body
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with serving(Handler) as url:
+        yield url
+
+
+def crd(name: str, version: str, served: bool = True, storage: bool = True) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"versions": [{"name": version, "served": served,
+                                                              "storage": storage}]},
+            "status": {"conditions": [{"type": "Established", "status": "True"}]}}
+
+
+@pytest.fixture(scope="module")
+def east() -> DesiredState:
+    return desired_state(REPO, "east")
+
+
+def request_for(state: DesiredState, **urls: str) -> FactsRequest:
+    return FactsRequest(
+        crd_names=tuple(required_crds(state)),
+        apiservice_names=(VISIBILITY_APISERVICE,),
+        kueue_namespace="kueue-system",
+        admission=tuple((o["kind"], o["metadata"]["name"]) for o in state.objects if o["apiVersion"] == ADMISSION_API),
+        kueue_metrics_url=urls.get("kueue"),
+        dcgm_metrics_url=urls.get("dcgm"),
+        namespaces=tenant_namespaces(state),
+        rbac=tuple((o["kind"], o["metadata"]["name"]) for o in state.objects
+                   if o["kind"] in ("ClusterRole", "ClusterRoleBinding") and is_tenant_rbac(o)),
+    )
+
+
+def applied_nodes(state: DesiredState) -> list[dict[str, Any]]:
+    """The pools' simulated servers with what `gpugov apply` adds (the compiled node labels)."""
+    patches = {o["metadata"]["name"]: o for o in state.objects if o["kind"] == "Node"}
+    nodes = simulated_nodes(state.model, state.cluster)
+    for node in nodes:
+        node["metadata"]["labels"].update(patches[node["metadata"]["name"]]["metadata"]["labels"])
+    return nodes
+
+
+def healthy(state: DesiredState) -> Facts:
+    """What a cluster that passes every check looks like (GPU Operator installed)."""
+    facts = Facts()
+    facts.crds = {name: crd(name, "v1beta2") for name in required_crds(state)}
+    facts.crds["clusterpolicies.nvidia.com"] = crd("clusterpolicies.nvidia.com", "v1")
+    facts.apiservices = {VISIBILITY_APISERVICE: {"metadata": {"name": VISIBILITY_APISERVICE},
+                                                 "status": {"conditions": [{"type": "Available", "status": "True"}]}}}
+    config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+              "manageJobsWithoutQueueName": True,
+              "managedJobsNamespaceSelector": {"matchExpressions": [{"key": "gpugov.io/tenant", "operator": "Exists"}]},
+              "integrations": {"frameworks": ["batch/job", "pod"]},
+              "metrics": {"enableClusterQueueResources": True},
+              "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}}
+    facts.kueue_configmap = {"metadata": {"name": KUEUE_CONFIGMAP, "namespace": "kueue-system"},
+                             "data": {KUEUE_CONFIG_KEY: json.dumps(config)}}
+    facts.kueue_services = [{"metadata": {"name": "kueue-controller-manager-metrics-service",
+                                          "namespace": "kueue-system"}}]
+    facts.clusterqueues = [
+        {"metadata": {"name": o["metadata"]["name"]},
+         "status": {"conditions": [{"type": "Active", "status": "True"}], "fairSharing": {"weightedShare": 0}}}
+        for o in state.objects if o["kind"] == "ClusterQueue"
+    ]
+    facts.nodes = applied_nodes(state)
+    ready = {"desiredNumberScheduled": 10, "numberReady": 10}
+    facts.daemonsets = [
+        {"metadata": {"name": name, "namespace": "gpu-operator", "labels": {"app": name}}, "status": dict(ready),
+         "spec": {"template": {"spec": {"containers": [{"name": "main", "env": env}]}}}}
+        for name, env in (("nvidia-device-plugin-daemonset", []), ("nvidia-mig-manager", []),
+                          ("nvidia-dcgm-exporter", [{"name": "DCGM_EXPORTER_KUBERNETES", "value": "true"}]))
+    ]
+    facts.clusterpolicies = [{"metadata": {"name": "cluster-policy"}, "status": {"state": "ready"},
+                              "spec": {"mig": {"strategy": "mixed"},
+                                       "migManager": {"config": {"name": state.model.cluster(state.cluster).mig_config_name}}}}]
+    facts.admission = {(o["kind"], o["metadata"]["name"]): copy.deepcopy(o)
+                       for o in state.objects if o["apiVersion"] == ADMISSION_API}
+    facts.namespaces = {o["metadata"]["name"]: copy.deepcopy(o) for o in state.objects if o["kind"] == "Namespace"}
+    facts.rbac = {(o["kind"], o["metadata"]["name"]): copy.deepcopy(o) for o in state.objects
+                  if o["kind"] in ("ClusterRole", "ClusterRoleBinding") and is_tenant_rbac(o)}
+    facts.rolebindings = [copy.deepcopy(o) for o in state.objects if o["kind"] == "RoleBinding"]
+    return facts
+
+
+def outcome(state: DesiredState, facts: Facts, check_id: str, request: FactsRequest | None = None) -> tuple[Status, str]:
+    results = {r.id: r for r in run_checks(state, facts, request or request_for(state))}
+    return results[check_id].status, results[check_id].message
+
+
+def test_a_healthy_cluster_passes_every_check(east: DesiredState) -> None:
+    results = run_checks(east, healthy(east), request_for(east))
+    assert [r.id for r in results] == list(CHECK_IDS)
+    not_passing = {r.id: (r.status, r.message) for r in results if r.status is not Status.PASS}
+    assert not_passing == {}  # DR017 without --dcgm-metrics reads the exporter DaemonSet's env
+    assert exit_code(results) is ExitCode.OK
+
+
+def _node(facts: Facts, name: str) -> dict[str, Any]:
+    return next(n for n in facts.nodes if n["metadata"]["name"] == name)
+
+
+def _failing(east: DesiredState, break_it: Any) -> Facts:
+    facts = healthy(east)
+    break_it(facts)
+    return facts
+
+
+def _fair_sharing_off_without_configmap(facts: Facts) -> None:
+    """A Kueue whose ClusterQueues show no fair sharing, and no ConfigMap to read its settings from."""
+    for cq in facts.clusterqueues:
+        del cq["status"]["fairSharing"]
+    facts.kueue_configmap = None
+
+
+# Each check fails on one break of the healthy cluster (the message must say what broke).
+FAILURES = {
+    "DR001": (lambda f: f.crds.pop("cohorts.kueue.x-k8s.io"), "cohorts.kueue.x-k8s.io"),
+    "DR002": (lambda f: f.crds.update({"clusterqueues.kueue.x-k8s.io": crd("clusterqueues.kueue.x-k8s.io", "v1beta1")}),
+              "serves v1beta1"),
+    "DR003": (lambda f: _fair_sharing_off_without_configmap(f), "no status.fairSharing"),
+    "DR004": (lambda f: f.kueue_configmap["data"].update({KUEUE_CONFIG_KEY: "manageJobsWithoutQueueName: false\n"}),
+              "manageJobsWithoutQueueName is false"),
+    "DR005": (lambda f: f.apiservices[VISIBILITY_APISERVICE]["status"].update(
+        {"conditions": [{"type": "Available", "status": "False", "reason": "FailedDiscoveryCheck",
+                         "message": "failing or missing response from https://127.0.0.1:1"}]}), "failing or missing"),
+    "DR010": (lambda f: f.clusterpolicies[0].update({"status": {"state": "notReady"}}), "notReady"),
+    "DR011": (lambda f: _node(f, "h100-02")["status"]["allocatable"].update({"nvidia.com/gpu": "0"}), "h100-02 (h100)"),
+    "DR012": (lambda f: _node(f, "a100-03")["metadata"]["labels"].pop("nvidia.com/gpu.product"), "a100-03"),
+    "DR013": (lambda f: _node(f, "a100-02")["metadata"]["labels"].update({"nvidia.com/mig.strategy": "single"}),
+              "a100-02 (single)"),
+    "DR014": (lambda f: _node(f, "a100-01")["metadata"]["labels"].update({"nvidia.com/mig.config.state": "failed"}),
+              "a100-01 (failed)"),
+    "DR015": (lambda f: f.clusterpolicies[0]["spec"]["migManager"].update({"config": {"name": "default-mig-parted-config"}}),
+              "default-mig-parted-config"),
+    "DR016": (lambda f: f.daemonsets[2]["status"].update({"numberReady": 7}), "7/10 ready"),
+    "DR017": (lambda f: f.daemonsets[2]["spec"]["template"]["spec"]["containers"][0]["env"][0].update({"value": "false"}),
+              "DCGM_EXPORTER_KUBERNETES=false"),
+    "DR020": (lambda f: setattr(f, "nodes", [n for n in f.nodes if not n["metadata"]["name"].startswith("a100")]),
+              "pool a100-mig"),
+    "DR021": (lambda f: _node(f, "h100-05")["metadata"]["labels"].update({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}),
+              "h100-05 is NVIDIA-A100-SXM4-80GB"),
+    "DR030": (lambda f: f.admission.pop(("ValidatingAdmissionPolicyBinding", "gpugov-accelerators-need-a-queue")),
+              "ValidatingAdmissionPolicyBinding gpugov-accelerators-need-a-queue"),
+    "DR040": (lambda f: f.crds.update({"jobsets.jobset.x-k8s.io": crd("jobsets.jobset.x-k8s.io", "v1alpha2")}),
+              "jobset.x-k8s.io/jobset (CRD jobsets.jobset.x-k8s.io installed)"),
+    "DR041": (lambda f: f.namespaces["nlp-train"]["metadata"]["labels"].pop("pod-security.kubernetes.io/enforce"),
+              "nlp-train (enforce none)"),
+    "DR042": (lambda f: f.admission[("ValidatingAdmissionPolicy", "gpugov-workload-ownership")]["spec"][
+        "matchConditions"][0].update({"expression": "false"}),
+              "ValidatingAdmissionPolicy gpugov-workload-ownership at spec.matchConditions[0].expression"),
+    "DR050": (lambda f: f.rbac[("ClusterRole", "gpugov-tenant-member")]["rules"].append(
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}),
+              "ClusterRole gpugov-tenant-member grants more than compiled: get secrets, list secrets"),
+    "DR051": (lambda f: f.rolebindings.append({"metadata": {"name": "gpugov-owners", "namespace": "vision"}, "roleRef": {
+        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"}, "subjects": []}),
+              "RoleBinding vision/gpugov-owners -> edit"),
+}
+
+
+@pytest.mark.parametrize("check_id", sorted(FAILURES))
+def test_each_check_fails_on_its_break(east: DesiredState, check_id: str) -> None:
+    break_it, expected = FAILURES[check_id]
+    status, message = outcome(east, _failing(east, break_it), check_id)
+    assert status is Status.FAIL, message
+    assert expected in message
+
+
+def test_every_check_has_a_failing_case() -> None:
+    # DR006 fails on a scrape (test_kueue_metrics_from_a_real_http_server); the rest here.
+    assert set(FAILURES) | {"DR006"} == set(CHECK_IDS)
+
+
+def test_fair_sharing_off_in_the_configmap_fails_even_when_status_still_shows_it(east: DesiredState) -> None:
+    facts = healthy(east)
+    facts.kueue_configmap["data"][KUEUE_CONFIG_KEY] = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+    status, message = outcome(east, facts, "DR003")
+    assert status is Status.FAIL and "turns fair sharing off" in message
+    # v1beta1 Configurations spell it fairSharing.enable.
+    facts.kueue_configmap["data"][KUEUE_CONFIG_KEY] = "apiVersion: config.kueue.x-k8s.io/v1beta1\nfairSharing: {enable: true}\n"
+    assert outcome(east, facts, "DR003")[0] is Status.PASS
+
+
+def test_kueue_settings_that_cannot_be_observed_are_skipped_not_passed(east: DesiredState) -> None:
+    facts = healthy(east)
+    facts.kueue_configmap = None
+    assert outcome(east, facts, "DR004")[0] is Status.SKIP
+    facts.clusterqueues = []  # nothing reconciled yet and no ConfigMap: fair sharing cannot be seen
+    assert outcome(east, facts, "DR003")[0] is Status.SKIP
+    results = run_checks(east, facts, request_for(east))
+    assert exit_code(results) is ExitCode.OK  # a skip is not a failure, and nothing went unread
+
+
+def test_missing_visibility_apiservice_fails(east: DesiredState) -> None:
+    facts = healthy(east)
+    facts.apiservices = {}
+    status, message = outcome(east, facts, "DR005")
+    assert status is Status.FAIL and "is missing" in message
+
+
+def test_no_gpu_operator_crds_skip_its_checks_and_the_nodes_speak(east: DesiredState) -> None:
+    facts = healthy(east)
+    del facts.crds["clusterpolicies.nvidia.com"]
+    facts.clusterpolicies = []
+    facts.daemonsets = []
+    results = {r.id: r for r in run_checks(east, facts, request_for(east))}
+    assert results["DR010"].status is Status.SKIP and "no GPU Operator CRDs" in results["DR010"].message
+    assert results["DR015"].status is Status.SKIP
+    for check_id in ("DR011", "DR012", "DR013", "DR014"):
+        assert results[check_id].status is Status.PASS, results[check_id].message
+    assert results["DR016"].status is Status.WARN  # no exporter found: idle GPUs cannot be measured
+
+
+def test_mig_state_pending_warns_and_missing_fails(east: DesiredState) -> None:
+    facts = healthy(east)
+    _node(facts, "a100-01")["metadata"]["labels"]["nvidia.com/mig.config.state"] = "pending"
+    assert outcome(east, facts, "DR014")[0] is Status.WARN
+    del _node(facts, "a100-02")["metadata"]["labels"]["nvidia.com/mig.config.state"]
+    status, message = outcome(east, facts, "DR014")
+    assert status is Status.FAIL and "a100-02 (no state)" in message
+
+
+def test_selector_pool_with_another_node_count_warns(tmp_path: Path) -> None:
+    from tests.helpers.repos import write
+
+    root = tmp_path / "org"
+    write(root, "policies/clusters.yaml", "apiVersion: gpugov.io/v1alpha1\nkind: Cluster\nmetadata: {name: c}\n"
+          "spec: {backend: kueue}\n")
+    write(root, "hardware/pool.yaml", "apiVersion: gpugov.io/v1alpha1\nkind: GPUPool\nmetadata: {name: sel}\n"
+          "spec:\n  cluster: c\n  accelerator: {model: H100-80GB}\n  acceleratorsPerNode: 8\n"
+          "  nodeSelector: {matchLabels: {rack: r9}}\n  nodeCount: 3\n")
+    state = desired_state(root, "c")
+    node = {"metadata": {"name": "x1", "labels": {"rack": "r9", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                                                 "nvidia.com/gpu.count": "8"}},
+            "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
+    facts = Facts(nodes=[node])
+    assert outcome(state, facts, "DR020") == (Status.WARN, "selector pools with another node count: sel has 1, declares 3")
+    facts.nodes = []
+    assert outcome(state, facts, "DR020") == (Status.FAIL, "no node in the cluster for pool sel")
+
+
+def test_volcano_cluster_checks_volcano_crds_and_skips_kueue_settings() -> None:
+    west = desired_state(REPO, "west")
+    assert required_crds(west) == ["queues.scheduling.volcano.sh"]
+    facts = Facts(crds={"queues.scheduling.volcano.sh": crd("queues.scheduling.volcano.sh", "v1beta1")},
+                  nodes=simulated_nodes(west.model, "west"))
+    results = {r.id: r for r in run_checks(west, facts, request_for(west))}
+    assert results["DR001"].status is Status.PASS and results["DR002"].status is Status.PASS
+    for check_id in ("DR003", "DR004", "DR005", "DR006"):
+        assert results[check_id].status is Status.SKIP and "not Kueue" in results[check_id].message
+    assert results["DR011"].status is Status.PASS  # Ascend nodes advertise huawei.com/Ascend910
+    assert results["DR021"].status is Status.PASS
+    assert results["DR012"].status is Status.SKIP  # no NVIDIA pool: nothing for GFD to label
+
+
+def test_an_unreadable_source_makes_its_checks_incomplete_and_the_exit_3(east: DesiredState) -> None:
+    facts = healthy(east)
+    facts.unreadable["daemonsets"] = "GET https://x/apis/apps/v1/daemonsets: 403 Forbidden"
+    results = run_checks(east, facts, request_for(east))
+    incomplete = sorted(r.id for r in results if r.incomplete)
+    assert incomplete == ["DR011", "DR015", "DR016", "DR017"]
+    assert all(r.status is Status.SKIP and "403 Forbidden" in r.message for r in results if r.incomplete)
+    assert exit_code(results) is ExitCode.INCOMPLETE
+    facts.nodes = []  # a failure outranks "could not check"
+    assert exit_code(run_checks(east, facts, request_for(east))) is ExitCode.FINDINGS
+
+
+def test_metrics_parser_reads_labels_with_escapes_and_skips_junk() -> None:
+    samples = parse_samples('# HELP x\nx_total{a="1",b="q\\"uote,}"} 3 1700000000\nnot a metric line {\ny 4.5e+01\n')
+    assert [(s.name, s.labels, s.value) for s in samples] == [
+        ("x_total", {"a": "1", "b": 'q"uote,}'}, "3"), ("not", {}, "a"), ("y", {}, "4.5e+01")]
+
+
+def _scraped(state: DesiredState, files: dict[str, Path], kueue: str | None = None,
+             dcgm: str | None = None, pods: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Doctor's checks with the exporters' /metrics read over HTTP by the real reader."""
+    from gpugov.cluster.inventory import scrape
+    from gpugov.sources import CheckIncomplete
+
+    with serve_files(files) as base:
+        request = request_for(state, **{k: f"{base}{v}" for k, v in (("kueue", kueue), ("dcgm", dcgm)) if v})
+        facts = healthy(state)
+        facts.pods = pods if pods is not None else []
+        for source, url, field in (("kueue-metrics", request.kueue_metrics_url, "kueue_metrics"),
+                                   ("dcgm-metrics", request.dcgm_metrics_url, "dcgm_metrics")):
+            if url:
+                try:
+                    setattr(facts, field, scrape(url))
+                except CheckIncomplete as exc:
+                    facts.unreadable[source] = str(exc)
+        return {r.id: r for r in run_checks(state, facts, request)}
+
+
+def test_kueue_metrics_from_a_real_http_server(east: DesiredState) -> None:
+    files = {"/full": METRICS / "kueue-full.txt", "/no-usage": METRICS / "kueue-no-usage.txt",
+             "/other": METRICS / "not-kueue.txt"}
+    assert _scraped(east, files, kueue="/full")["DR006"].status is Status.PASS
+    no_usage = _scraped(east, files, kueue="/no-usage")["DR006"]
+    assert no_usage.status is Status.WARN and "enableClusterQueueResources" in no_usage.hint
+    other = _scraped(east, files, kueue="/other")["DR006"]
+    assert other.status is Status.FAIL and "serves no kueue_ metric" in other.message
+    gone = _scraped(east, files, kueue="/missing")["DR006"]
+    assert gone.incomplete and "404" in gone.message
+
+
+def _gpu_pod(namespace: str, name: str, node: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": namespace, "name": name},
+            "spec": {"nodeName": node, "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+            "status": {"phase": "Running"}}
+
+
+def test_dcgm_metrics_and_pod_labels_from_a_real_http_server(east: DesiredState) -> None:
+    files = {"/pods": METRICS / "dcgm-with-pods.txt", "/nopods": METRICS / "dcgm-without-pods.txt",
+             "/noutil": METRICS / "dcgm-no-utilisation.txt", "/other": METRICS / "not-kueue.txt"}
+    running = [_gpu_pod("nlp-train", "train-0", "h100-01")]
+    with_pods = _scraped(east, files, dcgm="/pods", pods=running)
+    assert with_pods["DR016"].status is Status.PASS
+    assert with_pods["DR017"].status is Status.PASS and "nlp-train/train-0" in with_pods["DR017"].message
+    without = _scraped(east, files, dcgm="/nopods", pods=running)
+    assert without["DR017"].status is Status.FAIL and "nlp-train/train-0" in without["DR017"].message
+    assert _scraped(east, files, dcgm="/nopods", pods=[])["DR017"].status is Status.WARN  # nothing to attribute
+    assert _scraped(east, files, dcgm="/noutil")["DR016"].status is Status.WARN
+    assert _scraped(east, files, dcgm="/other")["DR016"].status is Status.FAIL
+
+
+def test_doctor_json_and_text_reports(east: DesiredState) -> None:
+    from gpugov.doctor.report import markdown, text
+
+    facts = healthy(east)
+    facts.apiservices = {}
+    results = run_checks(east, facts, request_for(east))
+    body = json.loads(to_json(results, "east", "kueue"))
+    assert body["exit_code"] == 1
+    assert [c["id"] for c in body["checks"]] == list(CHECK_IDS)
+    failed = [c for c in body["checks"] if c["status"] == "fail"]
+    assert [c["id"] for c in failed] == ["DR005"] and failed[0]["hint"]
+    assert body["summary"] == {"pass": len(CHECKS) - 1, "warn": 0, "fail": 1, "skip": 0}
+    printed = text(results, "cluster east (kueue)")
+    assert "DR005 fail" in printed and "hint: Check the APIService" in printed
+    assert printed.rstrip().endswith(f"{len(CHECKS)} checks: {len(CHECKS) - 1} pass, 0 warn, 1 fail, 0 skip")
+    assert "| DR005 | kueue-visibility-api | ❌ fail |" in markdown(results, "cluster east (kueue)")
+
+
+def test_readme_lists_every_check_with_what_it_reads(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--list-checks"]) == 0
+    printed = capsys.readouterr().out
+    assert printed == checks_table()
+    assert printed in (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(set(CHECK_IDS)) == len(CHECKS)
+
+
+def test_doctor_on_an_unreachable_cluster_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
+        "users": [{"name": "x", "user": {"token": "t"}}],
+    }))
+    code = main(["doctor", str(REPO), "--cluster", "east", "--kubeconfig", str(kubeconfig), "--format", "json"])
+    body = json.loads(capsys.readouterr().out)
+    assert code == ExitCode.INCOMPLETE
+    unread = [c for c in body["checks"] if c["incomplete"]]
+    assert unread and all("could not check" in c["message"] for c in unread)
+    assert {c["status"] for c in body["checks"]} <= {"skip"}
+
+
+def test_a_vnpu_node_is_checked_against_its_layout_not_whole_devices(tmp_path: Path) -> None:
+    """Issue #23 item 2: an Ascend node split into its declared vNPU layout advertises the
+    templates (Ascend910-10c.3cpu.32g: 16) and 0 whole NPUs; drift accepts it, so must DR021."""
+    import shutil
+
+    root = tmp_path / "org"
+    for folder in ("tenants", "policies", "hardware"):
+        shutil.copytree(REPO / folder, root / folder)
+    pool = root / "hardware" / "ascend.yaml"
+    text = pool.read_text().replace("  nodes:\n", "  vnpuLayouts:\n    half: {vir10_3c_32g: 2}\n  nodes:\n")
+    pool.write_text(text.replace("    - name: ascend-04\n", "    - name: ascend-04\n    - {name: ascend-05, vnpuLayout: half}\n"))
+    west = desired_state(root, "west")
+    nodes = simulated_nodes(west.model, "west")
+    (split,) = [n for n in nodes if n["metadata"]["name"] == "ascend-05"]
+    assert split["status"]["capacity"]["huawei.com/Ascend910-10c.3cpu.32g"] == "16"
+    assert split["status"]["capacity"]["huawei.com/Ascend910"] == "0"
+    facts = Facts(crds={"queues.scheduling.volcano.sh": crd("queues.scheduling.volcano.sh", "v1beta1")}, nodes=nodes)
+    assert outcome(west, facts, "DR021") == (Status.PASS, "5 pool nodes have the declared model and accelerator count")
+    split["status"]["capacity"]["huawei.com/Ascend910-10c.3cpu.32g"] = "14"  # one NPU not split
+    split["status"]["capacity"]["huawei.com/Ascend910"] = "1"
+    status, message = outcome(west, facts, "DR021")
+    assert status is Status.FAIL
+    assert message == ("2 mismatches: ascend-05 has 1 huawei.com/Ascend910, pool ascend-910b declares 0 (vNPU layout "
+                       "half), ascend-05 has 14 huawei.com/Ascend910-10c.3cpu.32g, pool ascend-910b declares 16 (vNPU "
+                       "layout half)")
+
+
+def test_tenant_roles_missing_or_rebound_fail(east: DesiredState) -> None:
+    """DR050: a binding gone, or one naming subjects the declarations do not, is a failure."""
+    facts = healthy(east)
+    facts.rolebindings = [b for b in facts.rolebindings if b["metadata"]["name"] != "gpugov-tenant-members"]
+    status, message = outcome(east, facts, "DR050")
+    assert status is Status.FAIL and "RoleBinding vision/gpugov-tenant-members" in message
+    facts = healthy(east)
+    binding = next(b for b in facts.rolebindings if b["metadata"]["name"] == "gpugov-tenant-viewers")
+    binding["subjects"].append({"kind": "Group", "name": "system:authenticated"})
+    status, message = outcome(east, facts, "DR050")
+    assert status is Status.FAIL and "not declared: system:authenticated" in message
