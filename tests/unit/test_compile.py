@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from decimal import Decimal
 from pathlib import Path
 
@@ -12,9 +11,9 @@ from gpugov.app.pipeline import validate_repo
 from gpugov.compile import APPLY_ORDER, compile, object_key
 from gpugov.compile.common import ANNOTATION_SOURCE, MANAGED_BY
 from gpugov.manifests import manifest_files
+from tests.helpers.golden import assert_golden_tree
 from tests.helpers.repos import GOLDEN, REPO, write
 
-GOLDEN = GOLDEN
 CASES = [("east", "kueue"), ("east", "volcano"), ("west", "kueue"), ("west", "volcano")]
 
 
@@ -30,12 +29,7 @@ def test_golden_manifests(model, cluster: str, backend: str) -> None:
     """Rendered files match tests/golden; GPUGOV_UPDATE_GOLDEN=1 rewrites them after a reviewed change."""
     files = manifest_files(compile(model, backend, cluster))
     folder = GOLDEN / f"{cluster}-{backend}"
-    if os.environ.get("GPUGOV_UPDATE_GOLDEN") == "1":
-        for rel, text in files.items():
-            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-            (folder / rel).write_text(text)
-    expected = {p.relative_to(folder).as_posix(): p.read_text() for p in folder.rglob("*.yaml")}
-    assert files == expected
+    assert_golden_tree(folder, files)
 
 
 @pytest.mark.parametrize(("cluster", "backend"), CASES)

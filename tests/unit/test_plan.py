@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from gpugov.cli import main
+from tests.helpers.golden import assert_golden_file
 from tests.helpers.repos import BASE, GOLDEN, write
 
-GOLDEN = GOLDEN / "plan"
+PLAN_GOLDEN = GOLDEN / "plan"
 GIT_ENV = {
     **os.environ,
     "GIT_AUTHOR_NAME": "gpugov-test", "GIT_AUTHOR_EMAIL": "test@example.com",
@@ -115,11 +116,7 @@ def test_golden_markdown(tmp_path: Path, capsys, scenario: str) -> None:
     repo = make_repo(tmp_path, SCENARIOS[scenario])
     code, out, _ = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD")
     assert code == 0
-    golden = GOLDEN / f"{scenario}.md"
-    if os.environ.get("GPUGOV_UPDATE_GOLDEN") == "1":
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(out)
-    assert out == golden.read_text()
+    assert_golden_file(PLAN_GOLDEN / f"{scenario}.md", out)
 
 
 def test_plan_content_and_risks(tmp_path: Path, capsys) -> None:

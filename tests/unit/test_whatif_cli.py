@@ -15,12 +15,13 @@ import pytest
 from gpugov.cli import main
 from gpugov.whatif.importers import Mapping, alibaba, helios
 from gpugov.whatif.trace import Job, TraceError, dump_trace, parse_trace, read_trace
+from tests.helpers.golden import assert_golden_file
 from tests.helpers.repos import FIXTURES, GOLDEN
 
 FIXTURES = FIXTURES
 ORG = FIXTURES / "whatif" / "org"
 TRACES = FIXTURES / "traces"
-GOLDEN = GOLDEN / "whatif"
+WHATIF_GOLDEN = GOLDEN / "whatif"
 GIT_ENV = {
     **os.environ,
     "GIT_AUTHOR_NAME": "gpugov-test", "GIT_AUTHOR_EMAIL": "test@example.com",
@@ -148,11 +149,7 @@ def test_golden_pr_comment_of_moving_8_gpus(tmp_path: Path, capsys) -> None:
     code, out, err = run(capsys, "whatif", str(repo), "--base", "HEAD~1", "--head", "HEAD",
                          "--trace", str(TRACES / "two-teams.csv"))
     assert code == 0, err
-    golden = GOLDEN / "move-8-gpus.md"
-    if os.environ.get("GPUGOV_UPDATE_GOLDEN") == "1":
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(out)
-    assert out == golden.read_text()
+    assert_golden_file(WHATIF_GOLDEN / "move-8-gpus.md", out)
     # What the move must show, whatever the exact numbers: vision (24 now) waits less and
     # borrows nothing, nlp (8 now) borrows more.
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in out.splitlines()
