@@ -1,7 +1,10 @@
 """drift: compile's desired state against the live cluster (and NVML/DCGM readings).
 
-`check(model, objects, live, backend)` is pure: the comparisons in objects.py, hardware.py,
-usage.py and idle.py; reading the cluster (kube.py) and Prometheus (idle.py) is the edge.
+`check(model, objects, live, backend, cluster)` is pure: it compares a `LiveState` (live.py)
+with the declarations, in objects.py (objects and fields), hardware.py (node labels, MIG),
+agent.py (the node agents' NVML snapshots), usage.py (accelerators used outside a queue) and
+idle.py (DCGM utilisation); the rules are in rules.py. Reading the cluster, Prometheus and the
+agents into a LiveState is the edge: gpugov.cluster.observe.
 """
 
 from __future__ import annotations
