@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,7 @@ JOBS_PER_ORG = 25
 SCALE = 4  # wall seconds per trace second: Kueue's and the sandbox's latencies (a tenth of a second to
 # seconds on a busy 2-core machine) stay small against the spacing of the events
 TIE_S = 1.5  # admissions this close on the real Kueue count as simultaneous (their order is the API's)
+LATE_S = 2.0  # a watch event this long after the API's own transition time (1 s resolution) was late
 ADMISSION_WRITE_MS = 200  # Kueue takes the quota this long before its admission shows in the API
 TOLERANCE_S = 6.0  # |simulated - real| mean wait per tenant, seconds ...
 TOLERANCE_SHARE = 0.25  # ... or this share of the real mean, whichever is larger
@@ -148,6 +150,7 @@ class Seen:
     finished: float | None = None
     order: list[int] = field(default_factory=list)  # global sequence numbers of its admissions
     created: float | None = None  # when the Workload (Kueue's view of the Job) appeared
+    late: int = 0  # events the watch delivered LATE_S or more after the API's transition time
     pending: list[tuple[float, str]] = field(default_factory=list)  # why Kueue said it waits, when
 
 
@@ -162,6 +165,7 @@ class Watcher(threading.Thread):
         self.stopping = threading.Event()
         self.lock = threading.Lock()
         self.state: dict[str, dict[str, str]] = {}
+        self.wall_minus_monotonic = time.time() - time.monotonic()
 
     def run(self) -> None:
         version = ""
@@ -183,30 +187,45 @@ class Watcher(threading.Thread):
                     raise
                 version = ""
 
+    def _when(self, now: float, transition: str | None, seen: Seen) -> float:
+        """When a condition changed: the watch's own time, unless the event came LATE_S or more after
+        the transition time the API recorded (a watch that fell behind or was re-listed on a busy
+        machine); then the middle of the API's second."""
+        if not transition:
+            return now
+        at = datetime.fromisoformat(transition.replace("Z", "+00:00")).timestamp() - self.wall_minus_monotonic
+        if now - at < LATE_S:
+            return now
+        seen.late += 1
+        return at + 0.5
+
     def _observe(self, obj: dict[str, Any], now: float) -> None:
         owners = obj["metadata"].get("ownerReferences") or [{}]
         job = owners[0].get("name", "")
-        conditions = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
+        listed = (obj.get("status") or {}).get("conditions") or []
+        conditions = {c["type"]: c["status"] for c in listed}
+        changed = {c["type"]: c.get("lastTransitionTime") for c in listed}
         with self.lock:
             before = self.state.get(job, {})
             seen = self.seen.setdefault(job, Seen())
             if seen.created is None:
-                seen.created = now
+                seen.created = self._when(now, obj["metadata"].get("creationTimestamp"), seen)
             message = next((c.get("message", "") for c in (obj.get("status") or {}).get("conditions") or []
                             if c["type"] == "QuotaReserved" and c["status"] == "False"), "")
             if message and (not seen.pending or seen.pending[-1][1] != message):
-                seen.pending.append((now, message))
+                first = not seen.pending
+                seen.pending.append((self._when(now, changed.get("QuotaReserved"), seen) if first else now, message))
             if conditions.get("QuotaReserved") == "True" and before.get("QuotaReserved") != "True":
                 self.sequence += 1
-                seen.admitted.append(now)
+                seen.admitted.append(self._when(now, changed.get("QuotaReserved"), seen))
                 seen.order.append(self.sequence)
             if conditions.get("QuotaReserved") != "True" and before.get("QuotaReserved") == "True" \
                     and conditions.get("Finished") != "True":
-                seen.released.append(now)
+                seen.released.append(self._when(now, changed.get("QuotaReserved"), seen))
             if conditions.get("Evicted") == "True" and before.get("Evicted") != "True":
-                seen.evicted.append(now)
+                seen.evicted.append(self._when(now, changed.get("Evicted"), seen))
             if conditions.get("Finished") == "True" and seen.finished is None:
-                seen.finished = now
+                seen.finished = self._when(now, changed.get("Finished"), seen)
             self.state[job] = conditions
 
 
@@ -243,7 +262,7 @@ def replayed(sandbox_binaries: dict[str, Path], tmp_path_factory: pytest.TempPat
         result = validate_repo(root)
         assert result.model is not None and not result.errors, result.errors
         # The admission policies of two organisations share names; the replay needs only Kueue's objects.
-        objects = [o for o in compile(result.model, "kueue")
+        objects = [o for o in compile(result.model, backend="kueue")
                    if not o["apiVersion"].startswith("admissionregistration.k8s.io/")]
         orgs[name] = {"model": result.model, "objects": objects}
     traces = {"calm": trace("calm", ["calm-batch"], seed=11), "busy": trace("busy", ["busy-low", "busy-high"], seed=12)}
@@ -329,7 +348,7 @@ def test_without_preemption_the_admission_order_matches_exactly(replayed: dict[s
     seen = replayed["seen"]
     calm = replayed["traces"]["calm"]
     assert not any(seen[j.id].evicted for j in calm), "the calm organisation preempted"
-    real = [j.id for j in sorted(calm, key=lambda j: seen[j.id].order[0])]
+    real = [j.id for j in sorted(calm, key=lambda j: (seen[j.id].admitted[0], seen[j.id].order[0]))]
     real_at = {i: seen[i].admitted[0] for i in real}
     _jobs, outcome = replay(replayed, "calm")
     simulated: list[str] = []
@@ -345,7 +364,8 @@ def test_without_preemption_the_admission_order_matches_exactly(replayed: dict[s
     report("calm", {"jobs": len(calm), "order_matches_exactly": simulated == real,
                     "same_position": sum(a == b for a, b in zip(simulated, real, strict=True)),
                     "ordered_pairs": len(pairs), "discordant_pairs": len(discordant),
-                    "jobs_that_waited": sum(w > 1.5 for w in waited)})
+                    "jobs_that_waited": sum(w > 1.5 for w in waited),
+                    "late_watch_events": sum(seen[j.id].late for j in calm)})
     assert sum(w > 1.5 for w in waited) >= 8, "the trace hardly queued: it tests nothing"
     assert not discordant, "\n".join(
         f"{i:3d} sim {a:10s} real {b} at {real_at[b] - replayed['start']:.2f}"
@@ -368,7 +388,8 @@ def test_with_cohorts_and_preemption_mean_waits_agree(replayed: dict[str, Any]) 
         rows[tenant] = {"jobs": len(mine), "real_mean_wait_s": round(real, 2), "simulated_mean_wait_s": round(simulated, 2),
                         "real_preemptions": sum(len(seen[j.id].evicted) for j in mine),
                         "simulated_preemptions": sum(by_id[j.id].preemptions for j in mine)}
-    report("busy", {"tenants": rows, "eviction_delay_ms": eviction_delay_ms})
+    report("busy", {"tenants": rows, "eviction_delay_ms": eviction_delay_ms,
+                    "late_watch_events": sum(seen[j.id].late for j in busy)})
     assert sum(r["real_preemptions"] for r in rows.values()) > 0, "nothing was preempted: the trace tests nothing"
     for tenant, row in rows.items():
         allowed = max(TOLERANCE_S, TOLERANCE_SHARE * row["real_mean_wait_s"])
