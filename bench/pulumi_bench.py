@@ -59,7 +59,7 @@ def bench_org(
     result = validate_repo(root)
     assert result.model is not None and not result.errors, result.errors[:3]
     model = result.model
-    objects = compile(model, None, cluster)
+    objects = compile(model, cluster=cluster)
     rows = []
     with Sandbox() as sandbox:
         cp = sandbox.cp

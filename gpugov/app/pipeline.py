@@ -10,8 +10,9 @@ from pathlib import Path
 
 from gpugov.app.exit import ExitCode
 from gpugov.compile import compile
+from gpugov.declarations.build import build_model
 from gpugov.declarations.loader import DECLARATION_DIRS, UNREADABLE, SourceFile, load_files, tree_files
-from gpugov.declarations.model import Model, build_model
+from gpugov.declarations.model import Model
 from gpugov.declarations.schema import check_document
 from gpugov.findings import Finding, Level
 from gpugov.kube.objects import Object
@@ -111,7 +112,7 @@ def _validate(root: Path, files: list[SourceFile], conformance: bool, base: Mode
     result.model = model
     if conformance and not result.errors:
         for cluster in model.cluster_names():
-            result.compiled[cluster] = compile(model, None, cluster)
+            result.compiled[cluster] = compile(model, cluster=cluster)
             result.findings.extend(check_objects(result.compiled[cluster]))
     result.findings.sort(key=Finding.sort_key)
     return result

@@ -21,10 +21,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from gpugov.kube.objects import Object
+from gpugov.kube.names import KUEUE_API
+from gpugov.kube.objects import LABEL_TENANT, Object
 from gpugov.kube.quantity import parse_quantity
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
 FlavorResource = tuple[str, str]
 
 
@@ -112,7 +112,7 @@ def tenant_ceilings(objects: Iterable[Object]) -> dict[str, dict[str, Decimal]]:
     ceilings: dict[str, dict[str, Decimal]] = {}
     for obj in objects:
         if obj.get("apiVersion") == KUEUE_API and obj["kind"] == "ClusterQueue":
-            tenant = (obj["metadata"].get("labels") or {}).get("gpugov.io/tenant", obj["metadata"]["name"])
+            tenant = (obj["metadata"].get("labels") or {}).get(LABEL_TENANT, obj["metadata"]["name"])
             total: dict[str, Decimal] = defaultdict(Decimal)
             for (_, resource), amount in reach.cluster_queue(obj["metadata"]["name"]).items():
                 total[resource] += amount

@@ -24,13 +24,14 @@ from gpugov.capacity.nodes import GPU_PRODUCT, MIG_CONFIG, MIG_STATE, Node, allo
 from gpugov.capacity.nodes import pool_nodes as live_pool_nodes
 from gpugov.capacity.reach import tenant_ceilings
 from gpugov.catalog import mig_resource_name
-from gpugov.compile.common import NON_ACCELERATOR, Scope, resource_order, select
+from gpugov.compile.common import Backend, Scope, resource_order
 from gpugov.compile.core import accelerator_ceiling
 from gpugov.compile.mig import ALL_DISABLED
 from gpugov.declarations.model import GPUPool, ResourceQuota
 from gpugov.drift.hardware import mig_geometry
-from gpugov.drift.usage import is_accelerator
+from gpugov.drift.usage import is_known_accelerator
 from gpugov.kube.objects import Object
+from gpugov.kube.resources import is_accelerator
 
 CHRONIC_BORROWER_SHARE = Decimal("0.5")  # borrowed hours at least half of the hours it used
 NEAR_EXHAUSTION = Decimal("0.9")  # used hours at least 90% of the pool's capacity hours
@@ -198,7 +199,7 @@ def percent(value: Decimal | None) -> str:
 
 
 def _accelerators(resources: Iterable[str]) -> list[str]:
-    return sorted((r for r in resources if r not in NON_ACCELERATOR), key=resource_order)
+    return sorted((r for r in resources if is_accelerator(r)), key=resource_order)
 
 
 def _lendable(rq: ResourceQuota, in_cohort: bool) -> Decimal:
@@ -252,7 +253,7 @@ def _pool_report(
     resources = set(_accelerators(declared))
     if members is not None:
         for node in members:
-            resources.update(r for r in ((node.get("status") or {}).get("allocatable") or {}) if is_accelerator(r))
+            resources.update(r for r in ((node.get("status") or {}).get("allocatable") or {}) if is_known_accelerator(r))
     lines = []
     limit = scope.model.limits.ratio_for(pool.name)
     for resource in sorted(resources, key=resource_order):
@@ -267,7 +268,7 @@ def _pool_report(
             advice.append(Advice("oversubscribed", subject, f"pool {pool.name}: {q(held)} {resource} guaranteed on "
                                  f"{q(have)} (ratio {ratio_display(line.ratio)}, Guardrails allow {q(limit)}): the "
                                  f"guarantees cannot all be honoured at once"))
-        if line.unassigned and scope.backend == "kueue":
+        if line.unassigned and scope.backend is Backend.KUEUE:
             advice.append(Advice("unassigned", subject, f"pool {pool.name}: {q(line.unassigned)} of {q(have)} "
                                  f"{resource} are in nobody's nominal quota, and Kueue admits nothing onto them: give "
                                  f"them to a department as shared quota or to a tenant"))
@@ -314,10 +315,10 @@ def _tenant_lines(scope: Scope, objects: list[Object]) -> list[TenantLine]:
     Kueue's own maximum over compile's ClusterQueues and Cohorts (capacity.reach, the number a
     never-fits reason names); on Volcano it is the capability compile gives the tenant's queue."""
     lines = []
-    kueue = tenant_ceilings(objects) if scope.backend == "kueue" else {}
+    kueue = tenant_ceilings(objects) if scope.backend is Backend.KUEUE else {}
     for tenant in scope.tenants.values():
-        ceiling = kueue.get(tenant.name) if scope.backend == "kueue" else accelerator_ceiling(scope, tenant)
-        ceiling = {r: a for r, a in (ceiling or {}).items() if r not in NON_ACCELERATOR}
+        ceiling = kueue.get(tenant.name) if scope.backend is Backend.KUEUE else accelerator_ceiling(scope, tenant)
+        ceiling = {r: a for r, a in (ceiling or {}).items() if is_accelerator(r)}
         nominal: dict[str, Decimal] = defaultdict(Decimal)
         lendable: dict[str, Decimal] = defaultdict(Decimal)
         for quota in scope.quotas[tenant.name]:
@@ -354,7 +355,7 @@ def _usage(scope: Scope, ledger: Ledger, advice: list[Advice]) -> tuple[list[Usa
         else:
             costs.setdefault(key, None)
     lines = []
-    for key in sorted(set(sums) | {k for k, v in nominal.items() if v and k[2] not in NON_ACCELERATOR}):
+    for key in sorted(set(sums) | {k for k, v in nominal.items() if v and is_accelerator(k[2])}):
         admitted, in_quota, borrowed, idle = sums.get(key, [ZERO] * 4)
         held = nominal.get(key, ZERO)
         declared = scope.pools.get(key[1])
@@ -363,7 +364,7 @@ def _usage(scope: Scope, ledger: Ledger, advice: list[Advice]) -> tuple[list[Usa
         lines.append(line)
         tenant, pool, resource = key
         subject = f"{tenant} {pool} {resource}"
-        if held and not admitted and resource not in NON_ACCELERATOR:
+        if held and not admitted and is_accelerator(resource):
             advice.append(Advice("never-used", subject, f"{tenant} holds {q(held)} {resource} on {pool} and used none "
                                  f"of it in the {hours_text(hours)} h window: lower or drop the guarantee so others can have it"))
         if borrowed and borrowed >= CHRONIC_BORROWER_SHARE * admitted:
@@ -395,7 +396,7 @@ def _usage(scope: Scope, ledger: Ledger, advice: list[Advice]) -> tuple[list[Usa
 
 def cluster_report(state: DesiredState, nodes: list[Node] | None = None, ledger: Ledger | None = None) -> ClusterReport:
     """The report of one compiled cluster; `nodes` (live Node objects) and `ledger` add live and used numbers."""
-    scope = select(state.model, state.cluster, state.backend)
+    scope = state.scope
     guaranteed: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
     borrowable: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
     for _, _, pool, rq, in_cohort in _holdings(scope):
@@ -411,5 +412,5 @@ def cluster_report(state: DesiredState, nodes: list[Node] | None = None, ledger:
         usage, pool_usage = _usage(scope, ledger, advice)
         window = Window(ledger.since, ledger.until, ledger.hours, ledger.source)
     advice.sort(key=lambda a: (ADVICE_ORDER.index(a.kind), a.subject))
-    return ClusterReport(state.cluster, state.backend, nodes is not None, tuple(pools), tuple(_tenant_lines(scope, state.objects)),
+    return ClusterReport(state.cluster, state.backend.value, nodes is not None, tuple(pools), tuple(_tenant_lines(scope, state.objects)),
                          window, tuple(usage), tuple(pool_usage), tuple(advice))

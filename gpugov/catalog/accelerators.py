@@ -19,6 +19,7 @@ from gpugov.catalog.mig import GEOMETRIES, MigProfile
 from gpugov.catalog.spec import ACCELERATOR_MODEL_SPEC
 from gpugov.catalog.virtual import HamiUnits, VnpuGeometry, VnpuTemplate
 from gpugov.kube.quantity import parse_quantity
+from gpugov.yamlpos import parse_documents  # the users' reader: the same YAML rules
 
 BUILTIN_FILE = Path(__file__).with_name("models.yaml")
 GFD_PRODUCT = "nvidia.com/gpu.product"
@@ -157,8 +158,6 @@ def _document_schema() -> dict[str, Any]:
 
 
 def load_builtins(path: Path = BUILTIN_FILE) -> dict[str, AcceleratorModel]:
-    from gpugov.declarations.loader import parse_documents  # the users' loader: same YAML rules
-
     validator = jsonschema_rs.validator_for(_document_schema())
     models: dict[str, AcceleratorModel] = {}
     for doc in parse_documents(path.read_text(encoding="utf-8"), path.name):

@@ -16,6 +16,7 @@ from gpugov import __version__
 from gpugov.agent.cli import register as agent_command
 from gpugov.app.exit import ExitCode
 from gpugov.cli import cluster, declarations
+from gpugov.cli.adopt import register as import_command
 from gpugov.cli.capacity import register as capacity_command
 from gpugov.cli.common import CommandFailed, fail
 from gpugov.cli.doctor import register as doctor_command
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     usage_command(sub)
     doctor_command(sub)
     whatif_commands(sub)
+    import_command(sub)
     agent_command(sub)
     notify_command(sub)
     sandbox_command(sub)
@@ -115,10 +117,11 @@ def cmd_completion(args: argparse.Namespace, root: argparse.ArgumentParser) -> E
 
 
 def _print_names(what: str, repo: str) -> ExitCode:
-    from gpugov.app.pipeline import InputError, validate_repo
+    from gpugov.app.pipeline import InputError
+    from gpugov.app.revision import read_revision
 
     try:
-        model = validate_repo(Path(repo)).model
+        model = read_revision(Path(repo)).model
     except InputError:
         return ExitCode.OK  # completion stays silent
     if model is not None:

@@ -50,7 +50,7 @@ def valid(repo: str) -> Model:
 def desired(args: argparse.Namespace) -> DesiredState:
     """The desired state for --cluster/--backend of args.repo; CommandFailed when there is none."""
     try:
-        return desired_state(Path(args.repo), args.cluster, args.backend)
+        return desired_state(Path(args.repo), cluster=args.cluster, backend=args.backend)
     except (InputError, CompileError) as exc:
         raise CommandFailed(str(exc)) from None
     except InvalidDeclarations as exc:

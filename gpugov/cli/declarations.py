@@ -8,32 +8,28 @@ import sys
 from pathlib import Path
 
 from gpugov.app.exit import ExitCode
-from gpugov.app.pipeline import InputError, check_root, validate_files, validate_repo
+from gpugov.app.pipeline import InputError
+from gpugov.app.revision import read_revision
 from gpugov.cli.common import compile_target_args, default_format, desired, fail, valid
 from gpugov.compile import CompileError
-from gpugov.declarations.loader import tree_files
 from gpugov.declarations.schema import schema_files
-from gpugov.findings.registry import all_rules, markdown_table
 from gpugov.findings.report import FORMATS, REPORTERS
 from gpugov.manifests import RenderError, dump_objects, manifest_files, write_tree
 
 
 def cmd_validate(args: argparse.Namespace) -> ExitCode:
+    repo = Path(args.repo)
     base_model = None
     if args.base:
-        from gpugov.sources.git import GitError, resolve, revision_files
-
         try:
-            check_root(Path(args.repo))
-            base = validate_files(Path(args.repo), revision_files(Path(args.repo), args.base), conformance=False)
-        except (GitError, InputError) as exc:
+            base = read_revision(repo, args.base, conformance=False)
+        except InputError as exc:
             return fail(str(exc))
         if base.model is None:
-            return fail(f"the base {args.base} ({resolve(Path(args.repo), args.base)[:8]}) does not load; "
-                        "validate without --base or against another base")
+            return fail(f"the base {base.label} does not load; validate without --base or against another base")
         base_model = base.model
     try:
-        result = validate_repo(Path(args.repo), base=base_model)
+        result = read_revision(repo, base=base_model).validation
     except InputError as exc:
         return fail(str(exc))
     sys.stdout.write(REPORTERS[args.format or default_format()](result.findings, len(result.files)))
@@ -59,35 +55,30 @@ def cmd_render(args: argparse.Namespace) -> ExitCode:
 def cmd_plan(args: argparse.Namespace) -> ExitCode:
     from gpugov.plan import make_plan, to_json
     from gpugov.plan.report import markdown, text
-    from gpugov.sources.git import GitError, changed_paths, resolve, revision_files
+    from gpugov.sources.git import GitError, changed_paths
 
     repo = Path(args.repo)
     try:
-        check_root(repo)
-        base_files = revision_files(repo, args.base)
-        base_label = f"{args.base} ({resolve(repo, args.base)[:8]})"
-        if args.head:
-            head_files, head_label = revision_files(repo, args.head), f"{args.head} ({resolve(repo, args.head)[:8]})"
-        else:
-            head_files, head_label = tree_files(repo), "working tree"
+        base = read_revision(repo, args.base)
+        # the head's findings point at what the change did, the base's lines as related locations
+        head = read_revision(repo, args.head, base=base.model, repository_checks=False)
         changed = changed_paths(repo, args.base, args.head)
     except (GitError, InputError) as exc:
         return fail(str(exc))
-    base = validate_files(repo, base_files)
-    # the head's findings point at what the change did, the base's lines as related locations
-    head = validate_files(repo, head_files, base=base.model)
-    if head.errors or head.model is None:
-        sys.stdout.write(REPORTERS[args.format if args.format in FORMATS else "text"](head.findings, len(head.files)))
-        print(f"gpugov: {head_label} does not validate, so there is no plan", file=sys.stderr)
-        return head.exit_code() or ExitCode.FINDINGS
-    if base.errors or base.model is None:
-        sys.stderr.write(REPORTERS["text"](base.findings, len(base.files)))
-        return fail(f"the base {base_label} does not validate; fix it or plan against another base")
+    if not head.valid or head.model is None:
+        sys.stdout.write(REPORTERS[args.format if args.format in FORMATS else "text"](head.findings,
+                                                                                      len(head.validation.files)))
+        print(f"gpugov: {head.label} does not validate, so there is no plan", file=sys.stderr)
+        return head.validation.exit_code() or ExitCode.FINDINGS
+    if not base.valid or base.model is None:
+        sys.stderr.write(REPORTERS["text"](base.findings, len(base.validation.files)))
+        return fail(f"the base {base.label} does not validate; fix it or plan against another base")
     known = sorted(set(base.model.cluster_names()) | set(head.model.cluster_names()))
     if args.cluster is not None and args.cluster not in known:
         return fail(f"unknown cluster '{args.cluster}' (declared: {', '.join(known)})")
     try:
-        plan = make_plan(base.model, head.model, base_label, head_label, args.cluster, changed)
+        plan = make_plan(base.model, head.model, base.label, head.label, args.cluster, changed,
+                         base_objects=base.compiled, head_objects=head.compiled)
     except CompileError as exc:
         return fail(str(exc))
     if args.format == "json":
@@ -127,20 +118,19 @@ def _codeowners_at(args: argparse.Namespace) -> ExitCode:
     """--check --rev REF: the revision's CODEOWNERS against its own declarations, both read from git
     (the pull-request gate runs a trusted gpugov on the head as data, never its checkout)."""
     from gpugov.compile import codeowners
-    from gpugov.sources.git import GitError, file_at, revision_files
+    from gpugov.sources.git import GitError, file_at
 
     if not args.check:
         return fail("--rev only checks (--check): writing CODEOWNERS needs the working tree")
     repo = Path(args.repo)
     try:
-        check_root(repo)
-        validation = validate_files(repo, revision_files(repo, args.rev))
+        revision = read_revision(repo, args.rev)
         current = file_at(repo, args.rev, codeowners.PATH.as_posix())
     except (GitError, InputError) as exc:
         return fail(str(exc))
-    if validation.errors or validation.model is None:
+    if not revision.valid or revision.model is None:
         return fail(f"the declarations at {args.rev} do not validate (gpugov plan lists why)", ExitCode.FINDINGS)
-    if current is not None and current.decode(errors="replace") == codeowners.generate(validation.model):
+    if current is not None and current.decode(errors="replace") == codeowners.generate(revision.model):
         print(f"{codeowners.PATH} is up to date at {args.rev}")
         return ExitCode.OK
     print(f"{codeowners.PATH} is {'missing' if current is None else 'stale'} at {args.rev}: run gpugov codeowners")
@@ -170,11 +160,9 @@ def cmd_schema(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_rules(args: argparse.Namespace) -> ExitCode:
-    if args.format == "markdown":
-        sys.stdout.write(markdown_table())
-        return ExitCode.OK
-    for rule in all_rules():
-        print(f"{rule.id}  {rule.level.value:<7}  {rule.name}: {rule.summary}")
+    from gpugov.rules import markdown_table, text_table  # the table imports every family and the doctor
+
+    sys.stdout.write(markdown_table() if args.format == "markdown" else text_table())
     return ExitCode.OK
 
 
@@ -240,7 +228,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR", help="write one <kind>.json per kind into DIR")
     p.set_defaults(func=cmd_schema)
 
-    p = sub.add_parser("rules", help="list every rule: declarations (GG), drift (GD) and plan risks (GP)")
+    p = sub.add_parser("rules", help="list every rule: declarations (GG), drift (GD), plan risks (GP) and readiness checks (DR)")
     p.add_argument("--format", choices=("text", "markdown"), default="text")
     p.set_defaults(func=cmd_rules)
 

@@ -40,7 +40,7 @@ def cmd_doctor(args: argparse.Namespace) -> ExitCode:
         api = api_client(args)
     except (kube_config.ConfigException, OSError) as exc:
         return fail(f"could not check: {' '.join(str(exc).split())}", ExitCode.INCOMPLETE)
-    results = run_checks(state, read_facts(api, request), request)
+    results = run_checks(state, facts=read_facts(api, request), request=request)
     where = f"cluster {state.cluster} ({state.backend})"
     if args.format == "json":
         sys.stdout.write(report.to_json(results, state.cluster, state.backend))

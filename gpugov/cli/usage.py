@@ -16,8 +16,7 @@ from pathlib import Path
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail, kubeconfig_args
 from gpugov.cli.queue import positive, progress_printer
-from gpugov.queueing.clusterqueue import ClusterQueue, cluster_queue
-from gpugov.queueing.workload import Workload
+from gpugov.compile import Backend
 
 
 def _write(path: str | None, text: str) -> None:
@@ -39,8 +38,9 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
     from gpugov.sources import CheckIncomplete
     from gpugov.sources.prometheus import utilisation_series
     from gpugov.usage import chart, formats
+    from gpugov.usage.attribution import attribution
     from gpugov.usage.idle import idle
-    from gpugov.usage.ledger import cluster_pools, ledger
+    from gpugov.usage.ledger import ledger
     from gpugov.usage.segments import segments
     from gpugov.usage.window import WindowError, parse_window
 
@@ -52,31 +52,17 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
     except WindowError as exc:
         return fail(str(exc))
     state = desired(args)
-    if state.backend != "kueue":
+    if state.backend is not Backend.KUEUE:
         return fail(f"usage reads Kueue's Workloads; cluster {state.cluster} is scheduled by {state.backend}")
     model = state.model
-    queues: dict[str, ClusterQueue] = {o["metadata"]["name"]: cluster_queue(o) for o in state.objects
-                                       if o["kind"] == "ClusterQueue"}
-    owners = model.tenant_of_namespace()
-
-    def tenant_of(w: Workload) -> str:
-        if w.cluster_queue in model.tenants:
-            return w.cluster_queue
-        return owners.get(w.namespace) or w.cluster_queue or f"(namespace {w.namespace})"
-
-    pools = cluster_pools(model, state.cluster)
-
-    def offers(w: Workload, resource: str) -> list[str]:
-        """The pools its ClusterQueue lists the resource in and that have it (queues list every
-        covered resource on every flavor, at nominal 0 where the pool has none)."""
-        queue = queues.get(tenant_of(w))
-        return [f for f in queue.offers(resource) if f in pools and resource in pools[f].capacity] if queue else []
+    rules = attribution(model, state.cluster, state.objects)
+    pools = rules.pools
 
     show, clear = progress_printer("usage")
     try:
         workloads = [from_object(w) for w in read_workloads(api_client(args), page_size=args.page_size,
                                                             on_progress=show)]
-        found, unplaced = segments(workloads, window, now, tenant_of, offers)
+        found, unplaced = segments(workloads, window, now, rules.tenant_of, rules.offers)
         if unplaced:
             first = unplaced[0]
             raise CheckIncomplete(f"{len(unplaced)} earlier admission(s) cannot be placed in a pool, e.g. "

@@ -6,14 +6,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from gpugov.app.exit import ExitCode
-from gpugov.app.pipeline import InputError, Validation, check_root, validate_files
+from gpugov.app.pipeline import InputError
+from gpugov.app.revision import WORKING_TREE, InvalidDeclarations, Revision, valid_revision
 from gpugov.cli.common import CommandFailed, fail, kubeconfig_args
-from gpugov.compile import CompileError
-from gpugov.declarations.loader import tree_files
+from gpugov.compile import Backend, CompileError
 from gpugov.declarations.model import Model
 from gpugov.findings.report import REPORTERS
 from gpugov.whatif.trace import Job, TraceError, dump_trace, read_trace
@@ -21,26 +22,25 @@ from gpugov.whatif.trace import Job, TraceError, dump_trace, read_trace
 DEFAULT_SYNTHETIC_JOBS = 2000
 
 
-def _validated(repo: Path, ref: str | None) -> tuple[Validation, str]:
-    """The validation of `ref` (None: the working tree) and its label."""
-    from gpugov.sources.git import GitError, resolve, revision_files
+def _label(revision: Revision) -> str:
+    return WORKING_TREE if revision.ref is None or revision.commit is None else \
+        f"`{revision.ref}` ({revision.commit[:8]})"
 
+
+def _valid(repo: Path, ref: str | None, what: Callable[[str], str]) -> tuple[Model, str]:
+    """The model of `ref` (None: the working tree) and its label; refused (findings on stderr)
+    when it does not validate. `what` names the revision in the refusal."""
     try:
-        check_root(repo)
-        if ref is None:
-            return validate_files(repo, tree_files(repo)), "working tree"
-        files = revision_files(repo, ref)
-        return validate_files(repo, files), f"`{ref}` ({resolve(repo, ref)[:8]})"
-    except (GitError, InputError) as exc:
+        revision = valid_revision(repo, ref, repository_checks=False)
+    except InputError as exc:
         raise CommandFailed(str(exc)) from None
-
-
-def _model(validation: Validation, label: str) -> Model:
-    if validation.errors or validation.model is None:
-        sys.stderr.write(REPORTERS["text"](validation.findings, len(validation.files)))
-        raise CommandFailed(f"{label} does not validate, so there is nothing to replay",
-                            validation.exit_code() or ExitCode.FINDINGS)
-    return validation.model
+    except InvalidDeclarations as exc:
+        sys.stderr.write(REPORTERS["text"](exc.findings, len(exc.validation.files)))
+        label = _label(exc.revision) if exc.revision is not None else WORKING_TREE
+        raise CommandFailed(f"{what(label)} does not validate, so there is nothing to replay",
+                            exc.exit_code) from None
+    assert revision.model is not None  # valid_revision refuses a revision without one
+    return revision.model, _label(revision)
 
 
 def _kueue_cluster(models: list[Model], wanted: str | None) -> str:
@@ -51,10 +51,10 @@ def _kueue_cluster(models: list[Model], wanted: str | None) -> str:
             raise CommandFailed(f"cluster '{wanted}' is not declared in both revisions (both have: "
                                 f"{', '.join(known) or 'none'})")
         backend = models[-1].cluster(wanted).backend
-        if backend != "kueue":
+        if backend != Backend.KUEUE:
             raise CommandFailed(f"whatif simulates Kueue; cluster '{wanted}' is scheduled by {backend}")
         return wanted
-    kueue = [name for name in known if all(m.cluster(name).backend == "kueue" for m in models)]
+    kueue = [name for name in known if all(m.cluster(name).backend == Backend.KUEUE for m in models)]
     if len(kueue) != 1:
         raise CommandFailed(f"choose a cluster with --cluster (Kueue clusters in both revisions: "
                             f"{', '.join(kueue) or 'none'})")
@@ -69,10 +69,8 @@ def cmd_whatif(args: argparse.Namespace) -> ExitCode:
     from gpugov.whatif.synthetic import synthesize
 
     repo = Path(args.repo)
-    head_validation, head_label = _validated(repo, args.head)
-    head = _model(head_validation, f"the head ({head_label})")
-    base_validation, base_label = _validated(repo, args.base)
-    base = _model(base_validation, f"the base {base_label}")
+    head, head_label = _valid(repo, args.head, lambda label: f"the head ({label})")
+    base, base_label = _valid(repo, args.base, lambda label: f"the base {label}")
     cluster = _kueue_cluster([base, head], args.cluster)
     options = Options(fair_sharing=not args.classical_preemption, seed=args.seed)
     try:
@@ -167,8 +165,7 @@ def cmd_trace_synth(args: argparse.Namespace) -> ExitCode:
     from gpugov.whatif.setup import SetupError
     from gpugov.whatif.synthetic import synthesize
 
-    validation, label = _validated(Path(args.repo), None)
-    model = _model(validation, label)
+    model, _ = _valid(Path(args.repo), None, lambda label: label)
     cluster = _kueue_cluster([model], args.cluster)
     try:
         jobs: list[Job] = synthesize(kueue_setup(model, cluster), args.jobs, args.seed, args.load)

@@ -39,9 +39,10 @@ from gpugov.cluster.rest import (
     write,
 )
 from gpugov.kube.kinds import KINDS, kind_of
+from gpugov.kube.names import VOLCANO_API
+from gpugov.kube.objects import ANNOTATION_TAINTS as TAINTS_ANNOTATION
 from gpugov.kube.quantity import format_quantity, parse_quantity
 
-TAINTS_ANNOTATION = "gpugov.io/taints"  # the taints gpugov set on a Node, to remove them when undeclared
 NODE = KINDS[("v1", "Node")]
 _CONFLICT = 409
 
@@ -252,12 +253,11 @@ def objects_applied(objects: Iterable[dict[str, Any]], result: ApplyResult) -> l
 # 2. every Queue bottom-up at its desired values: children shrink or grow under widened parents,
 #    then each parent settles once its children have.
 
-QUEUE_API = "scheduling.volcano.sh/v1beta1"
 Queue = dict[str, Any]
 
 
 def is_volcano_queue(obj: dict[str, Any]) -> bool:
-    return obj.get("apiVersion") == QUEUE_API and obj.get("kind") == "Queue"
+    return obj.get("apiVersion") == VOLCANO_API and obj.get("kind") == "Queue"
 
 
 def _wider(live: dict[str, Any] | None, desired: dict[str, Any] | None, absent_is_widest: bool) -> dict[str, Any] | None:

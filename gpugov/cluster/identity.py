@@ -118,7 +118,7 @@ def declared_elsewhere(model: Model, cluster: str) -> dict[str, set[Key]]:
     """The object keys every other declared cluster's compile emits (at its declared backend)."""
     from gpugov.compile import compile
 
-    return {name: {object_key(o) for o in compile(model, model.cluster(name).backend, name)}
+    return {name: {object_key(o) for o in compile(model, cluster=name)}
             for name in model.cluster_names() if name != cluster}
 
 

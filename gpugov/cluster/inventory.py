@@ -20,6 +20,7 @@ from kubernetes import client
 from gpugov.cluster.rest import Api, list_all, read_object
 from gpugov.doctor.facts import API_SOURCES, KUEUE_CONFIGMAP, Facts, FactsRequest
 from gpugov.kube.kinds import KINDS, Kind
+from gpugov.kube.names import KUEUE_API, KUEUE_GROUP, KUEUE_VERSION
 from gpugov.sources import CheckIncomplete
 
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False)
@@ -27,7 +28,7 @@ APISERVICE = Kind("apiregistration.k8s.io/v1", "APIService", "apiservices", Fals
 SERVICE = Kind("v1", "Service", "services", True)
 CLUSTERPOLICY = Kind("nvidia.com/v1", "ClusterPolicy", "clusterpolicies", False)
 CLUSTERPOLICY_CRD = "clusterpolicies.nvidia.com"
-CLUSTERQUEUE = KINDS[("kueue.x-k8s.io/v1beta2", "ClusterQueue")]
+CLUSTERQUEUE = KINDS[(KUEUE_API, "ClusterQueue")]
 SCRAPE_TIMEOUT = 15  # seconds
 SCRAPE_LIMIT = 64 * 2**20  # bytes: a node's exporter serves well under a megabyte
 
@@ -110,7 +111,7 @@ def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[
 
     def clusterqueues() -> None:
         # Only where the CRD serves the version (else DR001/DR002 say so; listing would only fail).
-        if _served(facts.crds.get("clusterqueues.kueue.x-k8s.io"), "v1beta2"):
+        if _served(facts.crds.get(f"clusterqueues.{KUEUE_GROUP}"), KUEUE_VERSION):
             facts.clusterqueues = list(list_all(api, CLUSTERQUEUE))
 
     def daemonsets() -> None:

@@ -23,11 +23,10 @@ from kubernetes import client
 
 from gpugov.cluster.rest import Api, read_object
 from gpugov.kube.kinds import kind_of
-from gpugov.kube.objects import LABEL_TENANT, MANAGED_BY, MANAGER
+from gpugov.kube.objects import LABEL_COMPONENT, LABEL_TENANT, MANAGED_BY, MANAGER
 
 MAX_NAMED = 5
 RELEASED_FROM = "gpugov.io/released-from"  # on a Namespace prune released: whose it was
-LABEL_COMPONENT = "gpugov.io/component"
 
 
 class ForeignObjects(Exception):

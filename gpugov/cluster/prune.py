@@ -47,13 +47,14 @@ from gpugov.cluster.rest import (
     write,
 )
 from gpugov.kube.kinds import APPLY_ORDER, KINDS, Kind
+from gpugov.kube.names import KUEUE_API
 from gpugov.kube.objects import MANAGED_BY, MANAGER, Object, object_key
 
 RELEASED_KINDS = ("Namespace", "Node")  # their own labels are removed; the object stays
 DRAINED = "HoldAndDrain"
 DRAIN_TIMEOUT = 60.0  # seconds apply waits for Kueue to evict a removed tenant's admitted workloads
 DRAIN_POLL = 1.0
-CLUSTER_QUEUE = ("kueue.x-k8s.io/v1beta2", "ClusterQueue")
+CLUSTER_QUEUE = (KUEUE_API, "ClusterQueue")
 
 
 class PruneError(Exception):

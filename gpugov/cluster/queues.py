@@ -26,15 +26,13 @@ from typing import Any
 from kubernetes import client
 
 from gpugov.cluster.rest import PAGE_SIZE, Api, list_all
-from gpugov.kube.kinds import KINDS, Kind
+from gpugov.kube.kinds import KINDS, WORKLOAD, Kind
+from gpugov.kube.names import KUEUE_API, KUEUE_GROUP, VISIBILITY_API, VISIBILITY_GROUP
 from gpugov.queueing.access import Denied
 from gpugov.sources import CheckIncomplete
 
-KUEUE = "kueue.x-k8s.io/v1beta2"
-VISIBILITY = "visibility.kueue.x-k8s.io/v1beta2"
-WORKLOAD = Kind(KUEUE, "Workload", "workloads", True)
-CLUSTER_QUEUE = KINDS[(KUEUE, "ClusterQueue")]
-LOCAL_QUEUE = KINDS[(KUEUE, "LocalQueue")]
+CLUSTER_QUEUE = KINDS[(KUEUE_API, "ClusterQueue")]
+LOCAL_QUEUE = KINDS[(KUEUE_API, "LocalQueue")]
 SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
 Progress = Callable[[str], None]
@@ -50,7 +48,7 @@ class InNamespace(Kind):
         return f"/apis/{self.api_version}/namespaces/{self.namespace}/{self.plural}"
 
 
-def may(api: Api, verb: str, resource: str, group: str = "kueue.x-k8s.io", namespace: str = "",
+def may(api: Api, verb: str, resource: str, group: str = KUEUE_GROUP, namespace: str = "",
         subresource: str = "") -> bool:
     """Whether the caller may `verb` the resource (a SelfSubjectAccessReview, nothing is read)."""
     attributes = {"verb": verb, "group": group, "resource": resource}
@@ -71,6 +69,13 @@ def may(api: Api, verb: str, resource: str, group: str = "kueue.x-k8s.io", names
     return review["status"].get("allowed") is True
 
 
+def lean(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object without its managedFields, which the queue views never read and which are often
+    most of a Workload: what is kept of 100,000 Workloads grows with what they say, not who wrote it."""
+    obj["metadata"].pop("managedFields", None)
+    return obj
+
+
 class Forbidden(CheckIncomplete):
     """The API server answered 403 to a read (the caller's roles do not grant it)."""
 
@@ -80,10 +85,10 @@ def pending_workloads(api: Api, cluster_queue: str, page_size: int = PAGE_SIZE,
     """The visibility API's pending workloads of one ClusterQueue (or of one of its LocalQueues,
     (namespace, name)), every page (offset/limit). Forbidden when the caller may not read them."""
     if local_queue is None:
-        path, name = f"/apis/{VISIBILITY}/clusterqueues/{cluster_queue}/pendingworkloads", cluster_queue
+        path, name = f"/apis/{VISIBILITY_API}/clusterqueues/{cluster_queue}/pendingworkloads", cluster_queue
         resource = "clusterqueues/pendingworkloads"
     else:
-        path = f"/apis/{VISIBILITY}/namespaces/{local_queue[0]}/localqueues/{local_queue[1]}/pendingworkloads"
+        path = f"/apis/{VISIBILITY_API}/namespaces/{local_queue[0]}/localqueues/{local_queue[1]}/pendingworkloads"
         name, resource = local_queue[1], "localqueues/pendingworkloads"
     page_size = max(1, page_size)  # a short page ends the read: an empty one must not be the first
     items: list[dict[str, Any]] = []
@@ -95,7 +100,7 @@ def pending_workloads(api: Api, cluster_queue: str, page_size: int = PAGE_SIZE,
             return []  # Kueue's queue manager does not hold it (an inactive ClusterQueue): nothing pending
         if not answer.ok:
             if answer.status == 404 and not answer.is_status:
-                raise answer.incomplete(f"the server does not serve {VISIBILITY} (is Kueue's visibility API on?)")
+                raise answer.incomplete(f"the server does not serve {VISIBILITY_API} (is Kueue's visibility API on?)")
             if answer.is_status:
                 why = answer.message or answer.status_reason
                 if answer.status in (401, 403):
@@ -104,9 +109,9 @@ def pending_workloads(api: Api, cluster_queue: str, page_size: int = PAGE_SIZE,
                     raise Forbidden(str(answer.incomplete(why)))
                 raise answer.incomplete(why)
             raise answer.not_an_api("PendingWorkloadsSummary")
-        if (body is None or body.get("kind") != "PendingWorkloadsSummary" or body.get("apiVersion") != VISIBILITY
+        if (body is None or body.get("kind") != "PendingWorkloadsSummary" or body.get("apiVersion") != VISIBILITY_API
                 or not isinstance(body.get("items") or [], list)):
-            raise answer.not_an_api(f"PendingWorkloadsSummary of {VISIBILITY}")
+            raise answer.not_an_api(f"PendingWorkloadsSummary of {VISIBILITY_API}")
         page = body.get("items") or []
         items.extend(page)
         if len(page) < page_size:
@@ -134,14 +139,14 @@ def _namespaced(api: Api, kind: Kind, namespaces: Iterable[str], page_size: int,
     in each of `namespaces` where a SelfSubjectAccessReview says it may; the others are Denied."""
     if may(api, "list", kind.plural, group=kind.group):
         progress(f"list {kind.plural}")
-        return list(list_all(api, kind, page_size=page_size)), None
+        return [lean(o) for o in list_all(api, kind, page_size=page_size)], None
     found: list[dict[str, Any]] = []
     readable = []
     for namespace in sorted(set(namespaces)):
         if may(api, "list", kind.plural, group=kind.group, namespace=namespace):
             progress(f"list {kind.plural} in {namespace}")
-            found.extend(list_all(api, InNamespace(kind.api_version, kind.kind, kind.plural, True, namespace),
-                                  page_size=page_size))
+            scoped = InNamespace(kind.api_version, kind.kind, kind.plural, True, namespace)
+            found.extend(lean(o) for o in list_all(api, scoped, page_size=page_size))
             readable.append(namespace)
         else:
             denied.append(Denied("list", f"{kind.plural}.{kind.group}", namespace))
@@ -165,9 +170,9 @@ def _pending(api: Api, queue: str, local_queues: list[dict[str, Any]], page_size
             items.extend(pending_workloads(api, queue, page_size, local_queue=local))
         except Forbidden:
             refused += 1
-            denied.append(Denied("get", f"localqueues/pendingworkloads.{VISIBILITY.split('/')[0]}", local[0], local[1]))
+            denied.append(Denied("get", f"localqueues/pendingworkloads.{VISIBILITY_GROUP}", local[0], local[1]))
     if refused or not mine:
-        denied.append(Denied("get", f"clusterqueues/pendingworkloads.{VISIBILITY.split('/')[0]}", name=queue))
+        denied.append(Denied("get", f"clusterqueues/pendingworkloads.{VISIBILITY_GROUP}", name=queue))
     return items
 
 
@@ -179,7 +184,7 @@ def read_queues(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE, wit
     progress = on_progress or (lambda _step: None)
     progress("list clusterqueues")
     if not may(api, "list", "clusterqueues"):
-        raise CheckIncomplete(f"forbidden: {Denied('list', 'clusterqueues.kueue.x-k8s.io').permission}: without "
+        raise CheckIncomplete(f"forbidden: {Denied('list', f'clusterqueues.{KUEUE_GROUP}').permission}: without "
                               f"the ClusterQueues no job's wait can be explained; {QUEUE_READER_HINT}")
     cluster_queues = list(list_all(api, CLUSTER_QUEUE, page_size=page_size))
     denied: list[Denied] = []
@@ -206,4 +211,4 @@ def read_workloads(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE,
         raise CheckIncomplete("the credentials may not list workloads.kueue.x-k8s.io in all namespaces; "
                               "a ledger of some tenants only would not close")
     (on_progress or (lambda _step: None))("list workloads")
-    yield from list_all(api, WORKLOAD, page_size=page_size)
+    yield from (lean(w) for w in list_all(api, WORKLOAD, page_size=page_size))

@@ -11,30 +11,38 @@ object. Anything else raises CheckIncomplete with one line naming the method, ho
 A collection that answers 404 is incomplete too, not "nothing there": on a real API server it
 means the kind is not served (Kueue's or Volcano's CRDs are not installed, or not at this
 version), and reporting every desired object of it as missing would hide that.
+
+Transient failures (429, 5xx, a broken or stalled connection) are tried again where that is safe,
+within the command's retry deadline (gpugov.cluster.retry); the answer that ends the tries is
+judged as any other, so a spent deadline reads as incomplete, with the last status.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
+from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError, ProtocolError, ReadTimeoutError
 
+from gpugov.cluster.retry import DeadlineSpent, deadline_of, retry_for
 from gpugov.kube.kinds import Kind
+from gpugov.kube.names import KUEUE_GROUP, VOLCANO_GROUP
 from gpugov.sources import CheckIncomplete
 
-TIMEOUT = (10, 60)  # connect, read (seconds)
+TIMEOUT = (10, 20)  # connect, read (seconds without a byte: a stalled answer is tried again, see retry.py)
 PAGE_SIZE = 500
 APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (a JSON body is valid YAML)
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 FIELD_MANAGER = "gpugov"
 # Who serves the API groups gpugov writes that a bare cluster lacks, for the 404 hint.
-PROVIDED_BY = {"kueue.x-k8s.io": "Kueue (v0.16 or later)", "scheduling.volcano.sh": "Volcano"}
+PROVIDED_BY = {KUEUE_GROUP: "Kueue (v0.16 or later)", VOLCANO_GROUP: "Volcano"}
 
 Query = Sequence[tuple[str, str]]
 
@@ -55,6 +63,7 @@ class Answer:
     reason: str
     body: dict[str, Any] | None  # None: the answer was not a JSON object
     content_type: str = ""
+    attempts: int = 1  # how many times it was asked (retry.py): said when the tries ran out
 
     @property
     def ok(self) -> bool:
@@ -75,7 +84,8 @@ class Answer:
 
     def incomplete(self, why: str) -> CheckIncomplete:
         status = " ".join(filter(None, (str(self.status), self.reason)))
-        return CheckIncomplete(f"{self.method} {self.where}: {status}: {why}")
+        tries = f" (after {self.attempts} attempts)" if self.attempts > 1 else ""
+        return CheckIncomplete(f"{self.method} {self.where}: {status}: {why}{tries}")
 
     def not_an_api(self, wanted: str) -> CheckIncomplete:
         """The answer is not what a Kubernetes API server sends for this request."""
@@ -109,7 +119,8 @@ def unserved(api: Api, kind: Kind) -> CheckIncomplete:
 
 
 class Api:
-    """Raw JSON requests over a kubernetes ApiClient."""
+    """Raw JSON requests over a kubernetes ApiClient: its host, credentials, TLS and proxy settings
+    (its connection pool), with gpugov's retries (retry.py) in place of the client's."""
 
     def __init__(self, api_client: client.ApiClient, timeout: tuple[float, float] = TIMEOUT) -> None:
         self.client = api_client
@@ -117,24 +128,52 @@ class Api:
         self.timeout = timeout
 
     def call(self, method: str, path: str, query: Query = (), body: Any = None, content_type: str = "") -> Answer:
-        """One request; CheckIncomplete only when no answer came (unreachable, timed out)."""
+        """One request, tried again where safe; CheckIncomplete only when no answer came (unreachable,
+        timed out, the connection broke, the retry deadline was spent on such failures)."""
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
         where = f"{self.host}{path}"
         try:
-            method, url, headers, data, post = self.client.param_serialize(
-                method, path, query_params=list(query), header_params=headers, body=body,
-                auth_settings=["BearerToken"],
+            deadline = deadline_of(self.client)
+        except ValueError as exc:
+            raise CheckIncomplete(str(exc)) from None
+        started = time.monotonic()
+        try:
+            method, url, headers, _, _ = self.client.param_serialize(
+                method, path, query_params=list(query), header_params=headers, auth_settings=["BearerToken"],
             )
-            response = self.client.call_api(method, url, headers, data, post, _request_timeout=self.timeout)
-            raw = response.read()
-        except ApiException as exc:  # TLS failures and requests the client could not build
+            # The pool itself, not ApiClient.call_api: it reads the body after urllib3's retries are
+            # over, so a connection broken mid-answer could not be tried again.
+            response = self.client.rest_client.pool_manager.request(
+                method, url, body=None if body is None else json.dumps(body).encode(), headers=headers,
+                timeout=urllib3.Timeout(connect=self.timeout[0], read=self.timeout[1]),
+                retries=retry_for(method, content_type, deadline), preload_content=True,
+            )
+            raw = response.data
+        except ApiException as exc:  # requests the client could not build (credentials)
             raise CheckIncomplete(f"{method} {where}: {exc.reason or exc.status}".split("\n")[0]) from exc
         except (HTTPError, OSError) as exc:
-            raise CheckIncomplete(f"{method} {where}: {type(exc).__name__}: cluster unreachable or timed out") from exc
+            raise CheckIncomplete(f"{method} {where}: {_no_answer(exc, time.monotonic() - started)}") from exc
+        history = getattr(response.retries, "history", ()) if response.retries else ()
         return Answer(method, where, response.status, response.reason or "", _json_object(raw),
-                      response.getheader("Content-Type") or "")
+                      response.headers.get("Content-Type") or "", attempts=len(history) + 1)
+
+
+def _no_answer(exc: BaseException, seconds: float) -> str:
+    """Why no answer came, in a few words: the last failure, and the tries when there were several."""
+    attempts = exc.attempts if isinstance(exc, DeadlineSpent) else 1
+    reason = exc.reason if isinstance(exc, MaxRetryError) and exc.reason is not None else exc
+    if isinstance(reason, ProtocolError):
+        why = "the connection broke before the answer was complete"
+    elif isinstance(reason, ReadTimeoutError):
+        why = "timed out waiting for the answer"
+    elif isinstance(reason, (NewConnectionError, OSError)) or not isinstance(reason, HTTPError):
+        why = "cluster unreachable or timed out"
+    else:
+        why = " ".join(str(reason).split())[:200] or "cluster unreachable or timed out"
+    tries = f" ({attempts} attempts in {seconds:.0f} s)" if attempts > 1 else ""
+    return f"{type(reason).__name__}: {why}{tries}"
 
 
 def _json_object(raw: bytes | str | None) -> dict[str, Any] | None:

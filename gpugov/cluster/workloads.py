@@ -17,12 +17,11 @@ from typing import Any
 from kubernetes import client
 
 from gpugov.cluster.rest import Api, list_all
-from gpugov.kube.kinds import Kind
-from gpugov.whatif.setup import NON_ACCELERATOR, resource_value
+from gpugov.kube.kinds import WORKLOAD
+from gpugov.kube.objects import LABEL_POOL
+from gpugov.kube.resources import is_accelerator
+from gpugov.whatif.setup import resource_value
 from gpugov.whatif.trace import Job
-
-WORKLOAD = Kind("kueue.x-k8s.io/v1beta2", "Workload", "workloads", True)
-POOL_LABEL = "gpugov.io/pool"
 
 
 def _time(value: Any) -> datetime | None:
@@ -68,7 +67,7 @@ def job_of(workload: dict[str, Any], origin: datetime) -> Job | None:
         requests = _requests(pod_sets[0])
     except ValueError:  # a quantity that is none
         return None
-    accelerators = sorted((r, v) for r, v in requests.items() if r not in NON_ACCELERATOR and v > 0)
+    accelerators = sorted((r, v) for r, v in requests.items() if is_accelerator(r) and v > 0)
     resource, per_pod = accelerators[0] if accelerators else ("", 0)
     selector = (((pod_sets[0].get("template") or {}).get("spec")) or {}).get("nodeSelector") or {}
     priority = spec.get("priorityClassRef") or {}
@@ -82,7 +81,7 @@ def job_of(workload: dict[str, Any], origin: datetime) -> Job | None:
         pods=max(1, int(pod_sets[0].get("count") or 1)),
         accelerators=per_pod,
         resource=resource,
-        pool=str(selector.get(POOL_LABEL, "")),
+        pool=str(selector.get(LABEL_POOL, "")),
         priority_class=str(priority.get("name", "")) if priority.get("kind") == "WorkloadPriorityClass" else "",
         cpu_milli=requests.get("cpu", 0),
         memory_bytes=requests.get("memory", 0),
@@ -90,15 +89,25 @@ def job_of(workload: dict[str, Any], origin: datetime) -> Job | None:
 
 
 def finished_jobs(api_client: client.ApiClient) -> tuple[list[Job], int]:
-    """(the finished Workloads as jobs, sorted by submission; how many Workloads were left out)."""
-    workloads = list(list_all(Api(api_client), WORKLOAD))
-    created = [t for w in workloads if (t := _time((w.get("metadata") or {}).get("creationTimestamp")))]
-    if not created:
-        return [], len(workloads)
-    origin = min(created)
-    jobs = [job for w in workloads if (job := job_of(w, origin)) is not None]
+    """(the finished Workloads as jobs, sorted by submission; how many Workloads were left out).
+    One pass, page by page: a Workload is dropped once it is a job (a cluster may hold 100,000)."""
+    origin: datetime | None = None  # the first creation of any Workload, finished or not
+    found: list[tuple[datetime, Job]] = []
+    total = 0
+    for workload in list_all(Api(api_client), WORKLOAD):
+        total += 1
+        created = _time((workload.get("metadata") or {}).get("creationTimestamp"))
+        if created is None:
+            continue
+        origin = created if origin is None else min(origin, created)
+        job = job_of(workload, created)  # submitted at 0 for now: the origin is known at the end
+        if job is not None:
+            found.append((created, job))
+    if origin is None:
+        return [], total
+    jobs = [replace(job, submit_ms=int((created - origin).total_seconds() * 1000)) for created, job in found]
     if jobs:
         origin_ms = min(j.submit_ms for j in jobs)
         jobs = [replace(j, submit_ms=j.submit_ms - origin_ms) for j in jobs]
     jobs.sort(key=lambda j: (j.submit_ms, j.id))
-    return jobs, len(workloads) - len(jobs)
+    return jobs, total - len(jobs)

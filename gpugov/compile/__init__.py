@@ -1,6 +1,7 @@
 """compile: the one source of desired state.
 
-`compile(model, backend, cluster)` turns the organisation model into the Kubernetes objects
+`compile(model, cluster=..., backend=...)` (or `compile_scope` of a scope resolved once by
+`select`) turns the organisation model into the Kubernetes objects
 a cluster should hold. It is pure (no I/O, no pulumi or kubernetes imports) and
 deterministic: objects come out in apply order (namespaces and classes first, flavors and
 cohorts before the queues that use them, parents before children), each with stable
@@ -10,7 +11,7 @@ names. Pulumi, render, plan and drift all call it.
 from __future__ import annotations
 
 from gpugov.compile.admission import admission_objects
-from gpugov.compile.common import CompileError, Object, Scope, select
+from gpugov.compile.common import BACKENDS, Backend, CompileError, Object, Scope, select
 from gpugov.compile.core import compile_core
 from gpugov.compile.kueue import compile_kueue
 from gpugov.compile.mig import mig_configmap
@@ -22,16 +23,16 @@ from gpugov.declarations.model import Model
 from gpugov.kube.kinds import APPLY_ORDER
 from gpugov.kube.objects import object_key
 
-BACKENDS = ("kueue", "volcano")
+
+def compile(model: Model, *, cluster: str | None = None, backend: str | None = None) -> list[Object]:
+    """Desired objects for one cluster, in apply order (CompileError for an unknown cluster or backend)."""
+    return compile_scope(select(model, cluster=cluster, backend=backend))
 
 
-def compile(model: Model, backend: str | None = None, cluster: str | None = None) -> list[Object]:
-    """Desired objects for one cluster, in apply order."""
-    if backend is not None and backend not in BACKENDS:
-        raise CompileError(f"unknown backend '{backend}' (choose {' or '.join(BACKENDS)})")
-    scope = select(model, cluster, backend)
+def compile_scope(scope: Scope) -> list[Object]:
+    """Desired objects for a resolved scope, in apply order."""
     objects = compile_core(scope) + compile_roles(scope) + mig_configmap(scope)
-    objects += compile_kueue(scope) if scope.backend == "kueue" else compile_volcano(scope)
+    objects += compile_kueue(scope) if scope.backend is Backend.KUEUE else compile_volcano(scope)
     objects += admission_objects(scope)
     objects += compile_nodes(scope)
     objects += operations_objects(scope, objects)
@@ -40,4 +41,5 @@ def compile(model: Model, backend: str | None = None, cluster: str | None = None
     return sorted(objects, key=lambda obj: rank[obj["kind"]])
 
 
-__all__ = ["APPLY_ORDER", "BACKENDS", "CompileError", "Object", "Scope", "compile", "object_key", "select"]
+__all__ = ["APPLY_ORDER", "BACKENDS", "Backend", "CompileError", "Object", "Scope", "compile", "compile_scope", "object_key",
+           "select"]

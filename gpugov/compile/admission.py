@@ -33,12 +33,21 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gpugov.compile.common import NON_ACCELERATOR, Object, Scope, metadata
+from gpugov.compile.common import Object, Scope, metadata
 from gpugov.declarations.model import Decl
+from gpugov.kube.names import (
+    KUEUE_KEY_PREFIX,
+    KUEUE_PREBUILT_WORKLOAD_LABEL,
+    KUEUE_PRIORITY_LABEL,
+    KUEUE_QUEUE_LABEL,
+    VOLCANO_BATCH_GROUP,
+    VOLCANO_GROUP,
+    VOLCANO_QUEUE_ANNOTATION,
+)
+from gpugov.kube.objects import LABEL_COMPONENT
+from gpugov.kube.resources import is_accelerator
 
 API = "admissionregistration.k8s.io/v1"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 QUEUE_ACCESS = "gpugov-queue-access"
 NEED_A_QUEUE = "gpugov-accelerators-need-a-queue"
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "kueue-system")
@@ -68,8 +77,7 @@ def allowed_classes(scope: Scope) -> dict[str, list[str]]:
     }
 
 
-COMPONENT = "gpugov.io/component"  # as compile.operations labels gpugov's own objects
-LABELS = {COMPONENT: "admission"}
+LABELS = {LABEL_COMPONENT: "admission"}
 
 
 def _source(scope: Scope) -> Decl:
@@ -185,9 +193,7 @@ OTHER_PARENT_KINDS = ("Workload", "AppWrapper", "SparkApplication")
 PARENT_KINDS = tuple(sorted({k.kind for k in WORKLOAD_KINDS if k.parent} | set(OTHER_PARENT_KINDS)))
 # Labels and annotations of Kueue's that a tenant may change after creation; every other
 # kueue.x-k8s.io key is Kueue's bookkeeping (`kueue.x-k8s.io/managed`, the prebuilt Workload...).
-TENANT_KUEUE_KEYS = (QUEUE_LABEL, PRIORITY_LABEL)
-PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
-KUEUE_GATE_PREFIX = "kueue.x-k8s.io/"
+TENANT_KUEUE_KEYS = (KUEUE_QUEUE_LABEL, KUEUE_PRIORITY_LABEL)
 # Environment variables through which a device runtime hands devices to a container without a
 # resource request (NVIDIA Container Toolkit, Ascend Docker Runtime, Habana).
 DEVICE_ENV = (
@@ -278,16 +284,16 @@ def queue_access_policy(scope: Scope) -> Object:
             "matchConstraints": {"resourceRules": _workload_rules(("CREATE", "UPDATE"))},
             "matchConditions": [
                 _not_trusted(scope),
-                {"name": "has-queue", "expression": f"'{QUEUE_LABEL}' in {labels}"},
+                {"name": "has-queue", "expression": f"'{KUEUE_QUEUE_LABEL}' in {labels}"},
             ],
             "variables": [
                 {"name": "allowed", "expression": _cel(allowed_classes(scope))},
                 {"name": "declared", "expression": _cel(declared_queues(scope))},
                 {"name": "labels", "expression": labels},
-                {"name": "queue", "expression": f"request.namespace + '/' + variables.labels['{QUEUE_LABEL}']"},
+                {"name": "queue", "expression": f"request.namespace + '/' + variables.labels['{KUEUE_QUEUE_LABEL}']"},
                 {
                     "name": "priorityClass",
-                    "expression": f"'{PRIORITY_LABEL}' in variables.labels ? variables.labels['{PRIORITY_LABEL}'] : ''",
+                    "expression": f"'{KUEUE_PRIORITY_LABEL}' in variables.labels ? variables.labels['{KUEUE_PRIORITY_LABEL}'] : ''",
                 },
                 {"name": "podSpecs", "expression": _pod_specs_expr()},
                 {
@@ -331,7 +337,7 @@ def queue_access_policy(scope: Scope) -> Object:
 
 
 def accelerator_resources(scope: Scope) -> list[str]:
-    names = {resource for pool in scope.pools.values() for resource in pool.capacity if resource not in NON_ACCELERATOR}
+    names = {resource for pool in scope.pools.values() for resource in pool.capacity if is_accelerator(resource)}
     return sorted(names)
 
 
@@ -355,10 +361,10 @@ def need_a_queue_policy(scope: Scope) -> Object:
             "matchConstraints": {"resourceRules": _workload_rules(("CREATE", "UPDATE"), queued)},
             "matchConditions": [
                 _not_trusted(scope),
-                {"name": "no-queue", "expression": f"!('{QUEUE_LABEL}' in {_labels_expr()})"},
+                {"name": "no-queue", "expression": f"!('{KUEUE_QUEUE_LABEL}' in {_labels_expr()})"},
                 # on UPDATE only the loss of the queue label: a tenant may still label its Job's pods
                 {"name": "created-or-unqueued", "expression": "request.operation == 'CREATE' || "
-                 f"'{QUEUE_LABEL}' in {_labels_expr('oldObject')}"},
+                 f"'{KUEUE_QUEUE_LABEL}' in {_labels_expr('oldObject')}"},
             ],
             "variables": [
                 {"name": "accelerators", "expression": _cel(accelerator_resources(scope))},
@@ -368,7 +374,7 @@ def need_a_queue_policy(scope: Scope) -> Object:
                 {
                     "expression": f"!variables.podSpecs.exists(ps, ({_containers('ps')}).exists(c, {_asks()}))",
                     "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
-                    f"' requests accelerators without a queue: label it {QUEUE_LABEL}=<queue> (gpugov: every "
+                    f"' requests accelerators without a queue: label it {KUEUE_QUEUE_LABEL}=<queue> (gpugov: every "
                     f"accelerator goes through a queue; the queues of each namespace are declared in tenants/; "
                     f"ask {_team(scope)})'",
                     "reason": "Forbidden",
@@ -435,11 +441,11 @@ def lifecycle_policy(scope: Scope) -> Object:
                     "oldObject", tuple(suspendable))
     held_now = _by_kind(lambda k: _guarded("object", k.suspend, "false") if k.suspend else "false", "false",
                         "object", tuple(suspendable))
-    internal = f"k.contains('kueue.x-k8s.io/') && !(k in {_cel(list(TENANT_KUEUE_KEYS))})"
+    internal = f"k.contains('{KUEUE_KEY_PREFIX}') && !(k in {_cel(list(TENANT_KUEUE_KEYS))})"
     unchanged = ("variables.old{f}.all(k, !({internal}) || (k in variables.new{f} && variables.new{f}[k] == "
                  "variables.old{f}[k])) && variables.new{f}.all(k, !({internal}) || k in variables.old{f})")
     gates = ("has(oldObject.spec.schedulingGates) ? oldObject.spec.schedulingGates.filter(g, "
-             f"g.name.startsWith('{KUEUE_GATE_PREFIX}') && !(has(object.spec.schedulingGates) && "
+             f"g.name.startsWith('{KUEUE_KEY_PREFIX}') && !(has(object.spec.schedulingGates) && "
              "object.spec.schedulingGates.exists(h, h.name == g.name))).map(g, g.name) : []")
     return _policy(
         scope,
@@ -492,9 +498,9 @@ def lifecycle_policy(scope: Scope) -> Object:
                     "reason": "Forbidden",
                 },
                 {
-                    "expression": f"variables.update || !('{PREBUILT_WORKLOAD_LABEL}' in variables.newLabels)",
+                    "expression": f"variables.update || !('{KUEUE_PREBUILT_WORKLOAD_LABEL}' in variables.newLabels)",
                     "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
-                    f"' may not name a prebuilt Workload ({PREBUILT_WORKLOAD_LABEL}): Kueue creates the Workload "
+                    f"' may not name a prebuilt Workload ({KUEUE_PREBUILT_WORKLOAD_LABEL}): Kueue creates the Workload "
                     f"of a tenant\\'s job itself (gpugov; ask {_team(scope)})'",
                     "reason": "Forbidden",
                 },
@@ -563,7 +569,7 @@ def pod_priority_policy(scope: Scope) -> Object:
             "matchConstraints": {"resourceRules": _workload_rules(("CREATE", "UPDATE"))},
             "matchConditions": [
                 _not_trusted(scope),
-                {"name": "no-queue", "expression": f"!('{QUEUE_LABEL}' in {_labels_expr()})"},
+                {"name": "no-queue", "expression": f"!('{KUEUE_QUEUE_LABEL}' in {_labels_expr()})"},
             ],
             "variables": [
                 {"name": "allowed", "expression": _cel(allowed)},
@@ -602,7 +608,7 @@ def _job_pod_need_a_queue_policy(scope: Scope) -> Object:
             "matchConditions": [
                 {
                     "name": "no-queue",
-                    "expression": f"!has(object.metadata.labels) || !('{QUEUE_LABEL}' in object.metadata.labels)",
+                    "expression": f"!has(object.metadata.labels) || !('{KUEUE_QUEUE_LABEL}' in object.metadata.labels)",
                 },
                 {
                     "name": "not-a-job-pod",
@@ -621,7 +627,7 @@ def _job_pod_need_a_queue_policy(scope: Scope) -> Object:
                 {
                     "expression": f"!variables.containers.exists(c, {asks})",
                     "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
-                    f"' requests accelerators without a queue: label it {QUEUE_LABEL}=<queue> (gpugov: every "
+                    f"' requests accelerators without a queue: label it {KUEUE_QUEUE_LABEL}=<queue> (gpugov: every "
                     "accelerator goes through a queue)'",
                     "reason": "Forbidden",
                 }
@@ -632,11 +638,10 @@ def _job_pod_need_a_queue_policy(scope: Scope) -> Object:
 
 VOLCANO_QUEUE_ACCESS = "gpugov-volcano-queue-access"
 VOLCANO_NEED_VOLCANO = "gpugov-volcano-accelerators-need-volcano"
-VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 _VOLCANO_RULES = [
-    {"apiGroups": ["scheduling.volcano.sh"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
+    {"apiGroups": [VOLCANO_GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
      "resources": ["podgroups"]},
-    {"apiGroups": ["batch.volcano.sh"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]},
+    {"apiGroups": [VOLCANO_BATCH_GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]},
     {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
 ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
@@ -21,7 +22,7 @@ from gpugov.kube.objects import (  # noqa: F401  (re-exported for the compile mo
     Object,
 )
 
-NON_ACCELERATOR = ("cpu", "memory", "pods")
+LISTED_LAST = ("cpu", "memory", "pods")  # a queue lists these after its accelerators, in this order
 _NOT_LABEL = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -55,18 +56,29 @@ def _label_value(text: str) -> str:
 
 def resource_order(resource: str) -> tuple[int, str]:
     """Accelerators first (sorted), then cpu, memory, pods: one order for every queue."""
-    if resource in NON_ACCELERATOR:
-        return (1 + NON_ACCELERATOR.index(resource), resource)
+    if resource in LISTED_LAST:
+        return (1 + LISTED_LAST.index(resource), resource)
     return (0, resource)
+
+
+class Backend(StrEnum):
+    """The scheduler a cluster's quotas compile for."""
+
+    KUEUE = "kueue"
+    VOLCANO = "volcano"
+
+
+BACKENDS = tuple(b.value for b in Backend)
 
 
 @dataclass
 class Scope:
-    """The part of the model one cluster gets: its pools, and tenants' quotas on them."""
+    """The resolved target of one compile (cluster and backend, resolved once by `select` and
+    carried from there) and the part of the model it gets: its pools, and tenants' quotas on them."""
 
     model: Model
     cluster: Cluster
-    backend: str
+    backend: Backend
     pools: dict[str, GPUPool] = field(default_factory=dict)
     tenants: dict[str, Tenant] = field(default_factory=dict)
     departments: dict[str, Department] = field(default_factory=dict)
@@ -113,7 +125,11 @@ class CompileError(ValueError):
     """The model cannot be compiled for the asked cluster (e.g. unknown cluster name)."""
 
 
-def select(model: Model, cluster: str | None, backend: str | None) -> Scope:
+def select(model: Model, *, cluster: str | None = None, backend: str | None = None) -> Scope:
+    """Resolve --cluster/--backend once: the only cluster when none is named, the cluster's
+    declared backend when none is asked; CompileError for an unknown one."""
+    if backend is not None and backend not in BACKENDS:
+        raise CompileError(f"unknown backend '{backend}' (choose {' or '.join(BACKENDS)})")
     names = model.cluster_names()
     if cluster is None:
         if len(names) > 1:
@@ -124,7 +140,7 @@ def select(model: Model, cluster: str | None, backend: str | None) -> Scope:
     if cluster not in names:
         raise CompileError(f"unknown cluster '{cluster}' (declared: {', '.join(names)})")
     target = model.cluster(cluster)
-    scope = Scope(model, target, backend or target.backend)
+    scope = Scope(model, target, Backend(backend or target.backend))
     scope.pools = {name: pool for name, pool in sorted(model.pools.items()) if model.pool_cluster(pool) == cluster}
     for name, tenant in sorted(model.tenants.items()):
         quotas = tuple(q for q in tenant.quotas if q.pool in scope.pools)

@@ -10,14 +10,15 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from gpugov.compile.common import NON_ACCELERATOR, Object, Scope, metadata, resource_order, tenant_labels
+from gpugov.compile.common import Object, Scope, metadata, resource_order, tenant_labels
 from gpugov.compile.kueue import queue_flavors
 from gpugov.compile.roles import role_bindings
 from gpugov.declarations.model import Tenant
+from gpugov.kube.names import VOLCANO_QUEUE_ANNOTATION
 from gpugov.kube.quantity import format_quantity
+from gpugov.kube.resources import is_accelerator
 
 RESOURCEQUOTA_NAME = "gpugov-accelerators"
-VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 
 # A tenant's namespace holds its workloads and data: a GitOps sync that prunes must never delete
@@ -58,7 +59,7 @@ def accelerator_ceiling(scope: Scope, tenant: Tenant) -> dict[str, Decimal]:
     nominal quota only. With one it may borrow in every pool of its queue: up to its
     borrowingLimit where one is set, else up to all the pool has."""
     flavors, covered = queue_flavors(scope, tenant)
-    accelerators = [r for r in covered if r not in NON_ACCELERATOR]
+    accelerators = [r for r in covered if is_accelerator(r)]
     quotas = [(q.pool, rq) for q in scope.quotas[tenant.name] for rq in q.resources]
     if not tenant.department or scope.model.never_borrows(tenant):
         nominal = dict.fromkeys(accelerators, Decimal(0))

@@ -37,8 +37,6 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from gpugov.catalog import mig_resource_name
-from gpugov.catalog.mig import GEOMETRIES
 from gpugov.compile.common import (
     LABEL_DEPARTMENT,
     LABEL_POOL,
@@ -49,11 +47,11 @@ from gpugov.compile.common import (
     resource_order,
     tenant_labels,
 )
+from gpugov.declarations.equivalents import gpu_equivalents
 from gpugov.declarations.model import GPUPool, PoolQuota, Tenant
+from gpugov.kube.names import KUEUE_API
+from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES
 from gpugov.kube.quantity import format_quantity
-
-API = "kueue.x-k8s.io/v1beta2"
-ALLOWED_PRIORITY_CLASSES = "gpugov.io/allowed-priority-classes"
 
 
 def flavor_node_labels(pool: GPUPool) -> dict[str, str]:
@@ -71,7 +69,7 @@ def resource_flavor(pool: GPUPool) -> Object:
         ]
     spec["topologyName"] = pool.name
     return {
-        "apiVersion": API,
+        "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
         "metadata": metadata(pool.name, pool, {LABEL_POOL: pool.name}),
         "spec": spec,
@@ -88,7 +86,7 @@ def topology_levels(pool: GPUPool) -> tuple[str, ...]:
 
 def topology(pool: GPUPool) -> Object:
     return {
-        "apiVersion": API,
+        "apiVersion": KUEUE_API,
         "kind": "Topology",
         "metadata": metadata(pool.name, pool, {LABEL_POOL: pool.name}),
         "spec": {"levels": [{"nodeLabel": level} for level in topology_levels(pool)]},
@@ -136,17 +134,6 @@ def _resource_group(
                     resources.append(_quota_entry(resource, fallback, default_borrowing, None))
         group_flavors.append({"name": flavor, "resources": resources})
     return {"coveredResources": covered, "flavors": group_flavors}
-
-
-def gpu_equivalents(pool: GPUPool) -> dict[str, Decimal]:
-    """How much of one physical accelerator each of the pool's resources is: 1 for a whole
-    device, compute slices / the GPU's compute slices for a MIG profile (1g.10gb = 1/7 on A100)."""
-    weights = {pool.model.resource: Decimal(1)}
-    if pool.model.mig_geometry:
-        total, _, slots = GEOMETRIES[pool.model.mig_geometry]
-        for profile in pool.model.mig_profiles.values():
-            weights[mig_resource_name(profile.name)] = Decimal(slots[profile.slot][0]) / Decimal(total)
-    return weights
 
 
 def accelerator_share(scope: Scope, quota: PoolQuota) -> Decimal:
@@ -225,7 +212,7 @@ def cluster_queue(scope: Scope, tenant: Tenant) -> Object:
         ]
     spec["fairSharing"] = {"weight": str(tenant.weight or 1)}
     return {
-        "apiVersion": API,
+        "apiVersion": KUEUE_API,
         "kind": "ClusterQueue",
         "metadata": metadata(tenant.name, tenant, tenant_labels(tenant)),
         "spec": spec,
@@ -258,7 +245,7 @@ def cohort(scope: Scope, name: str) -> Object:
     if department.weight is not None:
         spec["fairSharing"] = {"weight": str(department.weight)}
     return {
-        "apiVersion": API,
+        "apiVersion": KUEUE_API,
         "kind": "Cohort",
         "metadata": metadata(name, department, {LABEL_DEPARTMENT: name}),
         "spec": spec,
@@ -270,10 +257,10 @@ def local_queues(tenant: Tenant) -> list[Object]:
     for queue in tenant.queues:
         annotations = {}
         if queue.priority_classes:
-            annotations[ALLOWED_PRIORITY_CLASSES] = ",".join(queue.priority_classes)
+            annotations[ANNOTATION_ALLOWED_PRIORITY_CLASSES] = ",".join(queue.priority_classes)
         objects.append(
             {
-                "apiVersion": API,
+                "apiVersion": KUEUE_API,
                 "kind": "LocalQueue",
                 "metadata": metadata(queue.name, tenant, tenant_labels(tenant), queue.namespace, annotations),
                 "spec": {"clusterQueue": tenant.name},
@@ -286,7 +273,7 @@ def workload_priority_classes(scope: Scope) -> list[Object]:
     objects = []
     for name, pc in sorted(scope.model.priority_classes.items()):
         obj: Object = {
-            "apiVersion": API,
+            "apiVersion": KUEUE_API,
             "kind": "WorkloadPriorityClass",
             "metadata": metadata(name, pc, {LABEL_PRIORITY_CLASS: name}),
             "value": pc.value,

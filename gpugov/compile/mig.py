@@ -14,8 +14,9 @@ from typing import Any
 import yaml
 
 from gpugov.catalog.mig import mig_config_key
-from gpugov.compile.common import Object, Scope, metadata
+from gpugov.compile.common import ANNOTATION_SOURCE, Object, Scope, metadata
 from gpugov.declarations.model import GPUPool
+from gpugov.kube.objects import LABEL_MIG_CONFIG
 
 ALL_DISABLED = "all-disabled"
 
@@ -44,9 +45,9 @@ def mig_configmap(scope: Scope) -> list[Object]:
     text = yaml.safe_dump(mig_parted_config(scope), sort_keys=False, default_flow_style=False)
     cluster = scope.cluster
     meta = metadata(
-        cluster.mig_config_name, mig_pools[0], {"gpugov.io/mig-config": "true"}, cluster.mig_config_namespace
+        cluster.mig_config_name, mig_pools[0], {LABEL_MIG_CONFIG: "true"}, cluster.mig_config_namespace
     )
-    meta["annotations"]["gpugov.io/source"] = ",".join(pool.origin for pool in mig_pools)
+    meta["annotations"][ANNOTATION_SOURCE] = ",".join(pool.origin for pool in mig_pools)
     return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"config.yaml": text}}]
 
 

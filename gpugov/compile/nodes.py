@@ -11,8 +11,9 @@ from typing import Any
 
 from gpugov.compile.common import LABEL_POOL, Object, Scope, metadata
 from gpugov.compile.mig import ALL_DISABLED, mig_config_name
-from gpugov.compile.volcano import NODEGROUP_LABEL, node_group
+from gpugov.compile.volcano import node_group
 from gpugov.declarations.model import GPUPool, PoolNode
+from gpugov.kube.names import VOLCANO_NODEGROUP_LABEL
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 
@@ -22,7 +23,7 @@ def node_labels(scope: Scope, pool: GPUPool, node: PoolNode) -> dict[str, str]:
     if pool.uses_mig:
         labels[MIG_CONFIG_LABEL] = mig_config_name(pool, node.mig_layout) if node.mig_layout else ALL_DISABLED
     if scope.backend == "volcano":
-        labels[NODEGROUP_LABEL] = node_group(pool)
+        labels[VOLCANO_NODEGROUP_LABEL] = node_group(pool)
     return dict(sorted(labels.items()))
 
 

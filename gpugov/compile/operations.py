@@ -22,8 +22,8 @@ from typing import Any
 
 from gpugov.compile.common import Object, Scope, metadata
 from gpugov.kube.kinds import KINDS
+from gpugov.kube.objects import LABEL_COMPONENT
 
-COMPONENT = "gpugov.io/component"
 DRIFT = "gpugov-drift"
 AGENT = "gpugov-agent"
 AGENT_PORT = 9402
@@ -37,7 +37,7 @@ ALWAYS_READ = (("v1", "Node"), ("v1", "Pod"), ("v1", "Namespace"))
 
 def _meta(scope: Scope, name: str, component: str, namespaced: bool = True) -> dict[str, Any]:
     cluster = scope.cluster
-    return metadata(name, cluster, {COMPONENT: component}, cluster.operations_namespace if namespaced else None)
+    return metadata(name, cluster, {LABEL_COMPONENT: component}, cluster.operations_namespace if namespaced else None)
 
 
 def reader_rules(kinds: set[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -58,7 +58,7 @@ def _hardened(container: dict[str, Any]) -> dict[str, Any]:
 def drift_objects(scope: Scope, kinds: set[tuple[str, str]]) -> list[Object]:
     cluster = scope.cluster
     ns = cluster.operations_namespace
-    args = ["drift", "/config", "--cluster", cluster.name, "--backend", scope.backend, "--format", "json"]
+    args = ["drift", "/config", "--cluster", cluster.name, "--backend", scope.backend.value, "--format", "json"]
     if cluster.run_agent:
         args += ["--agent-url", AGENT_URL]
     container = _hardened({

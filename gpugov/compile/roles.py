@@ -47,13 +47,14 @@ from typing import Any
 
 from gpugov.compile.common import Object, Scope, metadata, tenant_labels
 from gpugov.declarations.model import Decl, Subjects, Tenant
+from gpugov.kube.names import KUEUE_GROUP, VISIBILITY_GROUP, VOLCANO_BATCH_GROUP, VOLCANO_GROUP
+from gpugov.kube.objects import LABEL_COMPONENT
 
 RBAC = "rbac.authorization.k8s.io"
 OWNER, MEMBER, VIEWER = "owner", "member", "viewer"
 PERSONAS = (OWNER, MEMBER, VIEWER)
 QUEUE_READER = "gpugov-tenant-queue-reader"
-COMPONENT = "gpugov.io/component"  # as compile.operations and compile.admission label gpugov's own objects
-LABELS = {COMPONENT: "tenant-roles"}
+LABELS = {LABEL_COMPONENT: "tenant-roles"}
 
 READ = ["get", "list", "watch"]
 WRITE = ["create", "update", "patch", "delete"]
@@ -77,7 +78,7 @@ VOLCANO_WORKLOAD_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("", ("pods",)),
     ("apps", ("deployments", "statefulsets")),
     ("batch", ("cronjobs", "jobs")),
-    ("batch.volcano.sh", ("jobs",)),
+    (VOLCANO_BATCH_GROUP, ("jobs",)),
 )
 
 
@@ -105,9 +106,9 @@ def _workload_rules(verbs: list[str], backend: str) -> list[dict[str, Any]]:
 
 def viewer_rules(backend: str = "kueue") -> list[dict[str, Any]]:
     queues = [
-        _rule("kueue.x-k8s.io", ["localqueues", "workloads"], READ),
-        _rule("visibility.kueue.x-k8s.io", ["localqueues/pendingworkloads"], ["get"]),
-    ] if backend == "kueue" else [_rule("scheduling.volcano.sh", ["podgroups"], READ)]
+        _rule(KUEUE_GROUP, ["localqueues", "workloads"], READ),
+        _rule(VISIBILITY_GROUP, ["localqueues/pendingworkloads"], ["get"]),
+    ] if backend == "kueue" else [_rule(VOLCANO_GROUP, ["podgroups"], READ)]
     return [
         _rule("", ["events", "persistentvolumeclaims", "pods", "pods/log", "services"], READ),
         _rule("events.k8s.io", ["events"], READ),
@@ -136,9 +137,9 @@ def owner_rules(backend: str = "kueue") -> list[dict[str, Any]]:
 
 
 def queue_reader_rules(backend: str = "kueue") -> list[dict[str, Any]]:
-    queues = _rule("kueue.x-k8s.io", ["clusterqueues", "cohorts", "resourceflavors", "topologies",
-                                      "workloadpriorityclasses"], READ) if backend == "kueue" else \
-        _rule("scheduling.volcano.sh", ["queues"], READ)
+    queues = _rule(KUEUE_GROUP, ["clusterqueues", "cohorts", "resourceflavors", "topologies",
+                                 "workloadpriorityclasses"], READ) if backend == "kueue" else \
+        _rule(VOLCANO_GROUP, ["queues"], READ)
     return [queues, _rule("scheduling.k8s.io", ["priorityclasses"], READ)]
 
 

@@ -42,7 +42,6 @@ from typing import Any
 from gpugov.compile.common import (
     LABEL_DEPARTMENT,
     LABEL_PRIORITY_CLASS,
-    NON_ACCELERATOR,
     Object,
     Scope,
     metadata,
@@ -50,16 +49,17 @@ from gpugov.compile.common import (
     tenant_labels,
 )
 from gpugov.declarations.model import GPUPool, PoolQuota, Tenant
+from gpugov.kube.names import SCHEDULING_API, VOLCANO_API, VOLCANO_NODEGROUP_LABEL
+from gpugov.kube.objects import LABEL_PREEMPTIBLE
 from gpugov.kube.quantity import format_quantity
+from gpugov.kube.resources import is_accelerator
 
-API = "scheduling.volcano.sh/v1beta1"
-NODEGROUP_LABEL = "volcano.sh/nodegroup-name"
 Amounts = dict[str, Decimal]
 
 
 def node_group(pool: GPUPool) -> str:
     """The value of volcano.sh/nodegroup-name that the pool's nodes carry (see the module doc)."""
-    return dict(pool.node_selector).get(NODEGROUP_LABEL) or pool.name
+    return dict(pool.node_selector).get(VOLCANO_NODEGROUP_LABEL) or pool.name
 
 
 def _resources(amounts: Amounts) -> dict[str, str]:
@@ -73,7 +73,7 @@ def _sums(quotas: tuple[PoolQuota, ...]) -> tuple[Amounts, Amounts, Amounts | No
     unlimited: set[str] = set()
     for quota in quotas:
         for rq in quota.resources:
-            if rq.resource not in NON_ACCELERATOR:
+            if is_accelerator(rq.resource):
                 # Accelerators only: with cpu or memory in deserved, a queue that uses more CPU
                 # than that share becomes reclaimable even while its GPUs are within their share.
                 deserved[rq.resource] += rq.nominal
@@ -96,7 +96,7 @@ def _reclaimable(scope: Scope, tenant: Tenant) -> bool:
 
 
 def _queue(name: str, decl: Any, labels: dict[str, str], spec: dict[str, Any]) -> Object:
-    return {"apiVersion": API, "kind": "Queue", "metadata": metadata(name, decl, labels), "spec": spec}
+    return {"apiVersion": VOLCANO_API, "kind": "Queue", "metadata": metadata(name, decl, labels), "spec": spec}
 
 
 def tenant_queue(scope: Scope, tenant: Tenant, hierarchical: bool) -> tuple[Object, Amounts, Amounts]:
@@ -162,9 +162,9 @@ def priority_classes(scope: Scope) -> list[Object]:
     for name, pc in sorted(scope.model.priority_classes.items()):
         labels = {LABEL_PRIORITY_CLASS: name}
         if not pc.preemptible:
-            labels["gpugov.io/preemptible"] = "false"
+            labels[LABEL_PREEMPTIBLE] = "false"
         obj: Object = {
-            "apiVersion": "scheduling.k8s.io/v1",
+            "apiVersion": SCHEDULING_API,
             "kind": "PriorityClass",
             "metadata": metadata(name, pc, labels),
             "value": pc.value,

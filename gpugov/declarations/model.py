@@ -1,9 +1,9 @@
-"""The typed, immutable organisation model built from schema-valid documents.
+"""The typed, immutable organisation model: its types and the facts derived from them.
 
-Quantities are Decimals. Every object keeps its SourceDoc so policy findings and compiled
-objects can point back at `file:line`. Derived facts that several consumers need
+Quantities are Decimals. Every object keeps where it was declared so policy findings and
+compiled objects can point back at `file:line`. Derived facts that several consumers need
 (a pool's capacity, a department's ancestors) are computed here once, so nothing
-downstream re-derives them.
+downstream re-derives them. `declarations.build` turns schema-valid documents into a Model.
 """
 
 from __future__ import annotations
@@ -14,20 +14,10 @@ from decimal import Decimal
 from functools import cached_property
 from typing import Any, ClassVar
 
-from gpugov.catalog import MODELS, AcceleratorModel, HamiUnits, mig_resource_name, model_from_spec
+from gpugov.catalog import MODELS, AcceleratorModel, HamiUnits, mig_resource_name
 from gpugov.catalog.accelerators import unknown_model
-from gpugov.declarations.loader import SourceDoc
 from gpugov.declarations.schema import defaulted
-from gpugov.findings import Finding, Level, Location, Locator, make, rule
-from gpugov.kube.quantity import parse_quantity
-
-DUPLICATE_NAME = rule(
-    "GG010",
-    "duplicate-name",
-    Level.ERROR,
-    "Two declarations of the same kind share a name (or a singleton kind is declared twice).",
-    "Names are unique per kind; rename or merge the two declarations.",
-)
+from gpugov.findings import Location, Locator
 
 DEFAULT_CLUSTER = "default"
 ACCELERATORS = "accelerators"  # whole devices (on a HAMi pool: its virtual devices)
@@ -129,11 +119,11 @@ class PoolNode:
 
 @dataclass(frozen=True)
 class HamiSharing:
-    """A pool shared through HAMi (its defaults: deviceSplitCount 10, both scalings 1)."""
+    """A pool shared through HAMi (spec.sharing.hami; its defaults are the schema's)."""
 
-    split_count: int = 10
-    memory_scaling: Decimal = Decimal(1)
-    core_scaling: Decimal = Decimal(1)
+    split_count: int
+    memory_scaling: Decimal
+    core_scaling: Decimal
     device_memory: Decimal | None = None  # bytes per device as NVML reports it; default: the model's
 
 
@@ -411,7 +401,7 @@ class Model:
     def cluster(self, name: str) -> Cluster:
         if name in self.clusters:
             return self.clusters[name]
-        return _cluster(name, _NO_DOC, {"backend": DEFAULT_BACKEND}, declared=False)
+        return cluster_from_spec(name, _NO_DOC, {"backend": DEFAULT_BACKEND}, declared=False)
 
     def pool_cluster(self, pool: GPUPool) -> str | None:
         """The cluster a pool belongs to; None when that is ambiguous (a policy error)."""
@@ -486,7 +476,10 @@ class _Defaults:
         return Location(self.file)
 
 
-def _cluster(name: str, doc: Locator, declared_spec: dict[str, Any], declared: bool = True) -> Cluster:
+# The policy kinds read from their specs. They live beside the types, not in the builder,
+# because what nobody declared (Model.policy, .limits, .cluster) is the same reading of an
+# empty spec: the schema's defaults.
+def cluster_from_spec(name: str, doc: Locator, declared_spec: dict[str, Any], declared: bool = True) -> Cluster:
     spec = defaulted("Cluster", declared_spec)
     mig, operations = spec["migConfig"], spec["operations"]
     return Cluster(
@@ -506,7 +499,7 @@ def _cluster(name: str, doc: Locator, declared_spec: dict[str, Any], declared: b
     )
 
 
-def _scheduling(name: str, doc: Locator, declared_spec: dict[str, Any], declared: bool = True) -> SchedulingPolicy:
+def scheduling_from_spec(name: str, doc: Locator, declared_spec: dict[str, Any], declared: bool = True) -> SchedulingPolicy:
     spec = defaulted("SchedulingPolicy", declared_spec)
     preemption = spec["preemption"]
     return SchedulingPolicy(
@@ -522,7 +515,7 @@ def _scheduling(name: str, doc: Locator, declared_spec: dict[str, Any], declared
     )
 
 
-def _guardrails(name: str, doc: Locator, declared_spec: dict[str, Any], declared: bool = True) -> Guardrails:
+def guardrails_from_spec(name: str, doc: Locator, declared_spec: dict[str, Any], declared: bool = True) -> Guardrails:
     spec = defaulted("Guardrails", declared_spec)
     return Guardrails(
         name,
@@ -555,191 +548,5 @@ def _isolation(spec: dict[str, Any]) -> Isolation:
 
 DEFAULT_BACKEND = "kueue"  # of the one cluster a repository without Cluster declarations drives
 _NO_DOC = _Defaults()
-_DEFAULT_SCHEDULING = _scheduling("default", _NO_DOC, {}, declared=False)
-_DEFAULT_GUARDRAILS = _guardrails("default", _NO_DOC, {}, declared=False)
-
-
-def _decimal(value: Any) -> Decimal:
-    return parse_quantity(value)
-
-
-def _optional_decimal(value: Any) -> Decimal | None:
-    return None if value is None else parse_quantity(value)
-
-
-def _owners(spec: dict[str, Any]) -> Owners:
-    owners = spec.get("owners") or {}
-    return Owners(
-        tuple(owners.get("users", ())), tuple(owners.get("groups", ())), tuple(owners.get("reviewers", ()))
-    )
-
-
-def _subjects(subjects: dict[str, Any]) -> Subjects:
-    """spec.members or spec.viewers, its defaults (schema.defaulted) filled in."""
-    return Subjects(tuple(subjects["users"]), tuple(subjects["groups"]))
-
-
-def _weight(spec: dict[str, Any]) -> int | None:
-    return (spec.get("fairSharing") or {}).get("weight")
-
-
-def _pool_quotas(spec: dict[str, Any], pools: dict[str, GPUPool]) -> tuple[PoolQuota, ...]:
-    result = []
-    for index, entry in enumerate(spec.get("quotas", ())):
-        pool = pools.get(entry["pool"])
-        resources = []
-        for key, value in entry["resources"].items():
-            if not isinstance(value, dict):
-                value = {"nominal": value}
-            resource = pool.resource_for(key) if pool else key
-            unit = pool.quota_unit(key) if pool else None
-            amounts = [_optional_decimal(value.get(name)) for name in ("nominal", "borrowingLimit", "lendingLimit")]
-            if unit is not None:  # exact: 40Gi of nvidia.com/gpumem is 40960 MiB units, a fraction stays a fraction
-                amounts = [None if amount is None else amount / unit for amount in amounts]
-            nominal, borrowing, lending = amounts
-            resources.append(ResourceQuota(key, resource, nominal or Decimal(0), borrowing, lending))
-        result.append(PoolQuota(entry["pool"], index, tuple(resources)))
-    return tuple(result)
-
-
-def _hami(spec: dict[str, Any]) -> HamiSharing | None:
-    hami = (spec.get("sharing") or {}).get("hami")
-    if hami is None:
-        return None
-    return HamiSharing(
-        split_count=hami.get("deviceSplitCount", 10),
-        memory_scaling=Decimal(str(hami.get("deviceMemoryScaling", 1))),
-        core_scaling=Decimal(str(hami.get("deviceCoreScaling", 1))),
-        device_memory=_optional_decimal(hami.get("deviceMemory")),
-    )
-
-
-def _build_pool(name: str, doc: SourceDoc, spec: dict[str, Any], accelerator: AcceleratorModel | None) -> GPUPool:
-    resources = spec.get("nodeResources") or {}
-    return GPUPool(
-        name,
-        doc,
-        cluster=spec.get("cluster"),
-        model_name=spec["accelerator"]["model"],
-        product_label=spec["accelerator"].get("productLabel"),
-        per_node=spec["acceleratorsPerNode"],
-        nodes=tuple(
-            PoolNode(n["name"], tuple(sorted((n.get("labels") or {}).items())), n.get("migLayout"), i, n.get("vnpuLayout"))
-            for i, n in enumerate(spec.get("nodes", ()))
-        ),
-        node_selector=tuple(sorted(((spec.get("nodeSelector") or {}).get("matchLabels") or {}).items())),
-        node_count=spec.get("nodeCount"),
-        node_cpu=_optional_decimal(resources.get("cpu")),
-        node_memory=_optional_decimal(resources.get("memory")),
-        taints=tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in spec.get("taints", ())),
-        topology_levels=tuple((spec.get("topology") or {}).get("levels", ())),
-        price_per_hour=_optional_decimal(spec.get("pricePerAcceleratorHour")),
-        currency=spec.get("currency"),
-        mig_layouts={k: dict(v) for k, v in (spec.get("migLayouts") or {}).items()},
-        vnpu_layouts={k: dict(v) for k, v in (spec.get("vnpuLayouts") or {}).items()},
-        hami=_hami(spec),
-        accelerator=accelerator,
-    )
-
-
-def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
-    """Build the model from schema-valid documents; duplicate names become findings."""
-    model = Model()
-    findings: list[Finding] = []
-    by_kind: dict[str, list[SourceDoc]] = defaultdict(list)
-    for doc in documents:
-        by_kind[doc.data["kind"]].append(doc)
-
-    def unique(kind: str) -> list[tuple[str, SourceDoc]]:
-        seen: dict[str, SourceDoc] = {}
-        result = []
-        for doc in by_kind.get(kind, ()):
-            name = doc.data["metadata"]["name"]
-            if name in seen:
-                first = seen[name]
-                findings.append(
-                    make(
-                        DUPLICATE_NAME,
-                        f"{kind} '{name}' is declared twice (first at {first.locate(('metadata', 'name'))})",
-                        doc.locate(("metadata", "name")),
-                        first.locate(("metadata", "name")),
-                    )
-                )
-                continue
-            seen[name] = doc
-            result.append((name, doc))
-        return result
-
-    def singleton(kind: str) -> tuple[str, SourceDoc] | None:
-        items = unique(kind)
-        for name, doc in items[1:]:
-            first = items[0][1]
-            findings.append(
-                make(
-                    DUPLICATE_NAME,
-                    f"only one {kind} may be declared; '{name}' repeats '{items[0][0]}' at {first.locate()}",
-                    doc.locate(("metadata", "name")),
-                    first.locate(),
-                )
-            )
-        return items[0] if items else None
-
-    for name, doc in unique("Cluster"):
-        model.clusters[name] = _cluster(name, doc, doc.data["spec"])
-    for name, doc in unique("AcceleratorModel"):
-        if name in MODELS:
-            findings.append(
-                make(
-                    DUPLICATE_NAME,
-                    f"AcceleratorModel '{name}' is built in (see `gpugov catalog`); give the declared model another "
-                    "name, or use the built-in one",
-                    doc.locate(("metadata", "name")),
-                )
-            )
-            continue
-        model.accelerator_models[name] = DeclaredModel(name, doc, model_from_spec(name, doc.data["spec"]))
-    for name, doc in unique("GPUPool"):
-        spec = doc.data["spec"]
-        model.pools[name] = _build_pool(name, doc, spec, model.lookup_model(spec["accelerator"]["model"]))
-    for name, doc in unique("Department"):
-        spec = doc.data["spec"]
-        model.departments[name] = Department(
-            name,
-            doc,
-            spec.get("parent"),
-            _owners(spec),
-            spec.get("costCenter"),
-            _pool_quotas(spec, model.pools),
-            _weight(spec),
-        )
-    for name, doc in unique("Tenant"):
-        spec = doc.data["spec"]
-        filled = defaulted("Tenant", spec)
-        model.tenants[name] = Tenant(
-            name,
-            doc,
-            department=spec.get("department"),
-            owners=_owners(spec),
-            cost_center=spec.get("costCenter"),
-            clusters=tuple(spec.get("clusters", ())),
-            members=_subjects(filled["members"]),
-            viewers=_subjects(filled["viewers"]),
-            namespaces=tuple(spec["namespaces"]),
-            adopt_namespaces=tuple(filled["adoptNamespaces"]),
-            queues=tuple(
-                Queue(q["name"], q["namespace"], tuple(q.get("priorityClasses", ())), i)
-                for i, q in enumerate(spec.get("queues", ()))
-            ),
-            quotas=_pool_quotas(spec, model.pools),
-            weight=_weight(spec),
-        )
-    for name, doc in unique("PriorityClass"):
-        spec = defaulted("PriorityClass", doc.data["spec"])
-        model.priority_classes[name] = PriorityClass(name, doc, spec["value"], spec["preemptible"], spec.get("description", ""))
-    if found := singleton("SchedulingPolicy"):
-        name, doc = found
-        model.scheduling = _scheduling(name, doc, doc.data["spec"])
-    if found := singleton("Guardrails"):
-        name, doc = found
-        model.guardrails = _guardrails(name, doc, doc.data["spec"])
-    return model, findings
+_DEFAULT_SCHEDULING = scheduling_from_spec("default", _NO_DOC, {}, declared=False)
+_DEFAULT_GUARDRAILS = guardrails_from_spec("default", _NO_DOC, {}, declared=False)

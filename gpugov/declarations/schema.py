@@ -158,6 +158,15 @@ def _spec(properties: dict[str, Any], required: list[str] | None = None) -> dict
     return {"type": "object", "additionalProperties": False, "required": required or [], "properties": properties}
 
 
+# An object whose presence is itself the declaration (sharing.hami: the pool is shared through HAMi):
+# its defaults fill it only where it is declared (defaulted() fills other absent objects as empty).
+OPT_IN = "x-gpugov-opt-in"
+
+
+def _opt_in(properties: dict[str, Any]) -> dict[str, Any]:
+    return {**_spec(properties), OPT_IN: True}
+
+
 # Guardrails.isolation: what the admission policies (compile.admission) and the tenant namespaces'
 # Pod Security labels hold against a tenant who tries to escape its queues (README: Threat model).
 # The cluster's admins (system:masters) are not among them: what they submit is checked like a tenant's.
@@ -284,11 +293,12 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 },
                 "sharing": _spec(
                     {
-                        "hami": _spec(
+                        "hami": _opt_in(
                             {
-                                "deviceSplitCount": {"type": "integer", "minimum": 1, "maximum": 1024},
-                                "deviceMemoryScaling": {"type": "number", "exclusiveMinimum": 0},
-                                "deviceCoreScaling": {"type": "number", "exclusiveMinimum": 0},
+                                # HAMi's own defaults (its device plugin's flags)
+                                "deviceSplitCount": {"type": "integer", "minimum": 1, "maximum": 1024, "default": 10},
+                                "deviceMemoryScaling": {"type": "number", "exclusiveMinimum": 0, "default": 1},
+                                "deviceCoreScaling": {"type": "number", "exclusiveMinimum": 0, "default": 1},
                                 "deviceMemory": {
                                     **_QUANTITY,
                                     "description": "Memory of one device as NVML reports it; default: the model's.",
@@ -519,9 +529,12 @@ def schema_files() -> dict[str, str]:
 class _Nested(dict):  # type: ignore[type-arg]
     """The defaults inside an object property (as opposed to a default that is itself a mapping)."""
 
+    opt_in = False
+
 
 def _default_tree(schema: dict[str, Any]) -> _Nested:
     tree = _Nested()
+    tree.opt_in = bool(schema.get(OPT_IN))
     for name, prop in schema.get("properties", {}).items():
         if "default" in prop:
             tree[name] = prop["default"]
@@ -540,6 +553,8 @@ def _fill(tree: _Nested, data: dict[str, Any]) -> dict[str, Any]:
     for key, default in tree.items():
         if isinstance(default, _Nested):
             current = filled.get(key)
+            if default.opt_in and not isinstance(current, dict):
+                continue
             filled[key] = _fill(default, current if isinstance(current, dict) else {})
         elif key not in filled:
             filled[key] = default

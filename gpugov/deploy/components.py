@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import pulumi
 
-from gpugov.compile import object_key
-from gpugov.compile.common import Object
-from gpugov.deploy.layout import OPERATIONS, POOL, TENANT, Key, mig_config_key, owner, references, resource_name
+from gpugov.deploy.layout import OPERATIONS, POOL, TENANT, mig_config_key, owner, references, resource_name
 from gpugov.deploy.resources import kubernetes_resource
+from gpugov.kube.objects import Key, Object, object_key
 
 PACKAGE = "gpugov:index"
 

@@ -8,18 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpugov.compile import object_key
-from gpugov.compile.common import LABEL_POOL, LABEL_TENANT, Object
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
-from gpugov.compile.operations import COMPONENT as LABEL_COMPONENT
+from gpugov.kube.names import KUEUE_GROUP, VOLCANO_GROUP
+from gpugov.kube.objects import LABEL_COMPONENT, LABEL_MIG_CONFIG, LABEL_POOL, LABEL_TENANT, Key, Object, object_key
 
-LABEL_MIG_CONFIG = "gpugov.io/mig-config"
-KUEUE_GROUP = "kueue.x-k8s.io"
-VOLCANO_GROUP = "scheduling.volcano.sh"
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
 ORGANISATION, OPERATIONS, POOL, TENANT = "organisation", "operations", "pool", "tenant"
-Key = tuple[str, str, str, str]
 
 
 def owner(obj: Object) -> tuple[str, str]:
@@ -121,7 +116,6 @@ __all__ = [
     "ORGANISATION",
     "POOL",
     "TENANT",
-    "Key",
     "is_mig_config",
     "mig_config_key",
     "owner",

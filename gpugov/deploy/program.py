@@ -39,7 +39,7 @@ def load_objects(root: Path, cluster: str, backend: str | None = None) -> list[O
 def load_state(root: Path, cluster: str, backend: str | None = None) -> DesiredState:
     """The desired state for `cluster`; pulumi.RunError (findings, no traceback) when invalid."""
     try:
-        state = desired_state(root, cluster, backend)
+        state = desired_state(root, cluster=cluster, backend=backend)
     except (InputError, CompileError) as exc:
         raise pulumi.RunError(f"gpugov: {exc}") from None
     except InvalidDeclarations as exc:

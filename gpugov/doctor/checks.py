@@ -1,7 +1,8 @@
 """The doctor's checks: does this cluster really govern GPUs the way the declarations need?
 
-Each check is data with a stable id (DR001...), the sources it reads (facts.SOURCES) and a
-function from (desired state, facts) to an outcome: pass, warn, fail or skip, with a hint.
+Each check is a function from (desired state, facts) to an outcome: pass, warn, fail or skip, with
+a hint; `@check` above it declares its stable id (DR001...), what it verifies, the sources it reads
+(facts.SOURCES) and its hint, and CHECKS lists them in the report's order.
 A check whose source could not be read reports skip and counts as "could not check".
 Pure: the cluster is read at the edge (gpugov.cluster.inventory).
 """
@@ -19,20 +20,19 @@ from gpugov.app.desired import DesiredState
 from gpugov.capacity.nodes import GPU_COUNT, GPU_PRODUCT, MIG_STATE, MIG_STRATEGY, labels, name, pool_nodes
 from gpugov.compile.admission import API as ADMISSION_API
 from gpugov.compile.admission import WORKLOAD_KINDS
-from gpugov.compile.common import NON_ACCELERATOR, Scope, select
+from gpugov.compile.common import Scope
 from gpugov.compile.core import POD_SECURITY
-from gpugov.compile.kueue import API as KUEUE_API
-from gpugov.compile.volcano import API as VOLCANO_API
 from gpugov.declarations.model import GPUPool
 from gpugov.doctor.facts import KUEUE_CONFIG_KEY, KUEUE_CONFIGMAP, Facts, FactsRequest, Obj
 from gpugov.doctor.metrics import Sample, parse_samples
 from gpugov.drift.hardware import expected_allocatable
 from gpugov.drift.usage import accelerator_requests
 from gpugov.kube.kinds import KINDS
+from gpugov.kube.names import KUEUE_API, VISIBILITY_APISERVICE, VOLCANO_API
 from gpugov.kube.objects import LABEL_TENANT, selector_matches
 from gpugov.kube.quantity import QuantityError, parse_quantity
+from gpugov.kube.resources import is_accelerator
 
-VISIBILITY_APISERVICE = "v1beta2.visibility.kueue.x-k8s.io"
 CLUSTERPOLICY_CRD = "clusterpolicies.nvidia.com"
 KUEUE_METRICS_SERVICE = "kueue-controller-manager-metrics-service"
 DCGM_UTILISATION = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
@@ -124,6 +124,16 @@ class Check:
     function: Function
 
 
+def check(id: str, name: str, *, reads: tuple[str, ...], summary: str, hint: str) -> Callable[[Function], Check]:
+    """Declare a check where its function is written: its stable id and name, what it verifies, the
+    sources it reads (facts.SOURCES) and its hint for warn and fail. CHECKS below lists them in order."""
+
+    def declare(function: Function) -> Check:
+        return Check(id, name, summary, reads, hint, function)
+
+    return declare
+
+
 def _pass(message: str) -> Outcome:
     return Outcome(Status.PASS, message)
 
@@ -165,6 +175,9 @@ def _condition(obj: Obj, kind: str) -> dict[str, Any] | None:
 
 # --- the scheduler ---------------------------------------------------------------------------
 
+@check("DR001", "scheduler-installed", reads=("crds",),
+       summary="The CRDs of the scheduler kinds gpugov emits (Kueue or Volcano) exist.",
+       hint="Install Kueue 0.16 or later (or Volcano for a volcano cluster).")
 def check_scheduler_installed(s: Situation) -> Outcome:
     wanted = required_crds(s.state)
     scheduler = "Kueue" if s.kueue else "Volcano"
@@ -177,6 +190,10 @@ def check_scheduler_installed(s: Situation) -> Outcome:
     return _pass(f"{scheduler} CRDs installed: {_listing(wanted, 8)}")
 
 
+@check("DR002", "scheduler-api-version", reads=("crds",),
+       summary="Those CRDs serve, store and have established the API version gpugov compiles "
+               "(kueue.x-k8s.io/v1beta2, scheduling.volcano.sh/v1beta1).",
+       hint="Upgrade the scheduler to a release that serves this version.")
 def check_scheduler_version(s: Situation) -> Outcome:
     version = scheduler_api(s.state.backend).split("/")[1]
     present = [n for n in required_crds(s.state) if n in s.facts.crds]
@@ -225,6 +242,11 @@ def _weights_declared(s: Situation) -> bool:
         d.weight is not None for d in s.scope.departments.values())
 
 
+@check("DR003", "kueue-fair-sharing", reads=("kueue-config", "clusterqueues"),
+       summary="Kueue runs with fair sharing, so the declared weights act: the Configuration's fairSharing block, or "
+               "status.fairSharing on gpugov's ClusterQueues.",
+       hint="Add `fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]}` to "
+            "Kueue's Configuration and restart it.")
 def check_fair_sharing(s: Situation) -> Outcome:
     if (other := _not_kueue(s)) is not None:
         return other
@@ -270,6 +292,12 @@ def _namespace_labels(state: DesiredState, name: str) -> dict[str, str]:
     return {"kubernetes.io/metadata.name": name}
 
 
+@check("DR004", "kueue-manage-jobs-without-queue-name", reads=("kueue-config",),
+       summary="Kueue's manageJobsWithoutQueueName is true and its managedJobsNamespaceSelector takes every tenant "
+               "namespace and no system one: a workload there without a queue label is held, the second line behind "
+               "gpugov's admission policies.",
+       hint="Set manageJobsWithoutQueueName: true and managedJobsNamespaceSelector: {matchExpressions: [{key: "
+            "gpugov.io/tenant, operator: Exists}]} in Kueue's Configuration, and restart it.")
 def check_manage_jobs(s: Situation) -> Outcome:
     if (other := _not_kueue(s)) is not None:
         return other
@@ -298,6 +326,9 @@ def check_manage_jobs(s: Situation) -> Outcome:
                  f"(managedJobsNamespaceSelector {selector}): a workload there without a queue is held")
 
 
+@check("DR005", "kueue-visibility-api", reads=("apiservices",),
+       summary=f"The visibility API (APIService {VISIBILITY_APISERVICE}) is Available.",
+       hint="Check the APIService's status and the Kueue visibility server behind its Service.")
 def check_visibility(s: Situation) -> Outcome:
     if (other := _not_kueue(s)) is not None:
         return other
@@ -328,6 +359,10 @@ def _kueue_metric_outcome(s: Situation, samples: list[Sample]) -> Outcome:
     return _pass(f"{len(kueue)} kueue_ series, with status and resource usage of all {len(ours)} ClusterQueues")
 
 
+@check("DR006", "kueue-metrics", reads=("kueue-services", "kueue-config", "kueue-metrics"),
+       summary="Kueue's metrics are exposed (its metrics Service, or --kueue-metrics URL) with ClusterQueue status "
+               "and resource usage.",
+       hint="Expose Kueue's /metrics and set metrics.enableClusterQueueResources: true.")
 def check_kueue_metrics(s: Situation) -> Outcome:
     if (other := _not_kueue(s)) is not None:
         return other
@@ -375,6 +410,9 @@ def _unready(daemonsets: list[Obj]) -> list[str]:
     return result
 
 
+@check("DR010", "gpu-operator", reads=("crds", "clusterpolicies"),
+       summary="The NVIDIA GPU Operator's ClusterPolicy (nvidia.com/v1) exists and is ready; skip without its CRDs.",
+       hint="Install the GPU Operator, or fix what its status names.")
 def check_gpu_operator(s: Situation) -> Outcome:
     if (other := _not_nvidia(s)) is not None:
         return other
@@ -396,7 +434,7 @@ def check_gpu_operator(s: Situation) -> Outcome:
 
 
 def _pool_resources(pool: GPUPool) -> set[str]:
-    return {r for r in pool.capacity if r not in NON_ACCELERATOR} | {pool.model.resource}
+    return {r for r in pool.capacity if is_accelerator(r)} | {pool.model.resource}
 
 
 def _advertises(node: Obj, resources: set[str]) -> bool:
@@ -410,6 +448,10 @@ def _advertises(node: Obj, resources: set[str]) -> bool:
     return False
 
 
+@check("DR011", "device-plugin", reads=("nodes", "daemonsets"),
+       summary="Every pool node advertises its accelerators in status.allocatable (the device plugin runs), and "
+               "device plugin DaemonSets are ready.",
+       hint="Run the vendor's device plugin on the pool's nodes (the GPU Operator deploys NVIDIA's).")
 def check_device_plugin(s: Situation) -> Outcome:
     members = [(pool, node) for pool in s.scope.pools.values() for node in s.nodes_of(pool)]
     if not members:
@@ -426,6 +468,9 @@ def check_device_plugin(s: Situation) -> Outcome:
     return _pass(f"all {len(members)} pool nodes advertise their accelerators{via}")
 
 
+@check("DR012", "gpu-feature-discovery", reads=("nodes",),
+       summary="Every NVIDIA pool node carries GFD's nvidia.com/gpu.product and nvidia.com/gpu.count labels.",
+       hint="Run GPU Feature Discovery (the GPU Operator deploys it).")
 def check_gfd(s: Situation) -> Outcome:
     if (other := _not_nvidia(s)) is not None:
         return other
@@ -439,6 +484,10 @@ def check_gfd(s: Situation) -> Outcome:
     return _pass(f"all {len(members)} NVIDIA pool nodes carry GFD's {GPU_PRODUCT} and {GPU_COUNT}")
 
 
+@check("DR013", "mig-strategy", reads=("nodes", "clusterpolicies"),
+       summary="With MIG quotas, the MIG strategy is mixed: the ClusterPolicy's mig.strategy and every MIG pool "
+               "node's nvidia.com/mig.strategy label.",
+       hint="Set mig.strategy=mixed in the GPU Operator (Helm: --set mig.strategy=mixed).")
 def check_mig_strategy(s: Situation) -> Outcome:
     if not s.mig_quotas:
         return _skip("no tenant or department holds quota of a MIG profile")
@@ -458,6 +507,10 @@ def check_mig_strategy(s: Situation) -> Outcome:
     return _pass(f"all {len(members)} MIG pool nodes report {MIG_STRATEGY}=mixed")
 
 
+@check("DR014", "mig-config-state", reads=("nodes",),
+       summary="mig-manager applied the selected layout on every MIG pool node: nvidia.com/mig.config.state is "
+               "success.",
+       hint="Read the mig-manager pod's log on the node; gpugov drift names the config it should have.")
 def check_mig_state(s: Situation) -> Outcome:
     if not s.mig_pools:
         return _skip("no pool declares MIG layouts")
@@ -475,6 +528,10 @@ def check_mig_state(s: Situation) -> Outcome:
     return _pass(f"{MIG_STATE}=success on all {len(members)} MIG pool nodes")
 
 
+@check("DR015", "mig-manager", reads=("clusterpolicies", "daemonsets"),
+       summary="The ClusterPolicy points mig-manager at gpugov's mig-parted ConfigMap, and mig-manager DaemonSets "
+               "are ready.",
+       hint="Set migManager.config.name to the Cluster's migConfig.name.")
 def check_mig_manager(s: Situation) -> Outcome:
     if not s.mig_pools:
         return _skip("no pool declares MIG layouts")
@@ -503,6 +560,10 @@ def _dcgm_samples(s: Situation) -> list[Sample] | None:
                                                       if m.name.startswith("DCGM_FI_")]
 
 
+@check("DR016", "dcgm-exporter", reads=("daemonsets", "dcgm-metrics"),
+       summary="A DCGM exporter runs (ready DaemonSet, or --dcgm-metrics URL) with the utilisation counters the idle "
+               "check reads.",
+       hint="Enable dcgmExporter in the GPU Operator with its default counters.")
 def check_dcgm_exporter(s: Situation) -> Outcome:
     if (other := _not_nvidia(s)) is not None:
         return other
@@ -533,6 +594,10 @@ def _pod_of(sample: Sample) -> str:
     return next((sample.labels[k] for k in POD_LABELS if sample.labels.get(k)), "")
 
 
+@check("DR017", "dcgm-pod-labels", reads=("dcgm-metrics", "pods", "daemonsets"),
+       summary="GPU metrics name the pod that holds the GPU (DCGM_EXPORTER_KUBERNETES), checked against the running "
+               "GPU pods.",
+       hint="Set DCGM_EXPORTER_KUBERNETES=true on the exporter (the GPU Operator's default).")
 def check_dcgm_pod_labels(s: Situation) -> Outcome:
     if (other := _not_nvidia(s)) is not None:
         return other
@@ -565,6 +630,10 @@ def check_dcgm_pod_labels(s: Situation) -> Outcome:
 
 # --- the declarations against the nodes ------------------------------------------------------
 
+@check("DR020", "pool-nodes", reads=("nodes",),
+       summary="Every declared pool matches real nodes: its listed node names, or at least one node (nodeCount of "
+               "them) for its nodeSelector.",
+       hint="Fix the pool's nodes or nodeSelector in hardware/.")
 def check_pool_nodes(s: Situation) -> Outcome:
     if not s.scope.pools:
         return _skip(f"cluster {s.state.cluster} declares no pool")
@@ -611,6 +680,11 @@ def _device_mismatches(pool: GPUPool, node: Obj) -> list[str]:
             if parse_quantity(capacity.get(resource, 0)) != amount]
 
 
+@check("DR021", "pool-hardware", reads=("nodes",),
+       summary="The pools' nodes have the declared GPU model (nvidia.com/gpu.product) and accelerators per node "
+               "(nvidia.com/gpu.count; for other vendors what drift expects the device plugin to advertise: whole "
+               "devices, or the vNPU templates of the node's layout).",
+       hint="Fix accelerator.model or acceleratorsPerNode, or move the node to the right pool.")
 def check_pool_hardware(s: Situation) -> Outcome:
     members = [(pool, node) for pool in s.scope.pools.values() for node in s.nodes_of(pool)]
     if not members:
@@ -638,6 +712,9 @@ def check_pool_hardware(s: Situation) -> Outcome:
     return _pass(f"{checked} pool nodes have the declared model and accelerator count")
 
 
+@check("DR030", "admission-policies", reads=("admission",),
+       summary="The ValidatingAdmissionPolicies and bindings gpugov emits exist, and the bindings deny.",
+       hint="gpugov apply.")
 def check_admission(s: Situation) -> Outcome:
     wanted = [(o["kind"], o["metadata"]["name"]) for o in s.state.objects if o["apiVersion"] == ADMISSION_API]
     if not wanted:
@@ -671,6 +748,10 @@ def workload_crds() -> dict[str, str]:
             if k.group not in ("", "batch", "apps") and k.integration}
 
 
+@check("DR040", "kueue-integrations", reads=("kueue-config", "crds"),
+       summary="Kueue's integrations include batch/job and pod, and the framework of every workload kind whose CRD "
+               "is installed (JobSet, KubeRay, Kubeflow, LeaderWorkerSet).",
+       hint="Add the missing frameworks to integrations.frameworks in Kueue's Configuration.")
 def check_integrations(s: Situation) -> Outcome:
     if (other := _not_kueue(s)) is not None:
         return other
@@ -691,6 +772,10 @@ def check_integrations(s: Situation) -> Outcome:
     return _pass(f"Kueue manages {_listing(sorted(wanted), 10)}")
 
 
+@check("DR041", "tenant-pod-security", reads=("namespaces",),
+       summary="Every tenant namespace enforces the Pod Security level of Guardrails.isolation.podSecurity (no "
+               "privileged pods, hostPath /dev or host namespaces).",
+       hint="gpugov apply (it labels the namespaces); find who relabelled them.")
 def check_pod_security(s: Situation) -> Outcome:
     wanted = tenant_namespaces(s.state)
     if not wanted:
@@ -723,6 +808,10 @@ def _differences(desired: Any, live: Any, path: str = "spec") -> list[str]:
     return [] if desired == live else [path]
 
 
+@check("DR042", "tenant-isolation-intact", reads=("admission",),
+       summary="gpugov's admission policies and bindings hold what the declarations compile to: no trusted identity "
+               "added, no rule dropped or edited by hand.",
+       hint="gpugov apply restores them; find who changed them.")
 def check_isolation_intact(s: Situation) -> Outcome:
     wanted = [o for o in s.state.objects if o["apiVersion"] == ADMISSION_API]
     if not wanted:
@@ -742,6 +831,10 @@ def check_isolation_intact(s: Situation) -> Outcome:
     return _pass(f"all {len(present)} admission objects found hold what the declarations compile to")
 
 
+@check("DR050", "tenant-roles", reads=("rbac",),
+       summary="gpugov's tenant ClusterRoles exist with exactly the compiled rules, and their RoleBindings and "
+               "ClusterRoleBindings with the subjects the declarations name (owners, members, viewers).",
+       hint="gpugov apply restores them.")
 def check_tenant_roles(s: Situation) -> Outcome:
     from gpugov.doctor.roles import is_tenant_rbac, role_problems
 
@@ -757,6 +850,11 @@ def check_tenant_roles(s: Situation) -> Outcome:
     return _pass(f"all {len(wanted)} tenant role objects present, with the compiled rules and the declared subjects")
 
 
+@check("DR051", "tenant-broad-bindings", reads=("rbac",),
+       summary="No RoleBinding in a tenant namespace binds the built-in edit, admin or cluster-admin (every Secret, "
+               "ServiceAccount tokens, impersonation).",
+       hint="Delete those RoleBindings (gpugov apply prunes gpugov's own former gpugov-owners bindings; with "
+            "--no-prune or a GitOps sync without prune they stay).")
 def check_broad_bindings(s: Situation) -> Outcome:
     from gpugov.doctor.roles import broad_bindings
 
@@ -769,87 +867,19 @@ def check_broad_bindings(s: Situation) -> Outcome:
     return _pass(f"no RoleBinding of edit, admin or cluster-admin in the {len(s.request.namespaces)} tenant namespaces")
 
 
-CHECKS: tuple[Check, ...] = (
-    Check("DR001", "scheduler-installed", "The CRDs of the scheduler kinds gpugov emits (Kueue or Volcano) exist.",
-          ("crds",), "Install Kueue 0.16 or later (or Volcano for a volcano cluster).", check_scheduler_installed),
-    Check("DR002", "scheduler-api-version", "Those CRDs serve, store and have established the API version gpugov "
-          "compiles (kueue.x-k8s.io/v1beta2, scheduling.volcano.sh/v1beta1).", ("crds",),
-          "Upgrade the scheduler to a release that serves this version.", check_scheduler_version),
-    Check("DR003", "kueue-fair-sharing", "Kueue runs with fair sharing, so the declared weights act: the "
-          "Configuration's fairSharing block, or status.fairSharing on gpugov's ClusterQueues.",
-          ("kueue-config", "clusterqueues"),
-          "Add `fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]}` to Kueue's "
-          "Configuration and restart it.", check_fair_sharing),
-    Check("DR004", "kueue-manage-jobs-without-queue-name", "Kueue's manageJobsWithoutQueueName is true and its "
-          "managedJobsNamespaceSelector takes every tenant namespace and no system one: a workload there without a "
-          "queue label is held, the second line behind gpugov's admission policies.", ("kueue-config",),
-          "Set manageJobsWithoutQueueName: true and managedJobsNamespaceSelector: {matchExpressions: [{key: "
-          "gpugov.io/tenant, operator: Exists}]} in Kueue's Configuration, and restart it.", check_manage_jobs),
-    Check("DR005", "kueue-visibility-api", f"The visibility API (APIService {VISIBILITY_APISERVICE}) is Available.",
-          ("apiservices",), "Check the APIService's status and the Kueue visibility server behind its Service.",
-          check_visibility),
-    Check("DR006", "kueue-metrics", "Kueue's metrics are exposed (its metrics Service, or --kueue-metrics URL) with "
-          "ClusterQueue status and resource usage.", ("kueue-services", "kueue-config", "kueue-metrics"),
-          "Expose Kueue's /metrics and set metrics.enableClusterQueueResources: true.", check_kueue_metrics),
-    Check("DR010", "gpu-operator", "The NVIDIA GPU Operator's ClusterPolicy (nvidia.com/v1) exists and is ready; skip "
-          "without its CRDs.", ("crds", "clusterpolicies"), "Install the GPU Operator, or fix what its status names.",
-          check_gpu_operator),
-    Check("DR011", "device-plugin", "Every pool node advertises its accelerators in status.allocatable (the device "
-          "plugin runs), and device plugin DaemonSets are ready.", ("nodes", "daemonsets"),
-          "Run the vendor's device plugin on the pool's nodes (the GPU Operator deploys NVIDIA's).",
-          check_device_plugin),
-    Check("DR012", "gpu-feature-discovery", "Every NVIDIA pool node carries GFD's nvidia.com/gpu.product and "
-          "nvidia.com/gpu.count labels.", ("nodes",), "Run GPU Feature Discovery (the GPU Operator deploys it).",
-          check_gfd),
-    Check("DR013", "mig-strategy", "With MIG quotas, the MIG strategy is mixed: the ClusterPolicy's mig.strategy and "
-          "every MIG pool node's nvidia.com/mig.strategy label.", ("nodes", "clusterpolicies"),
-          "Set mig.strategy=mixed in the GPU Operator (Helm: --set mig.strategy=mixed).", check_mig_strategy),
-    Check("DR014", "mig-config-state", "mig-manager applied the selected layout on every MIG pool node: "
-          "nvidia.com/mig.config.state is success.", ("nodes",),
-          "Read the mig-manager pod's log on the node; gpugov drift names the config it should have.",
-          check_mig_state),
-    Check("DR015", "mig-manager", "The ClusterPolicy points mig-manager at gpugov's mig-parted ConfigMap, and "
-          "mig-manager DaemonSets are ready.", ("clusterpolicies", "daemonsets"),
-          "Set migManager.config.name to the Cluster's migConfig.name.", check_mig_manager),
-    Check("DR016", "dcgm-exporter", "A DCGM exporter runs (ready DaemonSet, or --dcgm-metrics URL) with the "
-          "utilisation counters the idle check reads.", ("daemonsets", "dcgm-metrics"),
-          "Enable dcgmExporter in the GPU Operator with its default counters.", check_dcgm_exporter),
-    Check("DR017", "dcgm-pod-labels", "GPU metrics name the pod that holds the GPU (DCGM_EXPORTER_KUBERNETES), checked "
-          "against the running GPU pods.", ("dcgm-metrics", "pods", "daemonsets"),
-          "Set DCGM_EXPORTER_KUBERNETES=true on the exporter (the GPU Operator's default).", check_dcgm_pod_labels),
-    Check("DR020", "pool-nodes", "Every declared pool matches real nodes: its listed node names, or at least one node "
-          "(nodeCount of them) for its nodeSelector.", ("nodes",),
-          "Fix the pool's nodes or nodeSelector in hardware/.", check_pool_nodes),
-    Check("DR021", "pool-hardware", "The pools' nodes have the declared GPU model (nvidia.com/gpu.product) and "
-          "accelerators per node (nvidia.com/gpu.count; for other vendors what drift expects the device plugin to "
-          "advertise: whole devices, or the vNPU templates of the node's layout).", ("nodes",),
-          "Fix accelerator.model or acceleratorsPerNode, or move the node to the right pool.", check_pool_hardware),
-    Check("DR030", "admission-policies", "The ValidatingAdmissionPolicies and bindings gpugov emits exist, and the "
-          "bindings deny.", ("admission",), "gpugov apply.", check_admission),
-    Check("DR040", "kueue-integrations", "Kueue's integrations include batch/job and pod, and the framework of every "
-          "workload kind whose CRD is installed (JobSet, KubeRay, Kubeflow, LeaderWorkerSet).",
-          ("kueue-config", "crds"), "Add the missing frameworks to integrations.frameworks in Kueue's Configuration.",
-          check_integrations),
-    Check("DR041", "tenant-pod-security", "Every tenant namespace enforces the Pod Security level of "
-          "Guardrails.isolation.podSecurity (no privileged pods, hostPath /dev or host namespaces).", ("namespaces",),
-          "gpugov apply (it labels the namespaces); find who relabelled them.", check_pod_security),
-    Check("DR042", "tenant-isolation-intact", "gpugov's admission policies and bindings hold what the declarations "
-          "compile to: no trusted identity added, no rule dropped or edited by hand.", ("admission",),
-          "gpugov apply restores them; find who changed them.", check_isolation_intact),
-    Check("DR050", "tenant-roles", "gpugov's tenant ClusterRoles exist with exactly the compiled rules, and their "
-          "RoleBindings and ClusterRoleBindings with the subjects the declarations name (owners, members, viewers).",
-          ("rbac",), "gpugov apply restores them.", check_tenant_roles),
-    Check("DR051", "tenant-broad-bindings", "No RoleBinding in a tenant namespace binds the built-in edit, admin or "
-          "cluster-admin (every Secret, ServiceAccount tokens, impersonation).", ("rbac",),
-          "Delete those RoleBindings (gpugov apply prunes gpugov's own former gpugov-owners bindings; with --no-prune "
-          "or a GitOps sync without prune they stay).", check_broad_bindings),
+CHECKS: tuple[Check, ...] = (  # the order of the report
+    check_scheduler_installed, check_scheduler_version, check_fair_sharing, check_manage_jobs, check_visibility,
+    check_kueue_metrics, check_gpu_operator, check_device_plugin, check_gfd, check_mig_strategy, check_mig_state,
+    check_mig_manager, check_dcgm_exporter, check_dcgm_pod_labels, check_pool_nodes, check_pool_hardware,
+    check_admission, check_integrations, check_pod_security, check_isolation_intact, check_tenant_roles,
+    check_broad_bindings,
 )
 CHECK_IDS = tuple(c.id for c in CHECKS)
 
 
-def run_checks(state: DesiredState, facts: Facts, request: FactsRequest,
+def run_checks(state: DesiredState, *, facts: Facts, request: FactsRequest,
                checks: tuple[Check, ...] = CHECKS) -> list[Result]:
-    situation = Situation(state, select(state.model, state.cluster, state.backend), facts, request)
+    situation = Situation(state, state.scope, facts, request)
     results = []
     for check in checks:
         unread = [f"{source}: {facts.unreadable[source]}" for source in check.sources if source in facts.unreadable]

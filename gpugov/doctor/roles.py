@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gpugov.compile.roles import COMPONENT, LABELS, QUEUE_READER
+from gpugov.compile.roles import LABELS, QUEUE_READER
+from gpugov.kube.objects import LABEL_COMPONENT
 
 Obj = dict[str, Any]
 RBAC_KINDS = ("ClusterRole", "ClusterRoleBinding", "RoleBinding")
@@ -21,7 +22,7 @@ def is_tenant_rbac(obj: Obj) -> bool:
     if obj.get("kind") not in RBAC_KINDS:
         return False
     if obj["kind"] == "ClusterRole":
-        return (obj["metadata"].get("labels") or {}).get(COMPONENT) == LABELS[COMPONENT]
+        return (obj["metadata"].get("labels") or {}).get(LABEL_COMPONENT) == LABELS[LABEL_COMPONENT]
     ref = (obj.get("roleRef") or {}).get("name", "")
     return ref == QUEUE_READER if obj["kind"] == "ClusterRoleBinding" else ref.startswith("gpugov-tenant-")
 

@@ -14,11 +14,11 @@ from gpugov.compile import Object
 from gpugov.compile.common import LABEL_POOL
 from gpugov.compile.mig import ALL_DISABLED
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
+from gpugov.compile.origin import source_location
 from gpugov.declarations.model import Model
 from gpugov.drift.hardware import mig_geometry
 from gpugov.drift.rules import GPU_COUNT, GPU_PRODUCT, MIG_ALLOCATABLE, MIG_STATE
 from gpugov.findings import Finding, make
-from gpugov.kube.objects import source_location
 
 
 def agent_findings(model: Model, objects: list[Object], snapshots: dict[str, dict[str, Any]]) -> list[Finding]:

@@ -14,6 +14,7 @@ from gpugov.compile import Object
 from gpugov.compile.common import LABEL_POOL
 from gpugov.compile.mig import ALL_DISABLED, compiled_mig_configs
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
+from gpugov.compile.origin import source_location
 from gpugov.declarations.model import GPUPool, Model
 from gpugov.drift.live import LiveState
 from gpugov.drift.rules import (
@@ -27,7 +28,6 @@ from gpugov.drift.rules import (
     NODE_TAINT,
 )
 from gpugov.findings import Finding, make
-from gpugov.kube.objects import source_location
 from gpugov.kube.quantity import quantities_equal
 
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"

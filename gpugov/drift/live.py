@@ -10,13 +10,10 @@ from gpugov.kube.objects import Key
 
 @dataclass
 class LiveState:
+    """Objects are keyed by gpugov.kube.objects.object_key, as the desired ones are."""
+
     objects: dict[Key, dict[str, Any]] = field(default_factory=dict)  # desired kinds: desired + managed-by gpugov
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     pods: list[dict[str, Any]] = field(default_factory=list)  # pods not yet finished
     gpu_utilisation: dict[tuple[str, str], float] | None = None  # (namespace, pod) -> max over the window, 0..100
     agent_snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> `gpugov agent` snapshot
-
-
-def live_key(obj: dict[str, Any]) -> Key:
-    meta = obj["metadata"]
-    return (obj["apiVersion"], obj["kind"], meta.get("namespace", "") or "", meta["name"])

@@ -12,11 +12,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from gpugov.compile import Object, object_key
+from gpugov.compile.origin import source_location
 from gpugov.declarations.model import Model
 from gpugov.drift.live import LiveState
 from gpugov.drift.rules import OBJECT_CHANGED, OBJECT_MISSING, OBJECT_NOT_DESIRED
 from gpugov.findings import Finding, Location, make
-from gpugov.kube.objects import LABEL_TENANT, MANAGED_BY, MANAGER, source_location, without_source
+from gpugov.kube.objects import LABEL_TENANT, MANAGED_BY, MANAGER, without_source
 from gpugov.kube.quantity import QuantityError, parse_quantity
 
 Path = tuple[str | int, ...]

@@ -13,18 +13,16 @@ from typing import Any
 
 from gpugov.catalog import MODELS
 from gpugov.compile import Object
-from gpugov.compile.common import LABEL_POOL, NON_ACCELERATOR, select
+from gpugov.compile.common import LABEL_POOL, select
 from gpugov.compile.core import accelerator_ceiling
 from gpugov.declarations.model import Model
 from gpugov.drift.live import LiveState
 from gpugov.drift.rules import BORROWING, FOREIGN_NAMESPACE, OVER_QUOTA, PENDING, POOL_WITHOUT_QUOTA, QUEUE_BYPASS
 from gpugov.findings import Finding, make
+from gpugov.kube.names import KUEUE_ADMITTED_LABEL, KUEUE_QUEUE_LABEL, KUEUE_WORKLOAD_ANNOTATION
 from gpugov.kube.quantity import QuantityError, format_quantity, parse_quantity
+from gpugov.kube.resources import is_accelerator
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-# What Kueue puts on the pods of a workload it admitted (a Job's pods carry no queue-name label).
-ADMITTED_LABEL = "kueue.x-k8s.io/local-queue-name"
-WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
 _WHOLE_DEVICES = frozenset(model.resource for model in MODELS.values())
 
@@ -32,11 +30,13 @@ _WHOLE_DEVICES = frozenset(model.resource for model in MODELS.values())
 def accelerator_resources(model: Model) -> frozenset[str]:
     """Every accelerator resource name: the catalog's whole devices, and whatever the model's pools
     advertise (declared models, vNPU templates, HAMi's units)."""
-    pooled = {r for pool in model.pools.values() for r in pool.capacity if r not in NON_ACCELERATOR}
+    pooled = {r for pool in model.pools.values() for r in pool.capacity if is_accelerator(r)}
     return _WHOLE_DEVICES | pooled
 
 
-def is_accelerator(resource: str, known: frozenset[str] = _WHOLE_DEVICES) -> bool:
+def is_known_accelerator(resource: str, known: frozenset[str] = _WHOLE_DEVICES) -> bool:
+    """A device gpugov knows (the catalog's or the model's, or a MIG slice): narrower than
+    kube.resources.is_accelerator, so a pod's other extended resources (RDMA, FUSE...) are not counted."""
     return resource in known or resource.startswith("nvidia.com/mig-")
 
 
@@ -47,7 +47,7 @@ def accelerator_requests(pod: dict[str, Any], known: frozenset[str] = _WHOLE_DEV
         resources = container.get("resources") or {}
         amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
         for resource, amount in amounts.items():
-            if is_accelerator(resource, known):
+            if is_known_accelerator(resource, known):
                 try:
                     totals[resource] += parse_quantity(amount)
                 except QuantityError:
@@ -59,7 +59,7 @@ def went_through_kueue(pod: dict[str, Any]) -> bool:
     """Queued by its user (queue-name label) or admitted by Kueue as part of a workload."""
     labels = pod["metadata"].get("labels") or {}
     annotations = pod["metadata"].get("annotations") or {}
-    return QUEUE_LABEL in labels or ADMITTED_LABEL in labels or WORKLOAD_ANNOTATION in annotations
+    return KUEUE_QUEUE_LABEL in labels or KUEUE_ADMITTED_LABEL in labels or KUEUE_WORKLOAD_ANNOTATION in annotations
 
 
 def _pod_name(pod: dict[str, Any]) -> str:
@@ -71,7 +71,7 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
     findings: list[Finding] = []
     owner_of = model.tenant_of_namespace()
     node_pool = {o["metadata"]["name"]: o["metadata"]["labels"][LABEL_POOL] for o in objects if o["kind"] == "Node"}
-    scope = select(model, cluster, backend)
+    scope = select(model, cluster=cluster, backend=backend)
     ceilings = {name: accelerator_ceiling(scope, tenant) for name, tenant in scope.tenants.items()}
     used: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     ignored = SYSTEM_NAMESPACES | ignore_namespaces
@@ -95,7 +95,7 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
         bypass = not went_through_kueue(pod) if backend == "kueue" else (pod.get("spec") or {}).get(
             "schedulerName") != "volcano"
         if bypass:
-            how = f"no {QUEUE_LABEL} label" if backend == "kueue" else "not scheduled by volcano"
+            how = f"no {KUEUE_QUEUE_LABEL} label" if backend == "kueue" else "not scheduled by volcano"
             findings.append(make(QUEUE_BYPASS, f"pod {name} of tenant {tenant} requests {_amounts(requests)} with "
                                  f"{how}", model.tenants[tenant].name_at(),
                                  object=f"Pod {name}"))

@@ -1,4 +1,6 @@
-"""Findings: what validation, policy checks and drift report, with a stable rule id."""
+"""Findings: what validation, policy checks and drift report, with a stable rule id.
+
+The ground floor: it imports no other gpugov package."""
 
 from __future__ import annotations
 
@@ -73,15 +75,10 @@ class Finding:
         return data
 
 
-RULES: dict[str, Rule] = {}
-
-
 def rule(id: str, name: str, level: Level, summary: str, hint: str = "") -> Rule:
-    """Register a rule so the rule list (README, `gpugov rules`) and the tests see it."""
-    if id in RULES:
-        raise ValueError(f"rule {id} registered twice")
-    RULES[id] = Rule(id, name, level, summary, hint)
-    return RULES[id]
+    """Declare a rule beside the check that reports it. Declaring registers nothing: the one rule
+    table (gpugov.rules) imports every module that declares rules and lists their Rule constants."""
+    return Rule(id, name, level, summary, hint)
 
 
 def make(r: Rule, message: str, location: Location | None, *related: Location, level: Level | None = None,

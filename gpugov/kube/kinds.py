@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpugov.kube.names import KUEUE_API, SCHEDULING_API, VOLCANO_API
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -41,7 +43,7 @@ KINDS: dict[tuple[str, str], Kind] = {
         Kind("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True),
         Kind("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False),
         Kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False),
-        Kind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False),
+        Kind(SCHEDULING_API, "PriorityClass", "priorityclasses", False),
         Kind("batch/v1", "CronJob", "cronjobs", True),
         Kind("apps/v1", "DaemonSet", "daemonsets", True),
         Kind("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False),
@@ -51,15 +53,19 @@ KINDS: dict[tuple[str, str], Kind] = {
             "validatingadmissionpolicybindings",
             False,
         ),
-        Kind("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors", False),
-        Kind("kueue.x-k8s.io/v1beta2", "Topology", "topologies", False),
-        Kind("kueue.x-k8s.io/v1beta2", "Cohort", "cohorts", False),
-        Kind("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", False),
-        Kind("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues", True),
-        Kind("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses", False),
-        Kind("scheduling.volcano.sh/v1beta1", "Queue", "queues", False),
+        Kind(KUEUE_API, "ResourceFlavor", "resourceflavors", False),
+        Kind(KUEUE_API, "Topology", "topologies", False),
+        Kind(KUEUE_API, "Cohort", "cohorts", False),
+        Kind(KUEUE_API, "ClusterQueue", "clusterqueues", False),
+        Kind(KUEUE_API, "LocalQueue", "localqueues", True),
+        Kind(KUEUE_API, "WorkloadPriorityClass", "workloadpriorityclasses", False),
+        Kind(VOLCANO_API, "Queue", "queues", False),
     )
 }
+
+
+# Read, never written: not in KINDS (drift does not compare them, compile grants no role on them).
+WORKLOAD = Kind(KUEUE_API, "Workload", "workloads", True)
 
 
 # The order objects are applied in: namespaces and classes first, flavors and cohorts before the

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpugov.findings import Location
-
 Object = dict[str, Any]
 Key = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
 
@@ -17,21 +15,18 @@ LABEL_DEPARTMENT = "gpugov.io/department"
 LABEL_POOL = "gpugov.io/pool"
 LABEL_COST_CENTER = "gpugov.io/cost-center"
 LABEL_PRIORITY_CLASS = "gpugov.io/priority-class"
+LABEL_PREEMPTIBLE = "gpugov.io/preemptible"  # "false" on a Volcano PriorityClass that may not preempt
 ANNOTATION_SOURCE = "gpugov.io/source"  # "file:line[,file:line...]" of the declarations
+LABEL_COMPONENT = "gpugov.io/component"  # gpugov's own objects: operations, admission, tenant-roles...
+LABEL_MIG_CONFIG = "gpugov.io/mig-config"  # "true" on the MIG ConfigMap
+ANNOTATION_TAINTS = "gpugov.io/taints"  # on a Node: the taints gpugov set, to remove them when undeclared
+ANNOTATION_ALLOWED_PRIORITY_CLASSES = "gpugov.io/allowed-priority-classes"  # on a LocalQueue
 
 
 def object_key(obj: Object) -> Key:
     """(apiVersion, kind, namespace, name): identity of an object on a cluster."""
     meta = obj["metadata"]
-    return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
-
-
-def source_location(obj: Object) -> Location:
-    """The first declaration an object came from, from its source annotation."""
-    source = obj.get("metadata", {}).get("annotations", {}).get(ANNOTATION_SOURCE, "")
-    first = source.split(",")[0]
-    file, _, line = first.rpartition(":")
-    return Location(file, int(line), 1) if line.isdigit() else Location(source or "<compiled>")
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace") or "", meta["name"])  # the API may send null
 
 
 def without_source(metadata: dict[str, Any]) -> dict[str, Any]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from gpugov.compile.common import NON_ACCELERATOR
 from gpugov.kube.quantity import format_quantity
-from gpugov.plan.diff import QUOTA_FIELDS, Move, Plan, QuotaChange, WeightChange
+from gpugov.kube.resources import is_accelerator
+from gpugov.plan.changes import QUOTA_FIELDS, Move, Plan, QuotaChange, WeightChange
 from gpugov.plan.removal import PATHS, PLURAL, counted
 
 MARKER = "<!-- gpugov-plan -->"  # lets the workflow find and update its one sticky comment
@@ -40,7 +40,7 @@ def _unassigned(row: Any) -> str:
     nothing onto it (issue #23 item 7: said where the change makes it, not only by `gpugov capacity`)."""
     after = row.capacity_after - row.guaranteed_after
     before = row.capacity_before - row.guaranteed_before
-    if row.resource in NON_ACCELERATOR or after <= 0 or after <= before:
+    if not is_accelerator(row.resource) or after <= 0 or after <= before:
         return ""
     return (f"**unassigned**: {_q(after)} of {_q(row.capacity_after)} {row.resource} of pool {row.pool} are in "
             f"nobody's nominal quota after this change (before: {_q(max(before, Decimal(0)))}), and Kueue admits "

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from gpugov.catalog.suggest import closest_model
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, make, rule
-from gpugov.policy import check
+from gpugov.policy.checks import check
 
 MODEL_UNKNOWN = rule(
     "GG046",

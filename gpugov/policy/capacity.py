@@ -9,7 +9,6 @@ from decimal import Decimal
 from gpugov.declarations.model import (
     ACCELERATOR_CORES,
     ACCELERATOR_MEMORY,
-    NON_DEVICE,
     Decl,
     Department,
     GPUPool,
@@ -19,7 +18,8 @@ from gpugov.declarations.model import (
 )
 from gpugov.findings import Finding, Level, Location, make, rule
 from gpugov.kube.quantity import format_quantity
-from gpugov.policy import change_check, check
+from gpugov.kube.resources import is_accelerator
+from gpugov.policy.checks import change_check, check
 
 OVER_CAPACITY = rule(
     "GG030",
@@ -82,7 +82,7 @@ def check_whole_devices(model: Model) -> Iterator[Finding]:
     for owner, quota in model.quota_holders():
         pool = model.pools.get(quota.pool)
         for rq in quota.resources:
-            if rq.resource in ("cpu", "memory", "pods"):
+            if not is_accelerator(rq.resource):
                 continue
             unit = pool.quota_unit(rq.key) if pool else None
             for name, value in (("nominal", rq.nominal), ("borrowingLimit", rq.borrowing_limit),
@@ -121,7 +121,7 @@ def check_volcano_pools_distinct(model: Model) -> Iterator[Finding]:
             if pool is None or cluster is None or model.cluster(cluster).backend != "volcano":
                 continue
             for rq in quota.resources:
-                if rq.resource in ("cpu", "memory", "pods"):
+                if not is_accelerator(rq.resource):
                     continue
                 seen = first.setdefault((cluster, rq.resource), quota.pool)
                 if seen != quota.pool:
@@ -149,12 +149,12 @@ def check_offered(model: Model, base: Model | None) -> Iterator[Finding]:
             continue
         old_pool = base.pools.get(pool.name) if base is not None else None
         for rq in quota.resources:
-            if rq.resource not in pool.capacity and rq.resource not in NON_DEVICE and old_pool is not None \
+            if rq.resource not in pool.capacity and is_accelerator(rq.resource) and old_pool is not None \
                     and rq.resource in old_pool.capacity and capacity_causes(old_pool, pool):
                 withdrawn[(pool.name, rq.resource)].append(
                     (owner, owner.at("quotas", quota.index, "resources", rq.key, key=True)))
                 continue
-            if rq.resource not in pool.capacity and rq.resource not in ("cpu", "memory", "pods"):
+            if rq.resource not in pool.capacity and is_accelerator(rq.resource):
                 offered = ", ".join(pool.capacity) or "nothing"
                 why = f"offers no {rq.resource} (it offers {offered})"
                 if rq.key in (ACCELERATOR_MEMORY, ACCELERATOR_CORES) and pool.hami is None:
@@ -347,7 +347,7 @@ def check_unassigned(model: Model, base: Model | None) -> Iterator[Finding]:
         shares = {units.memory, units.cores} if units else set()
         old_pool = base.pools.get(pool.name)
         for resource, capacity in pool.capacity.items():
-            if resource in NON_DEVICE or resource in shares or capacity <= 0:
+            if not is_accelerator(resource) or resource in shares or capacity <= 0:
                 continue
             left = capacity - guaranteed.get((pool.name, resource), Decimal(0))
             if left <= 0:

@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from gpugov.compile.origin import source_location
 from gpugov.findings import Finding, Level, make, rule
-from gpugov.kube.objects import source_location
 
 KUEUE_LIMITS = rule(
     "GG080",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpugov.compile.volcano import NODEGROUP_LABEL, node_group
+from gpugov.compile.volcano import node_group
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, Location, make, rule
-from gpugov.policy import check
+from gpugov.kube.names import VOLCANO_NODEGROUP_LABEL
+from gpugov.policy.checks import check
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -53,10 +54,10 @@ VOLCANO_NODE_GROUP = rule(
     "volcano-node-group",
     Level.ERROR,
     "A pool of a Volcano cluster has no node group of its own: it selects its nodes by nodeSelector without "
-    f"{NODEGROUP_LABEL}, so no node carries the group its tenants' Queues require and their jobs never schedule "
+    f"{VOLCANO_NODEGROUP_LABEL}, so no node carries the group its tenants' Queues require and their jobs never schedule "
     "(gpugov labels only nodes listed by name), or it shares its node group with another pool.",
-    f"Add {NODEGROUP_LABEL}: <group> (e.g. the pool's name) to the pool's nodeSelector.matchLabels and give the "
-    f"nodes that label (kubectl label nodes -l <selector> {NODEGROUP_LABEL}=<group>); one node group per pool.",
+    f"Add {VOLCANO_NODEGROUP_LABEL}: <group> (e.g. the pool's name) to the pool's nodeSelector.matchLabels and give the "
+    f"nodes that label (kubectl label nodes -l <selector> {VOLCANO_NODEGROUP_LABEL}=<group>); one node group per pool.",
 )
 
 
@@ -130,10 +131,10 @@ def check_volcano_node_groups(model: Model) -> Iterator[Finding]:
         cluster = model.pool_cluster(pool)
         if cluster is None or model.cluster(cluster).backend != "volcano":
             continue
-        if pool.node_selector and not pool.nodes and NODEGROUP_LABEL not in dict(pool.node_selector):
+        if pool.node_selector and not pool.nodes and VOLCANO_NODEGROUP_LABEL not in dict(pool.node_selector):
             yield make(
                 VOLCANO_NODE_GROUP,
-                f"pool '{pool.name}' of Volcano cluster '{cluster}' selects its nodes without {NODEGROUP_LABEL}: "
+                f"pool '{pool.name}' of Volcano cluster '{cluster}' selects its nodes without {VOLCANO_NODEGROUP_LABEL}: "
                 f"its tenants' Queues would require node group '{pool.name}', which no node carries",
                 pool.at("nodeSelector", "matchLabels"),
             )

@@ -8,7 +8,7 @@ from fnmatch import fnmatchcase
 
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, make, rule
-from gpugov.policy import check
+from gpugov.policy.checks import check
 from gpugov.policy.naming import reserved_patterns
 
 SERVICEACCOUNT_GROUP = "system:serviceaccounts:"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from gpugov.catalog import layout_fits, vnpu_layout_fits
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, make, rule
-from gpugov.policy import check
+from gpugov.policy.checks import check
 from gpugov.policy.references import UNKNOWN_REFERENCE
 
 UNKNOWN_PROFILE = rule(

@@ -9,7 +9,7 @@ from fnmatch import fnmatchcase
 
 from gpugov.declarations.model import RESERVED_NAMESPACES, Model
 from gpugov.findings import Finding, Level, Location, make, rule
-from gpugov.policy import change_check, check
+from gpugov.policy.checks import change_check, check
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gpugov.declarations.model import Model, Tenant
 from gpugov.findings import Finding, Level, make, rule
-from gpugov.policy import check
+from gpugov.policy.checks import check
 
 OWNER_MISSING = rule(
     "GG070",

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gpugov.declarations.model import Decl, Model
 from gpugov.findings import Finding, Level, make, rule
-from gpugov.policy import check
+from gpugov.policy.checks import check
 
 UNKNOWN_REFERENCE = rule(
     "GG020",

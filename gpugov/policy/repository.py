@@ -10,7 +10,7 @@ from gpugov.compile import codeowners
 from gpugov.declarations.loader import DECLARATION_DIRS
 from gpugov.declarations.model import Decl, Model
 from gpugov.findings import Finding, Level, Location, make, rule
-from gpugov.policy import check
+from gpugov.policy.checks import check
 
 CODEOWNERS_STALE = rule(
     "GG090",

@@ -21,8 +21,7 @@ from functools import cached_property
 from typing import Any
 
 from gpugov.kube.quantity import QuantityError, parse_quantity
-
-NON_ACCELERATOR = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
+from gpugov.kube.resources import is_accelerator
 
 
 class WorkloadError(ValueError):
@@ -38,10 +37,6 @@ def parse_time(value: Any) -> datetime | None:
     except ValueError as exc:
         raise WorkloadError(f"{value!r} is not an RFC 3339 time") from exc
     return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def is_accelerator(resource: str) -> bool:
-    return resource not in NON_ACCELERATOR and not resource.startswith("hugepages-")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ kubeconfig, ``state.json``) lives in ``${GPUGOV_CACHE:-~/.cache/gpugov}/sandbox/
 ``down`` stops every process and removes that directory. One sandbox at a time.
 
 Expected failures print one ``gpugov sandbox: error: ...`` line (plus a log
-tail where useful) and return 1; they never print a traceback.
+tail where useful) and never a traceback; they exit as every gpugov command does
+(``ExitCode``): 2 for bad input, 1 for a sandbox that fails or is not in the state asked for.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ COPIES_FILE = "kubeconfig-copies"  # user-requested --kubeconfig paths, removed 
 
 
 class SandboxError(Exception):
-    """An expected failure, reported as a one-line message."""
+    """An expected failure, reported as a one-line message, with its exit code."""
+
+    def __init__(self, message: str, code: ExitCode = ExitCode.FINDINGS) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
@@ -59,13 +64,13 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     from urllib3.exceptions import HTTPError
 
     from gpugov.app.desired import CompileError, InputError, InvalidDeclarations
-    from gpugov.sandbox.controlplane import ControlPlaneError
     from gpugov.sandbox.crds import CRDError
+    from gpugov.sandbox.processes import ProcessError
     from gpugov.sandbox.tools import ToolUnavailableError
 
     return (
         SandboxError,
-        ControlPlaneError,
+        ProcessError,
         ToolUnavailableError,
         CRDError,
         InputError,
@@ -77,6 +82,20 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
         OSError,
         ValueError,
     )
+
+
+def _exit_code(exc: BaseException) -> ExitCode:
+    """What an expected failure exits with: bad input (an unreadable repository, a REPO that
+    is no directory, an unknown cluster) is usage, as for every other command."""
+    from gpugov.app.desired import CompileError, InputError, InvalidDeclarations
+
+    if isinstance(exc, SandboxError):
+        return exc.code
+    if isinstance(exc, InvalidDeclarations):
+        return exc.exit_code
+    if isinstance(exc, (InputError, CompileError)):
+        return ExitCode.USAGE
+    return ExitCode.FINDINGS
 
 
 def state_dir() -> Path:
@@ -139,16 +158,17 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _run(command: Callable[[argparse.Namespace], ExitCode], args: argparse.Namespace) -> ExitCode:
-    """Run a command, turning expected errors into a message and exit code 1."""
+    """Run a command, turning expected errors into a message and their exit code."""
     try:
         return command(args)
     except KeyboardInterrupt:
         print("gpugov sandbox: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
     except Exception as exc:
         if not isinstance(exc, _expected_errors()):
             raise  # a bug: the traceback is what we need
         print(f"gpugov sandbox: error: {exc}", file=sys.stderr)
-    return ExitCode.FINDINGS
+        return _exit_code(exc)
 
 
 # -- pid bookkeeping ---------------------------------------------------------
@@ -202,7 +222,7 @@ def cmd_up(args: argparse.Namespace) -> ExitCode:
             "or stop it first: gpugov sandbox down"
         )
     if not args.repo_dir.is_dir():
-        raise SandboxError(f"REPO {args.repo_dir} is not a directory")
+        raise SandboxError(f"REPO {args.repo_dir} is not a directory", ExitCode.USAGE)
     nodes = simulated_nodes(valid_model(args.repo_dir)[0])
     if directory.exists():
         print(f"removing stale sandbox state in {directory}", file=sys.stderr)
@@ -295,8 +315,8 @@ def cmd_jobs(args: argparse.Namespace) -> ExitCode:
     if state is None or not running_pids(state_dir()):
         raise SandboxError("no sandbox is running; start one with: gpugov sandbox up")
     if not args.repo_dir.is_dir():
-        raise SandboxError(f"REPO {args.repo_dir} is not a directory")
-    jobs = samples.sample_jobs(desired_state(args.repo_dir, args.cluster).objects)
+        raise SandboxError(f"REPO {args.repo_dir} is not a directory", ExitCode.USAGE)
+    jobs = samples.sample_jobs(desired_state(args.repo_dir, cluster=args.cluster).objects)
     if not jobs:
         raise SandboxError(f"{args.repo_dir}: no tenant has a LocalQueue and an accelerator quota on this cluster")
     api = kube_config.new_client_from_config(config_file=state["kubeconfig"])

@@ -30,10 +30,11 @@ from typing import Any
 
 from gpugov.sandbox import crds as crd_mod
 from gpugov.sandbox.components import Component, ComponentError
-from gpugov.sandbox.controlplane import ControlPlane, all_or_nothing, free_ports, log_tail, process_alive
+from gpugov.sandbox.controlplane import ControlPlane
 from gpugov.sandbox.kube import controller_manager, scheduler
 from gpugov.sandbox.kueue import Kueue
 from gpugov.sandbox.kwok import kwok
+from gpugov.sandbox.processes import all_or_nothing, free_ports
 from gpugov.sandbox.tools import (
     CONTROLLER_MANAGER_BINARY,
     KUEUE_BINARY,
@@ -113,7 +114,7 @@ class Sandbox:
             )
             self.controlplane.start()
             k8s_version = str(self.controlplane.version().get("gitVersion", "unknown"))
-            self._record("kube-apiserver", k8s_version, self.controlplane.pid, begin, self.controlplane.log_path)
+            self._record(self.controlplane.apiserver.name, k8s_version, self.controlplane.pid, begin, self.controlplane.log_path)
 
             kcm_port, scheduler_port, kwok_port, *kueue_ports = free_ports(7)
             group = [
@@ -144,17 +145,16 @@ class Sandbox:
     def problems(self) -> list[str]:
         """One report per component that is not running or not healthy (empty: all fine)."""
         reports = []
-        if self.controlplane is not None and not process_alive(self.controlplane.pid):
-            reports.append(
-                f"kube-apiserver (pid {self.controlplane.pid}) is not running\n"
-                f"--- last lines of {self.controlplane.log_path} ---\n{log_tail(self.controlplane.log_path)}"
-            )
-        for component in self.components:
+        for component in self.supervised():
             if not component.alive():
                 reports.append(component.death_report())
             elif not component.healthy(timeout=5.0):
                 reports.append(f"{component.name} (pid {component.pid}) does not answer {component.health_url}")
         return reports
+
+    def supervised(self) -> list[Component]:
+        """Every process of the sandbox, the apiserver first."""
+        return ([self.controlplane.apiserver] if self.controlplane is not None else []) + self.components
 
     def stop(self) -> None:
         """Stop every component (newest first) and the control plane. Idempotent."""
@@ -196,9 +196,7 @@ class Sandbox:
 
 
 def _health(sandbox: Sandbox, name: str) -> str:
-    if name == "kube-apiserver":
-        return f"{sandbox.cp.server}/readyz"
-    return next(c.health_url for c in sandbox.components if c.name == name)
+    return next(c.health_url for c in sandbox.supervised() if c.name == name)
 
 
 def read_state(directory: Path) -> dict[str, Any] | None:

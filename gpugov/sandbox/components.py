@@ -1,6 +1,6 @@
 """One supervised process of the living sandbox: spawn, wait until healthy, report, stop.
 
-Every component (kube-scheduler, kube-controller-manager, Kueue, KWOK) runs as
+Every component (kube-apiserver, kube-scheduler, kube-controller-manager, Kueue, KWOK) runs as
 its own process group with its log in the sandbox directory, so ``stop()`` can
 end it and everything it started, and a component that died is reported with
 its exit code and the last lines of its log instead of silently missing.
@@ -9,31 +9,20 @@ its exit code and the last lines of its log instead of silently missing.
 from __future__ import annotations
 
 import contextlib
-import signal
 import ssl
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
-from gpugov.sandbox.controlplane import ControlPlaneError, log_tail, process_alive, terminate_group
+from gpugov.sandbox.processes import ProcessError, log_tail, process_alive, spawn, terminate_group
 
 
-class ComponentError(ControlPlaneError):
+class ComponentError(ProcessError):
     """A sandbox component failed to start, became unhealthy or died."""
-
-
-def _set_parent_death_signal() -> None:
-    """In the child before exec: SIGTERM when the parent dies (a test runner killed hard)."""
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 @dataclass
@@ -59,18 +48,7 @@ class Component:
     def start(self, detach: bool = False) -> None:
         if self._process is not None or self.pid is not None:
             raise ComponentError(f"{self.name} already started")
-        log: IO[bytes]
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self._process = subprocess.Popen(
-                [str(self.binary), *self.args],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.cwd,
-                start_new_session=True,
-                preexec_fn=None if detach or sys.platform != "linux" else _set_parent_death_signal,
-            )
+        self._process = spawn([str(self.binary), *self.args], self.log_path, self.cwd, detach)
         self.pid = self._process.pid
 
     def alive(self) -> bool:
@@ -83,26 +61,35 @@ class Component:
         return None if self._process is None else self._process.poll()
 
     def healthy(self, timeout: float = 2.0) -> bool:
+        return self._probe(timeout) is None
+
+    def _probe(self, timeout: float) -> str | None:
+        """None when the health URL answers 2xx, else what it answered instead (for reports)."""
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
         try:
             with urllib.request.urlopen(self.health_url, context=context, timeout=timeout) as response:
-                return 200 <= int(response.status) < 300
-        except (urllib.error.URLError, OSError, ValueError):
-            return False
+                return None if 200 <= int(response.status) < 300 else f"HTTP {response.status}"
+        except urllib.error.HTTPError as exc:  # e.g. the apiserver's 500 while its post-start hooks run
+            return exc.read().decode(errors="replace")[-2000:] or f"HTTP {exc.code}"
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            return str(exc)
 
     def wait_healthy(self, timeout: float) -> None:
         """Poll the health URL; fail at once, with the log tail, if the process exits."""
         deadline = time.monotonic() + timeout
+        last = "no response yet"
         while time.monotonic() < deadline:
             if not self.alive():
                 raise ComponentError(self.death_report())
-            if self.healthy():
+            answer = self._probe(timeout=2.0)
+            if answer is None:
                 return
+            last = answer
             time.sleep(0.25)
         raise ComponentError(
-            f"{self.name} not healthy after {timeout:.0f}s ({self.health_url})\n"
+            f"{self.name} not healthy after {timeout:.0f}s ({self.health_url}); last answer: {last}\n"
             f"--- last lines of {self.log_path} ---\n{log_tail(self.log_path)}"
         )
 

@@ -11,6 +11,8 @@ Usage::
     with ControlPlane() as cp:
         core = kubernetes.client.CoreV1Api(cp.api_client())
 
+The server is one more ``Component`` (its own process group, its log, /readyz as its health
+URL), supervised like the sandbox's other processes (``gpugov.sandbox.processes``).
 Everything lives in one work directory (PKI, etcd data, log, kubeconfig).
 ``stop()`` ends the whole process group and, for a temporary work directory,
 removes it, so nothing is left behind even when a test fails.
@@ -22,55 +24,38 @@ import atexit
 import base64
 import contextlib
 import json
-import os
 import shutil
-import signal
-import socket
 import ssl
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
 from gpugov.sandbox import crds as crd_mod
+from gpugov.sandbox.components import Component, ComponentError
 from gpugov.sandbox.pki import ADMIN_USER, FRONT_PROXY_CLIENT, PKIFiles, generate_pki
+from gpugov.sandbox.processes import ProcessError, all_or_nothing, free_ports, log_tail
 from gpugov.sandbox.tools import controlplane_binary, repo_root
 
 LOG_NAME = "controlplane.log"
 KUBECONFIG_NAME = "kubeconfig"
 CONTEXT_NAME = "gpugov-sandbox"
+APISERVER = "kube-apiserver"  # its component's name, as `gpugov sandbox status` shows it
 _PORT_IN_USE = "address already in use"
 _START_ATTEMPTS = 3  # retries only for the (rare) race on a just-picked free port
-_LOG_TAIL_LINES = 40
+_STOP_TIMEOUT = 30.0
 
 _T = TypeVar("_T")
 
 
-@contextlib.contextmanager
-def all_or_nothing(stop: Callable[[], None], detach: bool) -> Iterator[None]:
-    """Run a start-up: on any failure (Ctrl-C included) stop what it started and re-raise, so
-    nothing is left half-started; what is not detached is stopped when the interpreter exits."""
-    try:
-        yield
-    except BaseException:
-        stop()
-        raise
-    if not detach:
-        atexit.register(stop)
-
-
-class ControlPlaneError(RuntimeError):
+class ControlPlaneError(ProcessError):
     """The control plane failed to start, become ready or stop."""
 
 
@@ -87,87 +72,10 @@ class Ports:
     etcd_peer: int
 
 
-def free_ports(count: int) -> list[int]:
-    """Distinct free loopback ports (kept bound together so they differ)."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-
-
 def pick_free_ports() -> Ports:
     """Three distinct free loopback ports for the apiserver and etcd."""
     api, etcd_client, etcd_peer = free_ports(3)
     return Ports(api, etcd_client, etcd_peer)
-
-
-def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    """Last lines of a log file, for error messages."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _set_parent_death_signal() -> None:
-    """Runs in the child before exec: get SIGTERM if the parent dies (Linux only).
-
-    A safety net for a test runner that is killed hard (SIGKILL, CI timeout)
-    and so never runs its finalizers: the server then stops instead of
-    lingering as an orphan that holds ports.
-    """
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
-def process_alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = Path(f"/proc/{pid}/stat")
-    with contextlib.suppress(OSError):
-        # Field 3 is the state; "Z" = exited but not yet reaped by its parent.
-        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    return True
-
-
-def terminate_group(pid: int, timeout: float = 30.0, wait: Any = None) -> None:
-    """SIGTERM the process group led by ``pid``; SIGKILL it after ``timeout``.
-
-    ``wait`` (Popen.wait) reaps our own child; for a detached server started
-    by an earlier command, liveness is polled instead.
-    """
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-    if _wait_gone(pid, timeout, wait):
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-    if not _wait_gone(pid, 10.0, wait):
-        raise ControlPlaneError(f"process {pid} survived SIGKILL")
-
-
-def _wait_gone(pid: int, timeout: float, wait: Any) -> bool:
-    if wait is not None:
-        try:
-            wait(timeout=timeout)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not process_alive(pid):
-            return True
-        time.sleep(0.1)
-    return False
 
 
 class ControlPlane:
@@ -206,7 +114,7 @@ class ControlPlane:
         self._startup_timeout = startup_timeout
         self._extra_args = list(extra_args)
         self._with_controllers = with_controllers
-        self._process: subprocess.Popen[bytes] | None = None
+        self._apiserver: Component | None = None
         self._workdir: Path | None = None
         self._pki: PKIFiles | None = None
         self._ports: Ports | None = None
@@ -232,7 +140,12 @@ class ControlPlane:
     @property
     def pid(self) -> int:
         """Pid of the server (also its process group id)."""
-        return self._require(self._process, "process").pid
+        return self._require(self.apiserver.pid, "process")
+
+    @property
+    def apiserver(self) -> Component:
+        """The server's process, as the sandbox supervises each of its components."""
+        return self._require(self._apiserver, "process")
 
     @property
     def pki(self) -> PKIFiles:
@@ -248,7 +161,7 @@ class ControlPlane:
 
     def start(self) -> ControlPlane:
         """Start the server, wait for readiness, install CRDs. Cleans up on failure."""
-        if self._process is not None:
+        if self._apiserver is not None:
             raise ControlPlaneError("control plane already started")
         with all_or_nothing(self.stop, self._detach):
             self._binary = self._binary or controlplane_binary()
@@ -266,9 +179,9 @@ class ControlPlane:
             with contextlib.suppress(Exception):
                 api_client.close()
         self._clients.clear()
-        if self._process is not None:
-            terminate_group(self._process.pid, wait=self._process.wait)
-            self._process = None
+        if self._apiserver is not None:
+            self._apiserver.stop(timeout=_STOP_TIMEOUT)
+            self._apiserver = None
         if self._workdir is not None and self._given_workdir is None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
@@ -324,13 +237,23 @@ class ControlPlane:
     def _start_server(self, binary: Path) -> None:
         for attempt in range(1, _START_ATTEMPTS + 1):
             self._ports = pick_free_ports()
-            self._process = self._spawn(binary, self._ports)
+            self._apiserver = Component(
+                name=APISERVER,
+                binary=binary,
+                args=self._args(self._ports),
+                log_path=self.log_path,
+                # Readiness, not liveness: /readyz answers 200 once every post-start hook (RBAC
+                # bootstrap, CRD informers) has run; anonymous clients may read it.
+                health_url=f"{self.server}/readyz",
+                cwd=self.workdir,
+            )
+            self._apiserver.start(detach=self._detach)
             try:
-                self._wait_ready()
+                self._wait_ready(self._apiserver)
                 return
             except _PortRaceError:
-                terminate_group(self._process.pid, wait=self._process.wait)
-                self._process = None
+                self._apiserver.stop(timeout=_STOP_TIMEOUT)
+                self._apiserver = None
                 if attempt == _START_ATTEMPTS:
                     raise
 
@@ -372,21 +295,6 @@ class ControlPlane:
             *self._extra_args,
         ]
 
-    def _spawn(self, binary: Path, ports: Ports) -> subprocess.Popen[bytes]:
-        log: IO[bytes]
-        with open(self.log_path, "ab") as log:
-            # Own session => own process group: stop() can signal the whole
-            # group, and a Ctrl-C in the terminal does not hit the server directly.
-            return subprocess.Popen(
-                [str(binary), *self._args(ports)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.workdir,
-                start_new_session=True,
-                preexec_fn=None if self._detach or sys.platform != "linux" else _set_parent_death_signal,
-            )
-
     def _ssl_context(self) -> ssl.SSLContext:
         pki = self._require(self._pki, "pki")
         context = ssl.create_default_context(cafile=str(pki.ca_cert))
@@ -396,36 +304,15 @@ class ControlPlane:
     def _open(self, path: str, timeout: float = 5.0) -> Any:
         return urllib.request.urlopen(self.server + path, context=self._ssl_context(), timeout=timeout)
 
-    def _wait_ready(self) -> None:
-        """Poll /readyz until 200; fail fast if the process exits."""
-        process = self._require(self._process, "process")
-        deadline = time.monotonic() + self._startup_timeout
-        last = "no response yet"
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                self._raise_exited(process.returncode)
-            try:
-                with self._open("/readyz", timeout=2.0) as response:
-                    if response.status == 200:
-                        return
-            except urllib.error.HTTPError as exc:  # 500 while post-start hooks run
-                last = exc.read().decode(errors="replace")[-2000:]
-            except (urllib.error.URLError, OSError) as exc:
-                last = str(exc)
-            time.sleep(0.2)
-        raise ControlPlaneError(
-            f"kube-apiserver not ready after {self._startup_timeout:.0f}s; last /readyz: {last}\n"
-            f"--- last lines of {self.log_path} ---\n{log_tail(self.log_path)}"
-        )
-
-    def _raise_exited(self, code: int) -> None:
-        tail = log_tail(self.log_path)
-        if _PORT_IN_USE in tail:
-            raise _PortRaceError(tail)
-        raise ControlPlaneError(
-            f"gpugov-controlplane exited with code {code} before becoming ready\n"
-            f"--- last lines of {self.log_path} ---\n{tail}"
-        )
+    def _wait_ready(self, apiserver: Component) -> None:
+        """Wait for /readyz; a port taken between picking and binding is a race to retry."""
+        try:
+            apiserver.wait_healthy(self._startup_timeout)
+        except ComponentError as exc:
+            code = apiserver.exit_code()
+            if code is not None and _PORT_IN_USE in log_tail(self.log_path):
+                raise _PortRaceError(log_tail(self.log_path)) from exc
+            raise ControlPlaneError(str(exc)) from exc
 
     def _write_kubeconfig(self) -> None:
         """Self-contained admin kubeconfig (certs inlined, so it can be copied)."""

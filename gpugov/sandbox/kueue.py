@@ -44,6 +44,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from gpugov.kube.names import KUEUE_CONFIG_API, KUEUE_GROUP, VISIBILITY_GROUP
 from gpugov.kube.objects import LABEL_TENANT
 from gpugov.sandbox import crds as crd_mod
 from gpugov.sandbox.components import Component, ComponentError
@@ -57,10 +58,10 @@ VISIBILITY_VERSIONS = ("v1beta1", "v1beta2")
 FIXED_CERT_DIRS = (Path("/etc/kueue/metrics/certs"), Path("/visibility"))
 # The CRDs whose conversion upstream serves by webhook (config/components/crd/kustomization.yaml).
 CONVERTED_CRDS = frozenset(
-    f"{plural}.kueue.x-k8s.io" for plural in ("localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters")
+    f"{plural}.{KUEUE_GROUP}" for plural in ("localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters")
 )
 # Webhooks kept from the module's manifests: Kueue's own kinds, Jobs and Pods.
-KEPT_API_GROUPS = frozenset({"kueue.x-k8s.io", "batch", ""})
+KEPT_API_GROUPS = frozenset({KUEUE_GROUP, "batch", ""})
 SYSTEM_NAMESPACES = ("kube-system", NAMESPACE)
 # Who Kueue is in an in-cluster install (its Deployment's ServiceAccount); system:masters for its
 # permissions, since the sandbox installs no RBAC of Kueue's.
@@ -73,7 +74,7 @@ MANAGED_JOBS_NAMESPACE_SELECTOR = {"matchExpressions": [{"key": LABEL_TENANT, "o
 def configuration(workdir: Path, ports: dict[str, int]) -> dict[str, Any]:
     """Kueue's v1beta2 Configuration for an out-of-cluster controller on loopback."""
     return {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "apiVersion": KUEUE_CONFIG_API,
         "kind": "Configuration",
         "namespace": NAMESPACE,
         "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['health']}"},
@@ -176,9 +177,9 @@ def visibility_objects(port: int) -> list[dict[str, Any]]:
         {
             "apiVersion": "apiregistration.k8s.io/v1",
             "kind": "APIService",
-            "metadata": {"name": f"{version}.visibility.kueue.x-k8s.io"},
+            "metadata": {"name": f"{version}.{VISIBILITY_GROUP}"},
             "spec": {
-                "group": "visibility.kueue.x-k8s.io",
+                "group": VISIBILITY_GROUP,
                 "version": version,
                 "groupPriorityMinimum": 100,
                 "versionPriority": 100,
@@ -258,7 +259,7 @@ class Kueue:
                 raise ComponentError(self.component.death_report())
             pending = []
             for version in VISIBILITY_VERSIONS:
-                status = registration.read_api_service(f"{version}.visibility.kueue.x-k8s.io").status
+                status = registration.read_api_service(f"{version}.{VISIBILITY_GROUP}").status
                 available = [c for c in (status.conditions if status else None) or [] if c.type == "Available"]
                 if not available or available[0].status != "True":
                     pending.append(version)

@@ -19,15 +19,16 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
+from gpugov.kube.names import KUEUE_API
+from gpugov.kube.names import KUEUE_PRIORITY_LABEL as PRIORITY_LABEL
+from gpugov.kube.names import KUEUE_QUEUE_LABEL as QUEUE_LABEL
+from gpugov.kube.objects import LABEL_TENANT
+from gpugov.kube.resources import is_accelerator
 from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 SAMPLE_LABEL = "sandbox.gpugov.io/sample"
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
 # Not pulled by anyone: KWOK runs no containers.
 IMAGE = "registry.k8s.io/pause:3.10"
-_NOT_ACCELERATORS = ("cpu", "memory", "pods", "ephemeral-storage")  # any other quota is an accelerator (any vendor)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def _first_accelerator(cluster_queue: dict[str, Any]) -> tuple[str, str] | None:
         for flavor in group.get("flavors", []):
             for resource in flavor.get("resources", []):
                 name = resource["name"]
-                if name not in _NOT_ACCELERATORS and Decimal(str(resource.get("nominalQuota", 0))) >= 1:
+                if is_accelerator(name) and Decimal(str(resource.get("nominalQuota", 0))) >= 1:
                     return flavor["name"], name
     return None
 
@@ -72,7 +73,7 @@ def sample_jobs(objects: list[dict[str, Any]]) -> list[SampleJob]:
     cluster_queues = _index(objects, "ClusterQueue")
     samples: dict[str, SampleJob] = {}
     for queue in (o for o in objects if o["kind"] == "LocalQueue" and o["apiVersion"] == KUEUE_API):
-        tenant = queue["metadata"].get("labels", {}).get("gpugov.io/tenant", "")
+        tenant = queue["metadata"].get("labels", {}).get(LABEL_TENANT, "")
         cluster_queue = cluster_queues.get(queue["spec"]["clusterQueue"])
         if not tenant or tenant in samples or cluster_queue is None:
             continue

@@ -9,7 +9,7 @@ from datetime import timedelta
 from decimal import Decimal
 from html import escape
 
-from gpugov.catalog.equivalents import device_equivalents, hami_views
+from gpugov.declarations.equivalents import device_equivalents, hami_views
 from gpugov.declarations.model import GPUPool
 from gpugov.usage.segments import Segment
 from gpugov.usage.window import Window, seconds

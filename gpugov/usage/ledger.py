@@ -8,7 +8,7 @@ nominal quota: borrowed is exactly the part above nominal, while it is above. A 
 pool's `pricePerAcceleratorHour` times the resource's share of a device (a MIG slice: its
 compute slices over the GPU's, as compile weighs them; a vNPU template its share of the NPU; a
 HAMi vGPU slot 1/deviceSplitCount, while HAMi's memory and core units, views of the same
-devices, carry no rate: catalog.equivalents), rounded to RATE; cost = hours x rate,
+devices, carry no rate: declarations.equivalents), rounded to RATE; cost = hours x rate,
 exact. Unallocated = capacity hours minus the rows' hours of that pool resource, so
 
     sum(rows' cost) + unallocated cost = capacity hours x rate = capacity cost
@@ -26,9 +26,9 @@ from itertools import pairwise
 from typing import Any
 
 from gpugov.catalog import mig_resource_name
-from gpugov.catalog.equivalents import device_equivalents, hami_views
+from gpugov.declarations.equivalents import device_equivalents, hami_views
 from gpugov.declarations.model import GPUPool, Model, Tenant
-from gpugov.queueing.workload import is_accelerator
+from gpugov.kube.resources import is_accelerator
 from gpugov.usage.segments import Segment
 from gpugov.usage.window import Window, seconds
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from gpugov.queueing.workload import Workload, is_accelerator
+from gpugov.kube.resources import is_accelerator
+from gpugov.queueing.workload import Workload
 from gpugov.usage.window import Window
 
 

@@ -1,6 +1,6 @@
 """One what-if: compile a revision's model for a cluster, replay the trace, keep what the report needs.
 
-The quotas come only from `compile(model, "kueue", cluster)`; the model itself supplies
+The quotas come only from `compile(model, backend="kueue", cluster=cluster)`; the model itself supplies
 hardware facts the Kueue objects do not carry: which accelerator resource a pool serves and
 which pools hold a given GPU model (for a trace's `pool` and `model` columns), and how much of
 a GPU a MIG slice is (for GPU-hours).
@@ -11,7 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from gpugov.compile import compile
-from gpugov.compile.kueue import gpu_equivalents
+from gpugov.declarations.equivalents import gpu_equivalents
 from gpugov.declarations.model import Model
 from gpugov.whatif.report import Run
 from gpugov.whatif.setup import FR, Placement, Setup, read_setup
@@ -39,7 +39,7 @@ def weights_of(model: Model) -> dict[FR, Decimal]:
 
 
 def kueue_setup(model: Model, cluster: str) -> Setup:
-    return read_setup(compile(model, "kueue", cluster))
+    return read_setup(compile(model, backend="kueue", cluster=cluster))
 
 
 def replay(model: Model, cluster: str, jobs: list[Job], label: str, options: Options) -> Run:

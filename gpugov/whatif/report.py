@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from gpugov.whatif.setup import FR, NON_ACCELERATOR, Setup
+from gpugov.kube.resources import is_accelerator
+from gpugov.whatif.setup import FR, Setup
 from gpugov.whatif.simulate import Options, Outcome
 from gpugov.whatif.state import FINISHED
 
@@ -64,7 +65,7 @@ def percentile(sorted_values: list[int], q: int) -> int | None:
 def weight_of(weights: dict[FR, Decimal], fr: FR) -> Decimal:
     if fr in weights:
         return weights[fr]
-    return Decimal(0) if fr[1] in NON_ACCELERATOR else Decimal(1)
+    return Decimal(1) if is_accelerator(fr[1]) else Decimal(0)
 
 
 def gpu_ms(units_ms: dict[FR, int], weights: dict[FR, Decimal]) -> Decimal:
@@ -147,7 +148,7 @@ def compare(trace_name: str, cluster: str, options: Options, base: Run, head: Ru
     work = Decimal(0)
     for wl in base.outcome.workloads:
         for resource, amount in wl.requests.items():
-            if resource not in NON_ACCELERATOR:
+            if is_accelerator(resource):
                 weight = next((w for (_, r), w in base.weights.items() if r == resource), Decimal(1))
                 work += weight * amount * wl.job.duration_ms
     return Comparison(trace_name, cluster, options, len(jobs), work, last_submit - start, window, base, head,

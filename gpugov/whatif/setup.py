@@ -17,14 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpugov.kube.names import KUEUE_API
+from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES, LABEL_TENANT
 from gpugov.kube.quantity import QuantityError, parse_quantity
 from gpugov.whatif.trace import DEFAULT_RESOURCE, Job
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
-TENANT_LABEL = "gpugov.io/tenant"
-ALLOWED_PRIORITY_CLASSES = "gpugov.io/allowed-priority-classes"  # compile's LocalQueue annotation
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-NON_ACCELERATOR = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
 
 FR = tuple[str, str]  # (flavor, resource)
 
@@ -202,9 +200,9 @@ def read_setup(objects: Iterable[dict[str, Any]]) -> Setup:
         elif kind == "LocalQueue":
             key = f"{meta.get('namespace', 'default')}/{name}"
             setup.local_queues[key] = str(spec.get("clusterQueue", ""))
-            allowed = (meta.get("annotations") or {}).get(ALLOWED_PRIORITY_CLASSES, "")
+            allowed = (meta.get("annotations") or {}).get(ANNOTATION_ALLOWED_PRIORITY_CLASSES, "")
             setup.allowed_priority_classes[key] = tuple(c for c in allowed.split(",") if c)
-            tenant = (meta.get("labels") or {}).get(TENANT_LABEL)
+            tenant = (meta.get("labels") or {}).get(LABEL_TENANT)
             if tenant:
                 setup.local_queues_of_tenant.setdefault(tenant, []).append(key)
     for obj in sorted((o for o in kueue if o["kind"] == "ClusterQueue"), key=lambda o: o["metadata"]["name"]):
@@ -233,7 +231,7 @@ def _cluster_queue(obj: dict[str, Any], setup: Setup) -> ClusterQueueSpec:
     threshold = borrow.get("maxPriorityThreshold")
     return ClusterQueueSpec(
         name=name,
-        tenant=(meta.get("labels") or {}).get(TENANT_LABEL, name),
+        tenant=(meta.get("labels") or {}).get(LABEL_TENANT, name),
         cohort=spec.get("cohortName") or None,
         groups=groups,
         quotas=quotas,

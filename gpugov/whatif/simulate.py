@@ -9,7 +9,7 @@ does:
   leave);
 - every head gets a flavor assignment against the state at the start of the cycle;
 - heads are taken in Kueue's order (fair sharing: a tournament of Dominant Resource Shares
-  down the cohort tree; classical: non-borrowing first, then priority, then age); a head that
+  down the cohort tree, `fairsharing`; classical: non-borrowing first, then priority, then age); a head that
   fits is admitted, one that needs preemption evicts its victims and waits for the next
   cycle, one that no longer fits after an earlier admission is skipped;
 - a head that did not get in goes back: to the heap at once (StrictFIFO, skipped,
@@ -30,20 +30,18 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from gpugov.kube.objects import selector_matches
+from gpugov.whatif.fairsharing import fair_order
 from gpugov.whatif.flavors import MODE_FIT, MODE_NO_FIT, MODE_PREEMPT, Assignment, assign
 from gpugov.whatif.preemption import Preemptor, Target
 from gpugov.whatif.quota import (
     QuotaNode,
     accumulate,
     add_all,
-    compare_drs,
     compute_lendable,
     cq_available,
-    drs,
     freeze_local,
     remove_all,
 )
@@ -347,71 +345,6 @@ class Simulator:
     def _classical_order(self, entries: list[Entry]) -> list[Entry]:
         return sorted(entries, key=lambda e: (e.assignment.borrowing, -e.wl.priority, e.wl.created_s, e.wl.uid))
 
-    def _fair_order(self, entries: list[Entry]) -> Iterator[Entry]:
-        """Kueue's fairSharingIterator: per root cohort, the tournament winner first; DRS values
-        are recomputed after each admission."""
-        remaining = {id(e.cq): e for e in entries}
-        while remaining:
-            first = min(remaining.values(), key=lambda e: e.cq.name)
-            if first.cq.node.parent is None:
-                del remaining[id(first.cq)]
-                yield first
-                continue
-            root = first.cq.root
-            rivals = [e for e in remaining.values() if e.cq.root is root]
-            if len(rivals) == 1:  # alone in its cohort tree: no tournament to run
-                del remaining[id(first.cq)]
-                yield first
-                continue
-            values = self._tournament_shares(root, remaining)
-            winner = self._tournament(root, remaining, values)
-            assert winner is not None
-            del remaining[id(winner.cq)]
-            yield winner
-
-    @staticmethod
-    def _tournament_shares(root: QuotaNode, remaining: dict[int, Entry]) -> dict[tuple[int, int], object]:
-        values: dict[tuple[int, int], object] = {}
-        for node in root.subtree_cqs():
-            entry = remaining.get(id(node.owner))
-            if entry is None:
-                continue
-            usage = entry.assignment.usage
-            add_all(node, usage)
-            share = drs(node)
-            for ancestor in node.ancestors():
-                values[(id(ancestor), id(entry))] = share
-                share = drs(ancestor)
-            remove_all(node, usage)
-        return values
-
-    def _tournament(self, cohort: QuotaNode, remaining: dict[int, Entry],
-                    values: dict[tuple[int, int], object]) -> Entry | None:
-        candidates = [c for child in cohort.child_cohorts if (c := self._tournament(child, remaining, values))]
-        candidates += [remaining[id(child.owner)] for child in cohort.child_cqs if id(child.owner) in remaining]
-        if not candidates:
-            return None
-        best = candidates[0]
-        for current in candidates[1:]:
-            if self._fairer(current, best, id(cohort), values):
-                best = current
-        return best
-
-    @staticmethod
-    def _fairer(a: Entry, b: Entry, parent: int, values: dict[tuple[int, int], object]) -> bool:
-        a_share, b_share = values[(parent, id(a))], values[(parent, id(b))]
-        # FairSharingPrioritizeNonBorrowing (on in 0.17): not borrowing on its own flavors wins.
-        a_borrows = a_share.borrowing_on(a.assignment.usage)  # type: ignore[attr-defined]
-        b_borrows = b_share.borrowing_on(b.assignment.usage)  # type: ignore[attr-defined]
-        if a_borrows != b_borrows:
-            return not a_borrows
-        order = compare_drs(a_share, b_share)  # type: ignore[arg-type]
-        if order:
-            return order < 0
-        if a.wl.priority != b.wl.priority:
-            return a.wl.priority > b.wl.priority
-        return (a.wl.created_s, a.wl.uid) < (b.wl.created_s, b.wl.uid)
-
     def _fits(self, entry: Entry, preempted: dict[int, Workload]) -> bool:
         """Kueue's fits(): the assignment fits once this cycle's victims (and its own) are gone."""
         gone = dict(preempted)
@@ -480,7 +413,7 @@ class Simulator:
                for e in entries):
             # Nobody can be admitted or preempt: the order does not matter, all go back.
             return self._requeue(entries, now), self.options.status_write_ms * len(entries)
-        ordered = self._fair_order(entries) if self.options.fair_sharing else self._classical_order(entries)
+        ordered = fair_order(entries) if self.options.fair_sharing else self._classical_order(entries)
         preempted: dict[int, Workload] = {}
         held: list[tuple[ClusterQueue, dict[FR, int]]] = []  # usage added to the snapshot for this cycle only
         victims: list[tuple[Workload, Workload, str]] = []

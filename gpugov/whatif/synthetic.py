@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 import random
 
-from gpugov.whatif.setup import NON_ACCELERATOR, Setup
+from gpugov.kube.resources import is_accelerator
+from gpugov.whatif.setup import Setup
 from gpugov.whatif.trace import Job
 
 SIZES = ((1, 0.45), (2, 0.25), (4, 0.18), (8, 0.12))
@@ -37,7 +38,7 @@ def tenant_streams(setup: Setup, only: set[str] | None = None) -> list[Stream]:
         cq = setup.cluster_queues[setup.local_queues[queues[0]]]
         held = [(flavor, resource, quota.nominal) for group in cq.groups for flavor in group.flavors
                 for resource in group.covered
-                if resource not in NON_ACCELERATOR
+                if is_accelerator(resource)
                 and (quota := cq.quotas.get((flavor, resource))) is not None and quota.nominal >= 1]
         for index, (flavor, resource, nominal) in enumerate(held):
             queue = queues[index % len(queues)]

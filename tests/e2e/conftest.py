@@ -117,7 +117,7 @@ def own_org_sandbox(root: Path, files: dict[str, str]) -> Iterator[client.ApiCli
         api = sandbox.cp.api_client()
         create_nodes(api, simulated_nodes(result.model), kwok=True)
         create_gpu_operator_footprint(api)
-        assert not apply_objects(api, compile(result.model, "kueue")).missing
+        assert not apply_objects(api, compile(result.model, backend="kueue")).missing
         yield api
 
 
@@ -129,7 +129,7 @@ def living_org(living: Sandbox) -> list[dict[str, Any]]:
     api = living.cp.api_client()
     create_nodes(api, simulated_nodes(model, "east"), kwok=True)
     create_gpu_operator_footprint(api)
-    objects = compile(model, "kueue", "east")
+    objects = compile(model, backend="kueue", cluster="east")
     assert not apply_objects(api, objects).missing
     return objects
 

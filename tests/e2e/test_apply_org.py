@@ -46,7 +46,7 @@ def test_apply_finds_every_object_and_is_idempotent(api_client, org, cluster: st
             DynamicClient(api_client).resources.get(api_version="scheduling.volcano.sh/v1beta1", kind="Queue")
         except ResourceNotFoundError:
             pytest.skip("Volcano CRDs come only from ../shared/reference/crds/, which is absent here")
-    objects = compile(org, backend, cluster)
+    objects = compile(org, backend=backend, cluster=cluster)
     result = apply_objects(api_client, objects)
     assert result.missing == [] and result.skipped_nodes == []
     assert len(result.applied) == len(objects)
@@ -72,7 +72,7 @@ def test_apply_finds_every_object_and_is_idempotent(api_client, org, cluster: st
 
 
 def test_nodes_carry_hardware_facts_and_gpugov_patches(api_client, org) -> None:
-    apply_objects(api_client, compile(org, "kueue", "east"))
+    apply_objects(api_client, compile(org, backend="kueue", cluster="east"))
     node = client.CoreV1Api(api_client).read_node("a100-01")
     labels = node.metadata.labels
     assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB"  # from the hardware (GFD)
@@ -95,11 +95,11 @@ def test_apply_keeps_taints_that_are_not_gpugovs(api_client, org) -> None:
     others = [t.to_dict() for t in node.spec.taints or [] if t.key != admin["key"]]
     core.patch_node("h100-02", {"spec": {"taints": [*[{k: v for k, v in t.items() if v is not None} for t in others],
                                                     admin]}})
-    apply_objects(api_client, compile(org, "kueue", "east"))
+    apply_objects(api_client, compile(org, backend="kueue", cluster="east"))
     taints = {(t.key, t.value, t.effect) for t in core.read_node("h100-02").spec.taints or []}
     assert ("maintenance", "planned", "PreferNoSchedule") in taints
     assert ("gpugov.io/pool", "h100", "NoSchedule") in taints
-    apply_objects(api_client, compile(org, "kueue", "east"))  # and again: nothing piles up
+    apply_objects(api_client, compile(org, backend="kueue", cluster="east"))  # and again: nothing piles up
     again = [(t.key, t.value, t.effect) for t in core.read_node("h100-02").spec.taints or []]
     assert sorted(again) == sorted(taints)
 
@@ -286,7 +286,7 @@ def test_a_removed_tenants_admitted_work_is_drained_and_its_queue_goes(sandbox_b
         assert seen.admitted, samples.table([seen])
 
         (tmp_path / "tenants" / "leaves.yaml").unlink()
-        objects = compile(validate_repo(tmp_path).model, "kueue")
+        objects = compile(validate_repo(tmp_path).model, backend="kueue")
         assert not apply_objects(api, objects).missing
         plan = prune_plan(api, objects)
         assert {(p.action, p.label) for p in plan} >= {("delete", "ClusterQueue leaves"),

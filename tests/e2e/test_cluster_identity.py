@@ -205,9 +205,9 @@ def test_the_pulumi_stack_guard_refuses_the_other_cluster_before_any_resource(se
     api = stack_client(str(cp.kubeconfig))
     before = versions(cp)
     with pytest.raises(WrongCluster, match="is cluster east, not west"):
-        check_stack_cluster(api, desired_state(root, "west"), write=True)
+        check_stack_cluster(api, desired_state(root, cluster="west"), write=True)
     assert versions(cp) == before
-    identity = check_stack_cluster(stack_client(Path(cp.kubeconfig).read_text()), desired_state(root, "east"),
+    identity = check_stack_cluster(stack_client(Path(cp.kubeconfig).read_text()), desired_state(root, cluster="east"),
                                    write=True)
     assert identity.recorded and versions(cp) == before  # right and already recorded: nothing written
 

@@ -38,7 +38,7 @@ pytestmark = pytest.mark.e2e
 def cluster(controlplane_binary_path: Path) -> Iterator[tuple[ControlPlane, list[dict]]]:
     model = validate_repo(REPO).model
     assert model is not None
-    objects = compile(model, "kueue", "east")
+    objects = compile(model, backend="kueue", cluster="east")
     with ControlPlane(binary=controlplane_binary_path) as cp:
         api = cp.api_client()
         create_nodes(api, simulated_nodes(model, "east"))
@@ -172,7 +172,7 @@ def test_drift_under_its_own_read_only_service_account(cluster, capsys, tmp_path
 
 def test_server_stopped_mid_check_is_incomplete(controlplane_binary_path: Path, capsys, tmp_path: Path) -> None:
     model = validate_repo(REPO).model
-    objects = compile(model, "kueue", "east")
+    objects = compile(model, backend="kueue", cluster="east")
     with ControlPlane(binary=controlplane_binary_path) as cp:
         api = cp.api_client()
         kubeconfig = cp.kubeconfig.read_text()

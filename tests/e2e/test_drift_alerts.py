@@ -39,7 +39,7 @@ def cluster(controlplane_binary_path: Path, tmp_path_factory) -> Iterator[tuple[
         api = cp.api_client()
         create_nodes(api, simulated_nodes(model, "east"))
         create_gpu_operator_footprint(api)
-        assert not apply_objects(api, compile(model, "kueue", "east")).missing
+        assert not apply_objects(api, compile(model, backend="kueue", cluster="east")).missing
         token = client.CoreV1Api(api).create_namespaced_service_account_token(
             "gpugov-drift", NAMESPACE, {"spec": {"expirationSeconds": 3600}}).status.token
         admin = yaml.safe_load(cp.kubeconfig.read_text())

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from gpugov.sandbox.controlplane import process_alive
+from gpugov.sandbox.processes import process_alive
 from gpugov.sandbox.tools import repo_root
 
 # Started in a child interpreter: argv = MODE BINARY. Prints {"pid", "workdir"}

@@ -66,7 +66,7 @@ def cluster(sandbox_binaries, tmp_path_factory):
         api = sandbox.cp.api_client()
         create_nodes(api, simulated_nodes(model), kwok=True)
         create_gpu_operator_footprint(api)
-        assert not apply_objects(api, compile(model, "kueue")).missing
+        assert not apply_objects(api, compile(model, backend="kueue")).missing
         yield root, sandbox.cp, api
 
 

@@ -145,7 +145,7 @@ class Org:
 def objects_of(root: Path) -> list[dict[str, Any]]:
     result = validate_repo(root)
     assert result.model is not None and not result.errors, result.errors
-    return compile(result.model, BACKEND, CLUSTER)
+    return compile(result.model, backend=BACKEND, cluster=CLUSTER)
 
 
 @pytest.fixture(scope="module")

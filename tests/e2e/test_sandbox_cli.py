@@ -19,7 +19,7 @@ import pytest
 from kubernetes import client, config
 
 from gpugov.sandbox.cluster import STATE_FILE
-from gpugov.sandbox.controlplane import process_alive
+from gpugov.sandbox.processes import process_alive
 from gpugov.sandbox.tools import binary_env, repo_root
 from tests.helpers.repos import REPO
 
@@ -100,7 +100,7 @@ def test_up_apply_jobs_status_down(sandbox_env: dict[str, str], tmp_path: Path) 
 
 def test_up_with_missing_repo_dir_fails_cleanly(sandbox_env: dict[str, str], tmp_path: Path) -> None:
     result = _gpugov(sandbox_env, "sandbox", "up", str(tmp_path / "nope"))
-    assert result.returncode == 1
+    assert result.returncode == 2  # bad input, as for every command
     assert "is not a directory" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (Path(sandbox_env["GPUGOV_CACHE"]) / "sandbox").exists()

@@ -60,7 +60,7 @@ def lab(sandbox_binaries: dict[str, Path], tmp_path_factory: pytest.TempPathFact
         api = sandbox.cp.api_client()
         create_nodes(api, simulated_nodes(model), kwok=True)
         create_gpu_operator_footprint(api)
-        assert not apply_objects(api, compile(model, "kueue")).missing
+        assert not apply_objects(api, compile(model, backend="kueue")).missing
         yield root, sandbox
         problems = sandbox.problems()
     assert not problems, "\n".join(problems)

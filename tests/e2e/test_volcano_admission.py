@@ -33,7 +33,7 @@ def api(controlplane_binary_path: Path) -> Iterator[client.ApiClient]:
         api = cp.api_client()
         create_nodes(api, simulated_nodes(model, "east"))
         create_gpu_operator_footprint(api)
-        assert not apply_objects(api, compile(model, "volcano", "east")).missing
+        assert not apply_objects(api, compile(model, backend="volcano", cluster="east")).missing
         yield api
 
 

@@ -105,7 +105,7 @@ def applied(api_client: client.ApiClient, tmp_path: Path, unique: str) -> Iterat
         *simulated_nodes(model, "edge"),  # the named nodes, before gpugov's patches
     ]
     created = [n["metadata"]["name"] for n in nodes]
-    objects = [o for o in compile(model, "volcano", "edge") if o["kind"] in ("Queue", "Node")]
+    objects = [o for o in compile(model, backend="volcano", cluster="edge") if o["kind"] in ("Queue", "Node")]
     queues = [o["metadata"]["name"] for o in objects if o["kind"] == "Queue"]
     custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
     try:

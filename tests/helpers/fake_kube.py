@@ -25,10 +25,11 @@ class Reply:
     status: int
     content_type: str
     body: bytes
+    headers: tuple[tuple[str, str], ...] = ()  # more headers (Retry-After)
 
     @classmethod
-    def of(cls, status: int, data: object) -> Reply:
-        return cls(status, "application/json", json.dumps(data).encode())
+    def of(cls, status: int, data: object, headers: tuple[tuple[str, str], ...] = ()) -> Reply:
+        return cls(status, "application/json", json.dumps(data).encode(), headers)
 
 
 NOT_FOUND_PAGE = Reply(404, "text/plain; charset=utf-8", b"404 page not found\n")
@@ -130,6 +131,8 @@ def fake_kube() -> Iterator[FakeKube]:
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(reply.body)))
+            for name, value in reply.headers:
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(reply.body)
 

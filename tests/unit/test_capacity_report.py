@@ -19,8 +19,8 @@ from gpugov.capacity.html import _embedded, html
 from gpugov.capacity.jsonout import report_json
 from gpugov.capacity.ledger import LedgerError, parse_ledger
 from gpugov.cli import main
-from gpugov.compile.common import NON_ACCELERATOR
 from gpugov.kube.quantity import parse_quantity
+from gpugov.kube.resources import NON_ACCELERATOR
 from gpugov.sandbox.simulated import simulated_nodes
 from tests.helpers.repos import FIXTURES
 
@@ -99,7 +99,7 @@ def test_the_example_orgs_data_platform_cannot_borrow_whole_gpus() -> None:
     from gpugov.capacity.report import cluster_report
     from tests.helpers.repos import REPO
 
-    state = desired_state(REPO, "east")
+    state = desired_state(REPO, cluster="east")
     lines = {(t.tenant, t.resource): t for t in cluster_report(state).tenants}
     line = lines[("data-platform", "nvidia.com/gpu")]
     assert (line.nominal, line.ceiling, line.borrowable) == (0, 0, 0)
@@ -111,7 +111,7 @@ def test_the_example_orgs_data_platform_cannot_borrow_whole_gpus() -> None:
 
 
 def test_guaranteed_is_what_compile_puts_in_nominal_quota(capsys: pytest.CaptureFixture[str]) -> None:
-    state = desired_state(ORG, "lab")
+    state = desired_state(ORG, cluster="lab")
     compiled: dict[tuple[str, str], Decimal] = {}
     for obj in state.objects:
         if obj["kind"] in ("ClusterQueue", "Cohort"):
@@ -214,7 +214,7 @@ def _applied(state: Any) -> list[dict[str, Any]]:
 
 
 def test_live_nodes_as_declared_report_the_same_numbers() -> None:
-    state = desired_state(ORG, "lab")
+    state = desired_state(ORG, cluster="lab")
     result = cluster_report(state, _applied(state))
     assert result.live and not result.advice[2:]  # only the two unassigned lines
     for pool in result.pools:
@@ -226,7 +226,7 @@ def test_live_nodes_as_declared_report_the_same_numbers() -> None:
 
 
 def test_live_nodes_short_and_mig_relabelled_are_reported() -> None:
-    state = desired_state(ORG, "lab")
+    state = desired_state(ORG, cluster="lab")
     nodes = [n for n in _applied(state) if n["metadata"]["name"] != "n4"]
     m2 = next(n for n in nodes if n["metadata"]["name"] == "m2")
     m2["metadata"]["labels"]["nvidia.com/mig.config"] = "all-disabled"
@@ -277,7 +277,7 @@ def test_html_page_references_no_external_url_and_embeds_the_json(capsys: pytest
     assert "//" not in re.sub(r"(?s)<script>.*?</script>", "", page)  # no protocol-relative reference outside code
     embedded = re.search(r'<script type="application/json" id="capacity-data">(.*?)</script>', page, re.S)
     assert embedded is not None
-    state = desired_state(ORG, "lab")
+    state = desired_state(ORG, cluster="lab")
     assert json.loads(embedded.group(1)) == report_json([cluster_report(state, None, load_ledger(WINDOW))])
     assert page == html([cluster_report(state, None, load_ledger(WINDOW))])  # deterministic
 
@@ -308,7 +308,7 @@ def test_a_pool_without_gfd_shows_no_gfd_count() -> None:
     from gpugov.capacity.markdown import markdown
     from tests.helpers.repos import REPO
 
-    state = desired_state(REPO, "west")
+    state = desired_state(REPO, cluster="west")
     result = cluster_report(state, _applied(state))
     (pool,) = [p for p in result.pools if p.name == "ascend-910b"]
     assert (pool.gpus_declared, pool.gpus_live, pool.nodes_live) == (32, None, 4)

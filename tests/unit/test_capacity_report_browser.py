@@ -39,7 +39,7 @@ def chromium() -> str:
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    state = desired_state(FIXTURES / "org", "lab")
+    state = desired_state(FIXTURES / "org", cluster="lab")
     reports = [cluster_report(state, None, load_ledger(FIXTURES / "lab-window.json"))]
     path = tmp_path_factory.mktemp("capacity") / "capacity.html"
     path.write_text(html(reports), encoding="utf-8")

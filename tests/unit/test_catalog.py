@@ -173,7 +173,7 @@ def test_a_declared_model_validates_and_renders_its_resource(tmp_path: Path) -> 
     result = validate_repo(root)
     assert result.findings == [] and result.model is not None
     assert result.model.pools["va"].capacity["vastaitech.com/va"] == 4
-    queue = next(o for o in compile(result.model, None, "lab") if o["kind"] == "ClusterQueue"
+    queue = next(o for o in compile(result.model, cluster="lab") if o["kind"] == "ClusterQueue"
                  and o["metadata"]["name"] == "gamma")
     flavor = next(f for f in queue["spec"]["resourceGroups"][0]["flavors"] if f["name"] == "va")
     assert {"name": "vastaitech.com/va", "nominalQuota": "4"} in flavor["resources"]
@@ -222,7 +222,7 @@ def test_the_mixed_cluster_renders_each_pools_resource_names(mixed) -> None:
     }
     for pool, resources in expected.items():
         assert set(mixed.pools[pool].capacity) - {"cpu", "memory"} == resources, pool
-    objects = compile(mixed, None, "lab")
+    objects = compile(mixed, cluster="lab")
     quotas = {}
     for queue in (o for o in objects if o["kind"] == "ClusterQueue"):
         for flavor in queue["spec"]["resourceGroups"][0]["flavors"]:

@@ -129,7 +129,7 @@ def test_no_kube_system_namespace_is_could_not_check(fake, tmp_path, capsys) -> 
 def test_foreign_objects_are_the_ones_only_another_cluster_declares() -> None:
     model = validate_repo(REPO).model
     assert model is not None
-    east, west = compile(model, "kueue", "east"), compile(model, "volcano", "west")
+    east, west = compile(model, backend="kueue", cluster="east"), compile(model, backend="volcano", cluster="west")
     elsewhere = {"east": {object_key(o) for o in east}}
     assert foreign_objects(west, west, elsewhere) is None  # west's own objects
     other, keys = foreign_objects(east, west, elsewhere) or ("", [])

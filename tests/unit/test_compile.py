@@ -27,14 +27,14 @@ def model():
 @pytest.mark.parametrize(("cluster", "backend"), CASES)
 def test_golden_manifests(model, cluster: str, backend: str) -> None:
     """Rendered files match tests/golden; GPUGOV_UPDATE_GOLDEN=1 rewrites them after a reviewed change."""
-    files = manifest_files(compile(model, backend, cluster))
+    files = manifest_files(compile(model, backend=backend, cluster=cluster))
     folder = GOLDEN / f"{cluster}-{backend}"
     assert_golden_tree(folder, files)
 
 
 @pytest.mark.parametrize(("cluster", "backend"), CASES)
 def test_compile_is_deterministic_and_ordered(model, cluster: str, backend: str) -> None:
-    first, second = compile(model, backend, cluster), compile(model, backend, cluster)
+    first, second = compile(model, backend=backend, cluster=cluster), compile(model, backend=backend, cluster=cluster)
     assert first == second
     assert manifest_files(first) == manifest_files(second)
     ranks = [APPLY_ORDER.index(o["kind"]) for o in first]
@@ -52,7 +52,7 @@ def test_every_object_is_labelled_and_traceable(model, cluster: str, backend: st
         "gpugov.io/mig-config",
         "gpugov.io/component",
     }
-    for obj in compile(model, backend, cluster):
+    for obj in compile(model, backend=backend, cluster=cluster):
         meta = obj["metadata"]
         assert meta["labels"][MANAGED_BY] == "gpugov", obj["kind"]
         assert owner_labels & set(meta["labels"]), (obj["kind"], meta["name"])
@@ -65,7 +65,7 @@ def by_kind(objects, kind):
 
 
 def test_kueue_cluster_queue_mapping(model) -> None:
-    objects = compile(model, "kueue", "east")
+    objects = compile(model, backend="kueue", cluster="east")
     queues = by_kind(objects, "ClusterQueue")
     nlp = queues["nlp"]["spec"]
     assert nlp["cohortName"] == "research"
@@ -97,7 +97,7 @@ def test_kueue_cluster_queue_mapping(model) -> None:
 
 
 def test_cluster_queue_quotas_add_up_to_declarations(model) -> None:
-    objects = compile(model, "kueue", "east")
+    objects = compile(model, backend="kueue", cluster="east")
     for name, cq in by_kind(objects, "ClusterQueue").items():
         tenant = model.tenants[name]
         declared = {
@@ -120,7 +120,7 @@ def test_cluster_queue_quotas_add_up_to_declarations(model) -> None:
 
 
 def test_volcano_queue_invariants(model) -> None:
-    objects = compile(model, "volcano", "east")
+    objects = compile(model, backend="volcano", cluster="east")
     queues = by_kind(objects, "Queue")
     children: dict[str, list[dict]] = {}
     for queue in queues.values():
@@ -148,7 +148,7 @@ def test_volcano_queue_invariants(model) -> None:
 
 
 def test_nodes_and_mig_config(model) -> None:
-    objects = compile(model, "kueue", "east")
+    objects = compile(model, backend="kueue", cluster="east")
     nodes = by_kind(objects, "Node")
     assert nodes["a100-01"]["metadata"]["labels"]["nvidia.com/mig.config"] == "a100-mig-small"
     assert nodes["a100-04"]["metadata"]["labels"]["nvidia.com/mig.config"] == "all-disabled"
@@ -173,14 +173,14 @@ def test_nodes_and_mig_config(model) -> None:
 
 
 def test_core_objects(model) -> None:
-    objects = compile(model, "kueue", "east")
+    objects = compile(model, backend="kueue", cluster="east")
     bindings = [o for o in objects if o["kind"] == "RoleBinding" and o["metadata"]["namespace"] == "inference"]
     assert bindings[0]["roleRef"]["name"] == "gpugov-tenant-owner"  # gpugov's own role, never the built-in edit
     assert {s["name"] for s in bindings[0]["subjects"]} == {"dave@example.com", "serving-oncall"}
     # Kueue: no ResourceQuota (the admission policies and the ClusterQueue hold the ceiling);
     # Volcano keeps it as a backstop.
     assert not [o for o in objects if o["kind"] == "ResourceQuota"]
-    volcano = compile(model, "volcano", "east")
+    volcano = compile(model, backend="volcano", cluster="east")
     quotas = [o for o in volcano if o["kind"] == "ResourceQuota" and o["metadata"]["namespace"] == "vision"]
     hard = quotas[0]["spec"]["hard"]
     # vision: 8 H100 + borrowingLimit 8, plus the 8 whole A100s of a100-mig, which its cohort
@@ -195,7 +195,7 @@ def test_core_objects(model) -> None:
 @pytest.mark.parametrize("backend", ["kueue", "volcano"])
 def test_tenant_namespaces_survive_a_pruning_gitops_sync(model, backend: str) -> None:
     # Removing a tenant from Git must not let Argo CD or Flux delete its namespace and workloads.
-    objects = compile(model, backend, "east")
+    objects = compile(model, backend=backend, cluster="east")
     namespaces = [o for o in objects if o["kind"] == "Namespace" and "gpugov.io/tenant" in o["metadata"]["labels"]]
     assert namespaces
     for ns in namespaces:
@@ -208,7 +208,7 @@ def test_undeclared_cpu_memory_follow_the_accelerator_share(model) -> None:
     to its accelerators; non-preemptible tenants never borrow; later pools before borrowing."""
     from gpugov.kube.quantity import parse_quantity
 
-    queues = by_kind(compile(model, "kueue", "east"), "ClusterQueue")
+    queues = by_kind(compile(model, backend="kueue", cluster="east"), "ClusterQueue")
     totals: dict[tuple[str, str], Decimal] = {}
     for cq in queues.values():
         assert cq["spec"]["flavorFungibility"] == {"whenCanBorrow": "TryNextFlavor"}
@@ -296,7 +296,7 @@ def test_volcano_queue_of_a_selector_pool_matches_the_nodes_it_selects(tmp_path:
     affinity (Volcano's nodegroup plugin). For a selector pool those must be exactly the nodes its
     selector picks; for a pool of named nodes, the nodes gpugov's patches label."""
     model = volcano_selector_model(tmp_path)
-    objects = compile(model, "volcano", "edge")
+    objects = compile(model, backend="volcano", cluster="edge")
     selector = dict(model.pools["edge-h100"].node_selector)
     patched = {o["metadata"]["name"]: o["metadata"]["labels"] for o in objects if o["kind"] == "Node"}
     # The cluster's nodes: two the selector picks (what the admin labelled), one H100 it does not,

@@ -69,7 +69,7 @@ def crds() -> CrdSet:
 def compiled() -> dict[tuple[str, str], list[dict[str, Any]]]:
     result = validate_repo(REPO)
     assert result.model is not None and result.findings == []
-    return {(cluster, backend): compile(result.model, backend, cluster) for cluster, backend in CASES}
+    return {(cluster, backend): compile(result.model, backend=backend, cluster=cluster) for cluster, backend in CASES}
 
 
 def first(objects: list[dict[str, Any]], kind: str, predicate: Any = None) -> dict[str, Any]:

@@ -157,7 +157,7 @@ def model():
 @pytest.fixture(scope="module", params=CASES, ids=[f"{c}-{b}" for c, b in CASES])
 def case(request, model):
     cluster, backend = request.param
-    return cluster, compile(model, backend, cluster), deploy(stack_config(cluster, backend))
+    return cluster, compile(model, backend=backend, cluster=cluster), deploy(stack_config(cluster, backend))
 
 
 def _object_of(resource: Registered) -> dict[str, Any]:

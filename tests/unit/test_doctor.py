@@ -71,7 +71,7 @@ def crd(name: str, version: str, served: bool = True, storage: bool = True) -> d
 
 @pytest.fixture(scope="module")
 def east() -> DesiredState:
-    return desired_state(REPO, "east")
+    return desired_state(REPO, cluster="east")
 
 
 def request_for(state: DesiredState, **urls: str) -> FactsRequest:
@@ -140,12 +140,12 @@ def healthy(state: DesiredState) -> Facts:
 
 
 def outcome(state: DesiredState, facts: Facts, check_id: str, request: FactsRequest | None = None) -> tuple[Status, str]:
-    results = {r.id: r for r in run_checks(state, facts, request or request_for(state))}
+    results = {r.id: r for r in run_checks(state, facts=facts, request=request or request_for(state))}
     return results[check_id].status, results[check_id].message
 
 
 def test_a_healthy_cluster_passes_every_check(east: DesiredState) -> None:
-    results = run_checks(east, healthy(east), request_for(east))
+    results = run_checks(east, facts=healthy(east), request=request_for(east))
     assert [r.id for r in results] == list(CHECK_IDS)
     not_passing = {r.id: (r.status, r.message) for r in results if r.status is not Status.PASS}
     assert not_passing == {}  # DR017 without --dcgm-metrics reads the exporter DaemonSet's env
@@ -243,7 +243,7 @@ def test_kueue_settings_that_cannot_be_observed_are_skipped_not_passed(east: Des
     assert outcome(east, facts, "DR004")[0] is Status.SKIP
     facts.clusterqueues = []  # nothing reconciled yet and no ConfigMap: fair sharing cannot be seen
     assert outcome(east, facts, "DR003")[0] is Status.SKIP
-    results = run_checks(east, facts, request_for(east))
+    results = run_checks(east, facts=facts, request=request_for(east))
     assert exit_code(results) is ExitCode.OK  # a skip is not a failure, and nothing went unread
 
 
@@ -259,7 +259,7 @@ def test_no_gpu_operator_crds_skip_its_checks_and_the_nodes_speak(east: DesiredS
     del facts.crds["clusterpolicies.nvidia.com"]
     facts.clusterpolicies = []
     facts.daemonsets = []
-    results = {r.id: r for r in run_checks(east, facts, request_for(east))}
+    results = {r.id: r for r in run_checks(east, facts=facts, request=request_for(east))}
     assert results["DR010"].status is Status.SKIP and "no GPU Operator CRDs" in results["DR010"].message
     assert results["DR015"].status is Status.SKIP
     for check_id in ("DR011", "DR012", "DR013", "DR014"):
@@ -285,7 +285,7 @@ def test_selector_pool_with_another_node_count_warns(tmp_path: Path) -> None:
     write(root, "hardware/pool.yaml", "apiVersion: gpugov.io/v1alpha1\nkind: GPUPool\nmetadata: {name: sel}\n"
           "spec:\n  cluster: c\n  accelerator: {model: H100-80GB}\n  acceleratorsPerNode: 8\n"
           "  nodeSelector: {matchLabels: {rack: r9}}\n  nodeCount: 3\n")
-    state = desired_state(root, "c")
+    state = desired_state(root, cluster="c")
     node = {"metadata": {"name": "x1", "labels": {"rack": "r9", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
                                                  "nvidia.com/gpu.count": "8"}},
             "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
@@ -296,11 +296,11 @@ def test_selector_pool_with_another_node_count_warns(tmp_path: Path) -> None:
 
 
 def test_volcano_cluster_checks_volcano_crds_and_skips_kueue_settings() -> None:
-    west = desired_state(REPO, "west")
+    west = desired_state(REPO, cluster="west")
     assert required_crds(west) == ["queues.scheduling.volcano.sh"]
     facts = Facts(crds={"queues.scheduling.volcano.sh": crd("queues.scheduling.volcano.sh", "v1beta1")},
                   nodes=simulated_nodes(west.model, "west"))
-    results = {r.id: r for r in run_checks(west, facts, request_for(west))}
+    results = {r.id: r for r in run_checks(west, facts=facts, request=request_for(west))}
     assert results["DR001"].status is Status.PASS and results["DR002"].status is Status.PASS
     for check_id in ("DR003", "DR004", "DR005", "DR006"):
         assert results[check_id].status is Status.SKIP and "not Kueue" in results[check_id].message
@@ -312,13 +312,13 @@ def test_volcano_cluster_checks_volcano_crds_and_skips_kueue_settings() -> None:
 def test_an_unreadable_source_makes_its_checks_incomplete_and_the_exit_3(east: DesiredState) -> None:
     facts = healthy(east)
     facts.unreadable["daemonsets"] = "GET https://x/apis/apps/v1/daemonsets: 403 Forbidden"
-    results = run_checks(east, facts, request_for(east))
+    results = run_checks(east, facts=facts, request=request_for(east))
     incomplete = sorted(r.id for r in results if r.incomplete)
     assert incomplete == ["DR011", "DR015", "DR016", "DR017"]
     assert all(r.status is Status.SKIP and "403 Forbidden" in r.message for r in results if r.incomplete)
     assert exit_code(results) is ExitCode.INCOMPLETE
     facts.nodes = []  # a failure outranks "could not check"
-    assert exit_code(run_checks(east, facts, request_for(east))) is ExitCode.FINDINGS
+    assert exit_code(run_checks(east, facts=facts, request=request_for(east))) is ExitCode.FINDINGS
 
 
 def test_metrics_parser_reads_labels_with_escapes_and_skips_junk() -> None:
@@ -344,7 +344,7 @@ def _scraped(state: DesiredState, files: dict[str, Path], kueue: str | None = No
                     setattr(facts, field, scrape(url))
                 except CheckIncomplete as exc:
                     facts.unreadable[source] = str(exc)
-        return {r.id: r for r in run_checks(state, facts, request)}
+        return {r.id: r for r in run_checks(state, facts=facts, request=request)}
 
 
 def test_kueue_metrics_from_a_real_http_server(east: DesiredState) -> None:
@@ -384,7 +384,7 @@ def test_doctor_json_and_text_reports(east: DesiredState) -> None:
 
     facts = healthy(east)
     facts.apiservices = {}
-    results = run_checks(east, facts, request_for(east))
+    results = run_checks(east, facts=facts, request=request_for(east))
     body = json.loads(to_json(results, "east", "kueue"))
     assert body["exit_code"] == 1
     assert [c["id"] for c in body["checks"]] == list(CHECK_IDS)
@@ -403,6 +403,13 @@ def test_readme_lists_every_check_with_what_it_reads(capsys: pytest.CaptureFixtu
     assert printed == checks_table()
     assert printed in (REPO / "README.md").read_text(encoding="utf-8")
     assert len(set(CHECK_IDS)) == len(CHECKS)
+
+
+def test_every_declared_check_is_in_the_table() -> None:
+    from gpugov.doctor import checks
+
+    declared = [value for value in vars(checks).values() if isinstance(value, checks.Check)]
+    assert sorted(c.id for c in declared) == sorted(CHECK_IDS)
 
 
 def test_doctor_on_an_unreachable_cluster_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -432,7 +439,7 @@ def test_a_vnpu_node_is_checked_against_its_layout_not_whole_devices(tmp_path: P
     pool = root / "hardware" / "ascend.yaml"
     text = pool.read_text().replace("  nodes:\n", "  vnpuLayouts:\n    half: {vir10_3c_32g: 2}\n  nodes:\n")
     pool.write_text(text.replace("    - name: ascend-04\n", "    - name: ascend-04\n    - {name: ascend-05, vnpuLayout: half}\n"))
-    west = desired_state(root, "west")
+    west = desired_state(root, cluster="west")
     nodes = simulated_nodes(west.model, "west")
     (split,) = [n for n in nodes if n["metadata"]["name"] == "ascend-05"]
     assert split["status"]["capacity"]["huawei.com/Ascend910-10c.3cpu.32g"] == "16"

@@ -29,7 +29,7 @@ from tests.helpers.repos import REPO, overlay_repo
 @pytest.fixture(scope="module")
 def org():
     model = validate_repo(REPO).model
-    objects = compile(model, "kueue", "east")
+    objects = compile(model, backend="kueue", cluster="east")
     return model, objects
 
 
@@ -330,7 +330,7 @@ def test_hami_vnpu_and_declared_model_nodes_do_not_drift_when_they_match_their_p
     model = validate_repo(root).model
     assert model is not None
     cluster = model.cluster_names()[0]
-    objects = compile(model, None, cluster)
+    objects = compile(model, cluster=cluster)
     live = LiveState()
     patches = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Node"}
     for node in simulated_nodes(model, cluster):

@@ -8,7 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from gpugov.app.pipeline import validate_repo
-from gpugov.catalog.equivalents import device_equivalents, equivalents_of
+from gpugov.declarations.equivalents import device_equivalents, equivalents_of
 from gpugov.usage.ledger import rate_of
 from tests.helpers.repos import BASE, write
 from tests.unit.test_plan import edit, make_repo, plan_json

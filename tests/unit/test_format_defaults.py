@@ -38,6 +38,17 @@ def test_undeclared_policies_take_the_schemas_defaults() -> None:
     assert cluster.run_agent is schema_default("Cluster", "operations", "agent")
 
 
+def test_a_hami_pool_takes_the_schemas_defaults() -> None:
+    from gpugov.declarations.build import _hami
+
+    sharing = _hami({"sharing": {"hami": {}}})
+    assert sharing is not None
+    assert sharing.split_count == schema_default("GPUPool", "sharing", "hami", "deviceSplitCount")
+    assert sharing.memory_scaling == Decimal(str(schema_default("GPUPool", "sharing", "hami", "deviceMemoryScaling")))
+    assert sharing.core_scaling == Decimal(str(schema_default("GPUPool", "sharing", "hami", "deviceCoreScaling")))
+    assert _hami({"sharing": {}}) is None and _hami({}) is None  # not shared: no defaults invented
+
+
 def test_defaults_fill_every_depth_and_never_override() -> None:
     spec = defaulted("SchedulingPolicy", {"preemption": {"withinClusterQueue": "Never"}})
     assert spec["preemption"]["withinClusterQueue"] == "Never"  # declared wins

@@ -1,16 +1,20 @@
-"""The shape of the code: a pure core, one rule table, one exit-code enum, extras named on need."""
+"""The shape of the code: floors without a cycle, a pure core, one rule table, one exit-code enum, extras
+named on need."""
 
 from __future__ import annotations
 
 import ast
+import graphlib
+import itertools
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from gpugov.cli import main
-from gpugov.findings.registry import all_rules, markdown_table
+from gpugov.rules import all_rules, finding_rules, markdown_table
 from tests.helpers.repos import REPO
 
 ROOT = REPO
@@ -51,13 +55,113 @@ def test_rules_command_and_readme_list_the_same_table(capsys: pytest.CaptureFixt
     assert printed == markdown_table()
     assert printed in (ROOT / "README.md").read_text(encoding="utf-8")
     families = {rule.id[:2] for rule in all_rules()}
-    assert families == {"GG", "GD", "GP"}
+    assert families == {"GG", "GD", "GP", "DR"}
 
 
 def test_every_rule_has_a_unique_id_and_name() -> None:
     rules = all_rules()
     assert len({r.id for r in rules}) == len(rules)
     assert len({r.name for r in rules}) == len(rules)
+
+
+def test_the_rule_table_holds_every_declared_rule() -> None:
+    # A module that declares rules but is missing from gpugov.rules.RULE_MODULES fails here.
+    declared = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "rule" and node.args:
+                declared.add(ast.literal_eval(node.args[0]))
+    assert len(declared) > 100
+    assert declared == {r.id for r in finding_rules()}
+
+
+# The floors of the house, ground first: a package imports only packages on lower floors, so no
+# arrow runs up and none runs sideways (issue #24). A new package gets its floor here.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("findings", "kube"),
+    ("yamlpos",),
+    ("catalog",),
+    ("declarations",),
+    ("compile", "queueing", "sources"),
+    ("drift", "manifests", "plan", "policy", "usage", "whatif"),
+    ("app",),
+    ("agent", "capacity", "notify", "sandbox"),
+    ("doctor",),
+    ("cluster", "rules"),
+    ("adopt", "deploy"),
+    ("cli",),
+)
+Edges = dict[str, dict[str, list[str]]]
+
+
+def _imported(module: str, is_package: bool, tree: ast.AST) -> list[tuple[str, int]]:
+    """(imported module, line) for every import in `tree`, at any depth (a function's too)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".") if is_package else module.split(".")[:-1]
+                base = ".".join([*package[: len(package) - node.level + 1], *([base] if base else [])])
+            # `from gpugov import cli` imports the package named after `import`.
+            found += [(f"{base}.{alias.name}" if base == "gpugov" else base, node.lineno) for alias in node.names]
+    return found
+
+
+def package_imports() -> Edges:
+    """package -> the other packages it imports -> where (file:line)."""
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    edges: Edges = {name: defaultdict(list) for name in packages}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if len(parts) < 3:  # gpugov/__init__.py and the entry point, __main__.py, stand above every floor
+            continue
+        is_package = parts[-1] == "__init__"
+        module = ".".join(parts[:-1] if is_package else parts)
+        for name, line in _imported(module, is_package, ast.parse(path.read_text(encoding="utf-8"))):
+            target = name.split(".")
+            if target[0] == "gpugov" and len(target) > 1 and target[1] in packages and target[1] != parts[1]:
+                edges[parts[1]][target[1]].append(f"{path.relative_to(ROOT)}:{line}")
+    return edges
+
+
+def upward_imports(edges: Edges, floors: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Every import of a package on the same floor or higher, with where it is."""
+    floor = {package: level for level, names in enumerate(floors) for package in names}
+    return [f"{a} (floor {floor[a]}) imports {b} (floor {floor[b]}) at {', '.join(where)}"
+            for a, targets in sorted(edges.items()) for b, where in sorted(targets.items()) if floor[b] >= floor[a]]
+
+
+def import_cycle(edges: Edges) -> list[str]:
+    """One cycle of imports between packages ("a -> b at file:line" each), or []."""
+    try:
+        graphlib.TopologicalSorter({a: set(b) for a, b in edges.items()}).prepare()
+    except graphlib.CycleError as cycle:
+        path = cycle.args[1][::-1]  # graphlib lists each package before the one that imports it
+        return [f"{a} -> {b} at {edges[a][b][0]}" for a, b in itertools.pairwise(path)]
+    return []
+
+
+def test_no_cycle_between_packages() -> None:
+    edges = package_imports()
+    assert "rules" in edges["cli"]  # imported inside cmd_rules only: function-level imports count
+    assert import_cycle(edges) == []
+    assert import_cycle({"kube": {"findings": ["k.py:1"]}, "findings": {"kube": ["f.py:2"]}}) in (
+        ["kube -> findings at k.py:1", "findings -> kube at f.py:2"],
+        ["findings -> kube at f.py:2", "kube -> findings at k.py:1"],
+    )
+
+
+def test_every_import_runs_down_the_floors() -> None:
+    edges = package_imports()
+    declared = [package for names in FLOORS for package in names]
+    assert sorted(declared) == sorted(edges), "every package on exactly one floor"
+    assert upward_imports(edges, FLOORS) == []
+    # The check can fail: kube importing findings (floor 0 to floor 0) is an arrow sideways.
+    assert upward_imports({"kube": {"findings": ["x.py:1"]}, "findings": {}}, FLOORS) == [
+        "kube (floor 0) imports findings (floor 0) at x.py:1"]
 
 
 def _returns_int_literal(function: ast.FunctionDef) -> list[int]:

@@ -218,7 +218,7 @@ def example_states() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("cluster", "backend"), example_states())
 def test_example_org_renders_load_back_to_compiles_objects(cluster: str, backend: str) -> None:
-    objects = desired_state(REPO, cluster, backend).objects
+    objects = desired_state(REPO, cluster=cluster, backend=backend).objects
     stream = dump_objects(objects)
     assert strict_equal(load(stream), objects)
     # The same bytes PyYAML wrote before, so committed rendered trees do not churn.
@@ -239,15 +239,15 @@ def test_example_org_renders_load_back_to_compiles_objects(cluster: str, backend
 
 
 def test_rendering_is_deterministic_and_independent_of_what_was_written_before() -> None:
-    objects = desired_state(REPO, "east", "kueue").objects
-    other = desired_state(REPO, "west", "volcano").objects
+    objects = desired_state(REPO, cluster="east", backend="kueue").objects
+    other = desired_state(REPO, cluster="west", backend="volcano").objects
     fresh = dump_objects(objects)
     assert dump_objects(objects) == fresh
     warm = BlockEmitter()
     warm.documents(other)
     warm.documents(objects)
     assert warm.documents(objects) == fresh  # memo and caches change speed, never bytes
-    assert manifest_files(objects) == manifest_files(desired_state(REPO, "east", "kueue").objects)
+    assert manifest_files(objects) == manifest_files(desired_state(REPO, cluster="east", backend="kueue").objects)
 
 
 def test_a_big_org_renders_the_same_bytes_as_pyyaml(tmp_path: Path) -> None:

@@ -197,7 +197,7 @@ def assert_go_reads(reader: Path, text: str, expected: list[Any]) -> None:
 
 @pytest.mark.parametrize(("cluster", "backend"), example_states())
 def test_go_readers_read_the_rendered_example_org_as_compiled(go_reader: Path, cluster: str, backend: str) -> None:
-    objects = desired_state(REPO, cluster, backend).objects
+    objects = desired_state(REPO, cluster=cluster, backend=backend).objects
     for rel, text in manifest_files(objects).items():
         if rel == MARKER:
             continue
@@ -265,7 +265,7 @@ def by_identity(objects: list[Any]) -> list[str]:
 def test_kustomize_builds_the_rendered_example_org_into_compiles_objects(
     go_reader: Path, tmp_path: Path, cluster: str, backend: str
 ) -> None:
-    objects = desired_state(REPO, cluster, backend).objects
+    objects = desired_state(REPO, cluster=cluster, backend=backend).objects
     write_tree(tmp_path / "out", manifest_files(objects))
     built = go_read(go_reader, kustomize_build(tmp_path / "out"))["go.yaml.in/yaml/v3"]
     assert by_identity(built) == by_identity([o for o in objects if o["kind"] != "Node"])

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpugov.compile import compile
+from gpugov.declarations.build import build_model
 from gpugov.declarations.loader import parse_documents
-from gpugov.declarations.model import build_model
 from gpugov.findings import Level
 from gpugov.kube.quantity import parse_quantity
 from gpugov.policy import run_policy
@@ -86,7 +86,7 @@ def build(docs: list[dict]):
 @given(organisations())
 def test_kueue_quotas_and_references(docs: list[dict]) -> None:
     model = build(docs)
-    objects = compile(model, "kueue")
+    objects = compile(model, backend="kueue")
     flavors = {o["metadata"]["name"] for o in objects if o["kind"] == "ResourceFlavor"}
     cohorts = {o["metadata"]["name"]: o["spec"].get("parentName") for o in objects if o["kind"] == "Cohort"}
     for parent in cohorts.values():
@@ -123,7 +123,7 @@ def test_kueue_quotas_and_references(docs: list[dict]) -> None:
 @given(organisations())
 def test_volcano_sums(docs: list[dict]) -> None:
     model = build(docs)
-    objects = compile(model, "volcano")
+    objects = compile(model, backend="volcano")
     queues = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "Queue"}
     declared: dict[str, Decimal] = defaultdict(Decimal)
     for tenant in model.tenants.values():

@@ -88,7 +88,7 @@ def test_no_role_holds_a_forbidden_verb_or_resource(persona: str, backend: str) 
 
 
 def test_volcano_roles_name_volcanos_kinds(model: Model) -> None:
-    objects = compile(model, "volcano", "east")
+    objects = compile(model, backend="volcano", cluster="east")
     roles = {o["metadata"]["name"]: grants(o["rules"]) for o in objects if o["kind"] == "ClusterRole"}
     assert ("batch.volcano.sh", "jobs", "create") in roles[role_name(MEMBER)]
     assert ("scheduling.volcano.sh", "queues", "list") in roles[QUEUE_READER]
@@ -146,7 +146,7 @@ def model() -> Model:
 
 
 def test_bindings_follow_the_declarations(model: Model) -> None:
-    objects = compile(model, "kueue", "east")
+    objects = compile(model, backend="kueue", cluster="east")
     roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
     assert {role_name(p) for p in PERSONAS} | {QUEUE_READER} <= set(roles)
     for name in [*(role_name(p) for p in PERSONAS), QUEUE_READER]:

@@ -3,6 +3,7 @@ component supervision, and tools/build's parallel lanes."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import textwrap
@@ -11,7 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpugov.app.exit import ExitCode
 from gpugov.app.pipeline import validate_repo
+from gpugov.cli import main
 from gpugov.compile import compile
 from gpugov.sandbox import kueue, samples
 from gpugov.sandbox.components import Component, ComponentError
@@ -145,7 +148,7 @@ def test_kwok_stages_complete_only_pods_that_say_how_long() -> None:
 def test_sample_job_per_tenant_from_compiled_queues() -> None:
     model = validate_repo(REPO).model
     assert model is not None
-    jobs = samples.sample_jobs(compile(model, "kueue", "east"))
+    jobs = samples.sample_jobs(compile(model, backend="kueue", cluster="east"))
     by_tenant = {j.tenant: j for j in jobs}
     assert sorted(by_tenant) == ["data-platform", "inference", "nlp", "speech", "vision"]
     assert (by_tenant["nlp"].namespace, by_tenant["nlp"].queue, by_tenant["nlp"].flavor) == ("nlp-train", "training", "h100")
@@ -173,6 +176,21 @@ def test_component_that_exits_is_reported_with_code_and_log(tmp_path: Path) -> N
     assert "cannot bind 127.0.0.1:1" in str(info.value)
     component.stop()
     assert component.pid is None
+
+
+@pytest.mark.parametrize("command", ["up", "jobs"])
+def test_sandbox_on_bad_input_exits_with_usage_like_every_command(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GPUGOV_CACHE", str(tmp_path / "cache"))
+    if command == "jobs":  # a sandbox that runs: this process stands in for its apiserver
+        state = tmp_path / "cache" / "sandbox"
+        state.mkdir(parents=True)
+        process = {"name": "python", "pid": os.getpid(), "log": "x.log", "health": "http://127.0.0.1:1/"}
+        (state / "state.json").write_text(json.dumps({"kubeconfig": "kubeconfig", "processes": [process]}))
+    assert main(["sandbox", command, str(tmp_path / "nope")]) == ExitCode.USAGE
+    error = capsys.readouterr().err
+    assert "is not a directory" in error and "Traceback" not in error
 
 
 def test_tools_build_lanes_fail_when_one_tool_fails(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ QUEUED = {"kueue.x-k8s.io/queue-name": "training"}
 def policies() -> list[dict[str, Any]]:
     model = validate_repo(REPO).model
     assert model is not None
-    return compile(model, "kueue", "east")
+    return compile(model, backend="kueue", cluster="east")
 
 
 def container(limits: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
@@ -169,7 +169,7 @@ def test_class3_no_accelerator_without_a_resource_request(policies: list[dict[st
     assert denied(policies, pod(QUEUED, pod_spec(GPU, runtimeClassName="nvidia"))) == []
     assert denied(policies, pod(spec=pod_spec(None))) == []
     model = validate_repo(REPO).model
-    namespaces = [o for o in compile(model, "kueue", "east")
+    namespaces = [o for o in compile(model, backend="kueue", cluster="east")
                   if o["kind"] == "Namespace" and "gpugov.io/tenant" in o["metadata"]["labels"]]
     assert namespaces and all(n["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
                               for n in namespaces)

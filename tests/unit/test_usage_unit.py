@@ -8,17 +8,20 @@ import io
 import json
 import random
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
+from gpugov.app.desired import desired_state
 from gpugov.app.pipeline import validate_repo
 from gpugov.capacity.ledger import parse_ledger
 from gpugov.declarations.model import Model
 from gpugov.queueing.workload import Workload, from_object
 from gpugov.usage import chart, formats
+from gpugov.usage.attribution import attribution, offered_pools, workload_tenant
 from gpugov.usage.idle import idle, idle_intervals, pods_of
 from gpugov.usage.ledger import closure, in_quota_and_borrowed, ledger, to_hours
 from gpugov.usage.segments import Segment, segments
@@ -286,3 +289,30 @@ def test_queueing_and_usage_are_pure() -> None:
     code = (f"import importlib, sys\nfor name in {modules!r}: importlib.import_module(name)\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'kubernetes', 'requests', 'urllib3', 'pulumi'}))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
+def _admitted(namespace: str, cluster_queue: str) -> Workload:
+    return from_object(raw_workload("w", namespace=namespace, cluster_queue=cluster_queue, admitted=T0))
+
+
+def test_a_workload_is_charged_to_its_tenants_queue_else_its_namespaces_owner() -> None:
+    tenants, owners = {"vision", "speech"}, {"vision": "vision", "shared": "speech"}
+    assert workload_tenant(_admitted("shared", "vision"), tenants, owners) == "vision"  # the queue wins
+    assert workload_tenant(_admitted("shared", "other-queue"), tenants, owners) == "speech"
+    assert workload_tenant(_admitted("stray", "other-queue"), tenants, owners) == "other-queue"
+    assert workload_tenant(replace(_admitted("stray", "x"), cluster_queue=""), tenants, owners) == "(namespace stray)"
+
+
+def test_a_workload_may_have_run_in_the_pools_its_queue_offers_that_have_the_resource() -> None:
+    state = desired_state(REPO, cluster="east")
+    rules = attribution(state.model, state.cluster, state.objects)
+    tenant = next(name for name, queue in rules.queues.items() if queue.offers("nvidia.com/gpu"))
+    queue = rules.queues[tenant]
+    offered = offered_pools(queue, "nvidia.com/gpu", rules.pools)
+    assert offered and all("nvidia.com/gpu" in rules.pools[p].capacity for p in offered)
+    assert set(offered) <= set(queue.offers("nvidia.com/gpu"))
+    assert offered_pools(queue, "nvidia.com/gpu", {}) == []  # a pool the declarations lack is no pool
+    assert offered_pools(None, "nvidia.com/gpu", rules.pools) == []
+    namespace = next(iter(state.model.tenants[tenant].namespaces))
+    assert rules.offers(_admitted(namespace, tenant), "nvidia.com/gpu") == offered
+    assert rules.tenant_of(_admitted(namespace, "")) == tenant

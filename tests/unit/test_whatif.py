@@ -60,7 +60,7 @@ spec:
     write(tmp_path, "tenants/all.yaml", tenants)
     result = validate_repo(tmp_path)
     assert result.model is not None and not result.errors, [f.message for f in result.errors]
-    return compile(result.model, "kueue")
+    return compile(result.model, backend="kueue")
 
 
 def tenant(name: str, quota: str, department: str | None = "dept", weight: int = 1) -> str:

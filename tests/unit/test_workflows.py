@@ -195,7 +195,7 @@ def test_the_image_runs_the_compiled_cronjob_and_daemonset() -> None:
     assert text.rstrip().endswith('ENTRYPOINT ["gpugov"]')  # the containers' args start with the command
     assert re.search(r"for folder in (.*); do cp -r \"/src/\$folder\" /config/", text).group(1).split() == sorted(
         DECLARATION_DIRS, key=["tenants", "policies", "hardware"].index)
-    state = desired_state(REPO, "east")
+    state = desired_state(REPO, cluster="east")
     (cron,) = [o for o in state.objects if o["kind"] == "CronJob"]
     pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     (uid,) = re.findall(r"^USER (\d+):", text, re.MULTILINE)

@@ -2,8 +2,8 @@
 offers is, for guardrails (GP007) and costs (usage), so every unit gpugov accepts counts.
 
 - a whole device: 1;
-- a MIG device: its compute slices over the GPU's (1g.10gb = 1/7 of an A100), as compile weighs
-  them (compile.kueue.gpu_equivalents);
+- a MIG device: its compute slices over the GPU's (1g.10gb = 1/7 of an A100): ``gpu_equivalents``,
+  which compile also weighs quotas with;
 - an Ascend vNPU template: the larger of its share of the NPU's memory and of its AI cores
   (vir10_3c_32g on a 64 GiB 910B = 1/2);
 - HAMi's units on a shared pool: a vGPU slot is 1/deviceSplitCount of a device, a memory unit
@@ -16,16 +16,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from gpugov.declarations.model import GPUPool
+from gpugov.catalog import mig_resource_name
+from gpugov.catalog.mig import GEOMETRIES
+from gpugov.declarations.model import GPUPool
+
+
+def gpu_equivalents(pool: GPUPool) -> dict[str, Decimal]:
+    """How much of one physical accelerator each of the pool's resources is: 1 for a whole
+    device, compute slices / the GPU's compute slices for a MIG profile (1g.10gb = 1/7 on A100)."""
+    weights = {pool.model.resource: Decimal(1)}
+    if pool.model.mig_geometry:
+        total, _, slots = GEOMETRIES[pool.model.mig_geometry]
+        for profile in pool.model.mig_profiles.values():
+            weights[mig_resource_name(profile.name)] = Decimal(slots[profile.slot][0]) / Decimal(total)
+    return weights
 
 
 def device_equivalents(pool: GPUPool) -> dict[str, Decimal]:
     """Resource name -> device equivalents of one unit of it, for every accelerator resource of the pool."""
-    from gpugov.compile.kueue import gpu_equivalents
-
     weights = dict(gpu_equivalents(pool))
     model = pool.model
     if model.vnpu is not None:
@@ -67,4 +76,4 @@ def equivalents_of(pool: GPUPool, amounts: Mapping[str, Decimal]) -> tuple[Decim
     return total + shared, frozenset(unknown)
 
 
-__all__ = ["device_equivalents", "equivalents_of", "hami_views"]
+__all__ = ["device_equivalents", "equivalents_of", "gpu_equivalents", "hami_views"]

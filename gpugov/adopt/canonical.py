@@ -1,0 +1,170 @@
+"""What a Kueue scheduler object means, canonically, and where two sets of them differ.
+
+The views keep only what decides admission: a ClusterQueue's cohort, namespace selector,
+queueing strategy, preemption, fair-sharing weight, flavors in order and each flavor and
+resource's nominal/borrowing/lending quota (quantities as Decimals, so "8", 8 and "8000m" are
+equal); a Cohort's parent, quotas and weight; a LocalQueue's ClusterQueue. Kueue's defaults
+fill what an object leaves out, so a field written out and one defaulted compare equal.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from gpugov.adopt.inventory import Inventory, Obj
+from gpugov.kube.quantity import QuantityError, parse_quantity
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+NEVER = "Never"
+
+
+def quantity(value: Any) -> Decimal | None:
+    if value is None:
+        return None
+    try:
+        return parse_quantity(value)
+    except QuantityError:
+        return None
+
+
+def selected_names(selector: Any) -> frozenset[str] | None:
+    """The namespaces a selector names one by one (metadata.name In / matchLabels), None for any other selector."""
+    if not isinstance(selector, dict) or not selector:
+        return None
+    labels = selector.get("matchLabels") or {}
+    expressions = selector.get("matchExpressions") or []
+    names: set[str] | None = None
+    if labels:
+        if set(labels) != {NAME_LABEL}:
+            return None
+        names = {labels[NAME_LABEL]}
+    for expression in expressions:
+        if expression.get("key") != NAME_LABEL or expression.get("operator") != "In":
+            return None
+        values = set(expression.get("values") or [])
+        names = values if names is None else names & values
+    return None if names is None else frozenset(names)
+
+
+def selector_view(selector: Any) -> Any:
+    if selector is None:
+        return "none"
+    names = selected_names(selector)
+    if names is not None:
+        return sorted(names)
+    return json.dumps(selector, sort_keys=True)
+
+
+def preemption_view(spec: Obj) -> dict[str, Any]:
+    preemption = spec.get("preemption") or {}
+    borrow = preemption.get("borrowWithinCohort") or {}
+    return {
+        "reclaimWithinCohort": preemption.get("reclaimWithinCohort") or NEVER,
+        "withinClusterQueue": preemption.get("withinClusterQueue") or NEVER,
+        "borrowWithinCohort.policy": borrow.get("policy") or NEVER,
+        "borrowWithinCohort.maxPriorityThreshold": borrow.get("maxPriorityThreshold"),
+    }
+
+
+def weight_view(spec: Obj) -> Decimal | None:
+    return quantity((spec.get("fairSharing") or {}).get("weight", 1))
+
+
+def quota_view(spec: Obj) -> tuple[list[str], dict[tuple[str, str], tuple[Decimal | None, ...]]]:
+    """(flavors in order over every resource group, (flavor, resource) -> (nominal, borrowing, lending))."""
+    flavors: list[str] = []
+    quotas: dict[tuple[str, str], tuple[Decimal | None, ...]] = {}
+    for group in spec.get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            flavors.append(flavor["name"])
+            for resource in flavor.get("resources") or []:
+                quotas[(flavor["name"], resource["name"])] = (
+                    quantity(resource.get("nominalQuota", 0)),
+                    quantity(resource.get("borrowingLimit")),
+                    quantity(resource.get("lendingLimit")),
+                )
+    return flavors, quotas
+
+
+def cluster_queue_view(obj: Obj) -> dict[str, Any]:
+    spec = obj.get("spec") or {}
+    flavors, quotas = quota_view(spec)
+    return {
+        "cohortName": spec.get("cohortName") or None,
+        "namespaceSelector": selector_view(spec.get("namespaceSelector")),
+        "queueingStrategy": spec.get("queueingStrategy") or "BestEffortFIFO",
+        **{f"preemption.{k}": v for k, v in preemption_view(spec).items()},
+        "fairSharing.weight": weight_view(spec),
+        "flavors": flavors,
+        "quotas": quotas,
+    }
+
+
+def cohort_view(obj: Obj) -> dict[str, Any]:
+    spec = obj.get("spec") or {}
+    flavors, quotas = quota_view(spec)
+    return {"parentName": spec.get("parentName") or None, "fairSharing.weight": weight_view(spec),
+            "flavors": flavors, "quotas": quotas}
+
+
+@dataclass(frozen=True)
+class Difference:
+    object: str
+    field: str
+    before: Any  # what the input holds
+    after: Any  # what the declarations compile to
+
+
+def _quota_field(key: tuple[str, str]) -> str:
+    return f"spec.resourceGroups.flavors[{key[0]}].resources[{key[1]}]"
+
+
+def _limits(value: tuple[Decimal | None, ...] | None) -> str:
+    if value is None:
+        return "absent"
+    nominal, borrowing, lending = value
+    return (f"nominal {nominal}, borrowingLimit {'unlimited' if borrowing is None else borrowing}, "
+            f"lendingLimit {'all' if lending is None else lending}")
+
+
+def _compare(label: str, before: dict[str, Any], after: dict[str, Any]) -> list[Difference]:
+    found = []
+    for key in before:
+        if key == "quotas":
+            for q in sorted(set(before[key]) | set(after[key])):
+                if before[key].get(q) != after[key].get(q):
+                    found.append(Difference(label, _quota_field(q), _limits(before[key].get(q)),
+                                            _limits(after[key].get(q))))
+        elif before[key] != after[key]:
+            where = "spec.resourceGroups.flavors" if key == "flavors" else f"spec.{key}"
+            found.append(Difference(label, where, before[key], after[key]))
+    return found
+
+
+def differences(before: Inventory, after: Inventory) -> list[Difference]:
+    """Every semantic difference of ClusterQueues, Cohorts and LocalQueues between two inventories.
+
+    A Cohort that only one side declares as an object compares against an empty one: Kueue
+    treats a cohort named by a ClusterQueue but never created as an empty Cohort."""
+    found: list[Difference] = []
+    for name in sorted(set(before.cluster_queues) | set(after.cluster_queues)):
+        label = f"ClusterQueue {name}"
+        old, new = before.cluster_queues.get(name), after.cluster_queues.get(name)
+        if old is None or new is None:
+            found.append(Difference(label, "", "present" if old else "absent", "present" if new else "absent"))
+            continue
+        found.extend(_compare(label, cluster_queue_view(old), cluster_queue_view(new)))
+    empty: Obj = {"spec": {}}
+    for name in sorted(set(before.cohorts) | set(after.cohorts)):
+        old, new = before.cohorts.get(name, empty), after.cohorts.get(name, empty)
+        found.extend(_compare(f"Cohort {name}", cohort_view(old), cohort_view(new)))
+    for key in sorted(set(before.local_queues) | set(after.local_queues)):
+        old_lq, new_lq = before.local_queues.get(key), after.local_queues.get(key)
+        old_cq = (old_lq or {}).get("spec", {}).get("clusterQueue") if old_lq else None
+        new_cq = (new_lq or {}).get("spec", {}).get("clusterQueue") if new_lq else None
+        if old_cq != new_cq:
+            found.append(Difference(f"LocalQueue {key[0]}/{key[1]}", "spec.clusterQueue", old_cq, new_cq))
+    return found

@@ -1,0 +1,525 @@
+"""Kueue objects -> declaration documents, and a gap in the report for whatever they cannot say.
+
+The mapping is the inverse of gpugov.compile.kueue, keeping the cluster's names:
+ResourceFlavor -> GPUPool (its nodeLabels as the pool's nodeSelector, so the compiled flavor
+selects the same nodes; the model from the nodes' GPU Feature Discovery product label),
+ClusterQueue -> Tenant (namespaces from its namespaceSelector and its LocalQueues, quotas per
+flavor and resource), Cohort -> Department (parent, quotas), WorkloadPriorityClass ->
+PriorityClass, and the queues' common preemption and queueing strategy -> SchedulingPolicy.
+Pure: no I/O. What the declarations compile back to is checked against the input in
+gpugov.adopt.run, so a gap this module does not foresee still reaches the report.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from gpugov.adopt.canonical import NAME_LABEL, preemption_view, quantity, selected_names, weight_view
+from gpugov.adopt.inventory import Inventory, Obj
+from gpugov.adopt.report import ImportReport
+from gpugov.catalog import MODELS, AcceleratorModel, mig_resource_name
+from gpugov.declarations.model import RESERVED_NAMESPACES
+from gpugov.declarations.schema import API_VERSION
+from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MIG_PROFILE = re.compile(r"^[0-9]+g\.[0-9]+gb([+-][a-z.]+)?$")
+NON_DEVICE = ("cpu", "memory", "pods")
+# Namespaces a tenant may never claim (policy.naming): the built-in ones and the default cluster's.
+RESERVED = (*RESERVED_NAMESPACES, "gpugov-system")
+HOSTNAME_LEVEL = "kubernetes.io/hostname"  # the lowest topology level gpugov accepts
+CPU_ONLY_MODEL = "cpu-only"
+CPU_ONLY_RESOURCE = "gpugov.io/no-accelerator"  # advertised by no node: the pool holds no devices
+
+
+@dataclass
+class Declarations:
+    """Documents per file (relative path), in the order they are written."""
+
+    files: dict[str, list[Obj]] = field(default_factory=dict)
+    report: ImportReport = field(default_factory=ImportReport)
+
+
+def document(kind: str, name: str, spec: Obj) -> Obj:
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+
+def is_label(name: str) -> bool:
+    return len(name) <= 63 and DNS_LABEL.match(name) is not None
+
+
+def _amount(value: Any) -> Any:
+    """A quantity as written in the input: integers stay numbers, the rest strings."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return value
+    number = quantity(value)
+    if number is not None and number == number.to_integral_value() and str(value).strip().isdigit():
+        return int(number)
+    return str(value)
+
+
+@dataclass
+class _Pool:
+    name: str
+    model: AcceleratorModel | None
+    model_name: str
+    per_node: int
+    node_count: int | None  # None: no node known to hold its devices (fixed from the quotas)
+
+
+class Converter:
+    def __init__(self, inv: Inventory, cluster: str) -> None:
+        self.inv = inv
+        self.cluster = cluster
+        self.out = Declarations()
+        self.report = self.out.report
+        self.pools: dict[str, _Pool] = {}
+        self.declared_models: dict[str, Obj] = {}
+        self.nominal: Counter[tuple[str, str]] = Counter()  # (pool, resource) -> summed nominal
+
+    # -- resources in use ---------------------------------------------------------------------
+    def _holders(self) -> list[tuple[str, Obj]]:
+        return [(f"ClusterQueue {n}", o) for n, o in sorted(self.inv.cluster_queues.items())] + [
+            (f"Cohort {n}", o) for n, o in sorted(self.inv.cohorts.items())
+        ]
+
+    def _resources_on(self, flavor: str) -> set[str]:
+        used = set()
+        for _, obj in self._holders():
+            for group in (obj.get("spec") or {}).get("resourceGroups") or []:
+                for entry in group.get("flavors") or []:
+                    if entry.get("name") == flavor:
+                        used.update(r["name"] for r in entry.get("resources") or [])
+        return used
+
+    # -- pools ----------------------------------------------------------------------------------
+    def _nodes_of(self, labels: dict[str, str]) -> list[Obj]:
+        def matches(node: Obj) -> bool:
+            have = node["metadata"].get("labels") or {}
+            return all(have.get(k) == v for k, v in labels.items())
+
+        return [node for _, node in sorted(self.inv.nodes.items()) if matches(node)]
+
+    @staticmethod
+    def _catalog_model(nodes: list[Obj]) -> AcceleratorModel | None:
+        """The catalog model whose product label (GFD's nvidia.com/gpu.product, Ascend's accelerator) most nodes carry."""
+        votes: Counter[str] = Counter()
+        for node in nodes:
+            labels = node["metadata"].get("labels") or {}
+            for name, model in MODELS.items():
+                label = model.product_label
+                if label and labels.get(label.key) in label.values:
+                    votes[name] += 1
+                    break
+        return MODELS[votes.most_common(1)[0][0]] if votes else None
+
+    def _declared_model(self, resource: str) -> str:
+        """An AcceleratorModel for a device resource the catalog cannot pin to one model."""
+        vendor = re.sub(r"[^a-z0-9-]", "-", resource.split("/")[0].split(".")[0].lower()).strip("-") or "unknown"
+        name = re.sub(r"[^A-Za-z0-9._-]", "-", f"imported-{resource.replace('/', '-')}")[:63]
+        spec = {"description": f"Devices of {resource}, as imported (model unknown).", "vendor": vendor,
+                "resource": resource}
+        self.declared_models[name] = document("AcceleratorModel", name, spec)
+        return name
+
+    def _pool(self, name: str, flavor: Obj) -> None:
+        spec = flavor.get("spec") or {}
+        label = f"ResourceFlavor {name}"
+        labels = dict(spec.get("nodeLabels") or {})
+        if not labels:
+            self.report.gap(label, "spec.nodeLabels", "empty: the flavor matches every node, but gpugov's flavor of a "
+                            f"pool selects its nodes (here by gpugov.io/pool={name}, which it would add to none)")
+        nodes = self._nodes_of(labels) if labels else []
+        used = self._resources_on(name)
+        known = {m.resource for m in MODELS.values()}
+        # A resource the catalog knows is the pool's device first; the others are gaps on their queues.
+        devices = sorted((r for r in used if r not in NON_DEVICE and not r.startswith("nvidia.com/mig-")),
+                         key=lambda r: (r not in known, r))
+        model = self._catalog_model(nodes)
+        if model is not None and any(r == model.resource for r in devices):
+            model_name = model.name
+        elif devices:
+            candidates = [m for m in MODELS.values() if m.resource == devices[0]]
+            if model is not None and model.resource == devices[0]:
+                candidates = [model]
+            if len(candidates) == 1:
+                model, model_name = candidates[0], candidates[0].name
+            else:
+                model, model_name = None, self._declared_model(devices[0])
+                self.report.note(label, "accelerator.model", f"no GPU Feature Discovery product label on its nodes: "
+                                 f"declared AcceleratorModel {model_name} for {devices[0]}; name the real model")
+        elif model is not None:
+            model_name = model.name
+        else:
+            model, model_name = None, CPU_ONLY_MODEL
+            if CPU_ONLY_MODEL not in self.declared_models:
+                self.declared_models[CPU_ONLY_MODEL] = document("AcceleratorModel", CPU_ONLY_MODEL, {
+                    "description": "Nodes without accelerators, for CPU-only queues (imported).",
+                    "vendor": "none", "resource": CPU_ONLY_RESOURCE})
+            self.report.note(label, "accelerator.model", f"no queue holds accelerators here: a CPU-only pool of the "
+                             f"declared AcceleratorModel {CPU_ONLY_MODEL}")
+        resource = model.resource if model else (devices[0] if devices else CPU_ONLY_RESOURCE)
+        per_node = max((int(quantity((n.get("status") or {}).get("allocatable", {}).get(resource, 0)) or 0)
+                        for n in nodes), default=0)
+        node_count: int | None = len(nodes) if per_node else None
+        self.pools[name] = _Pool(name, model, model_name, min(max(per_node, 1), 64), node_count)
+        pool_spec: Obj = {"description": f"Imported from ResourceFlavor {name}.", "cluster": self.cluster,
+                          "accelerator": {"model": model_name}, "acceleratorsPerNode": self.pools[name].per_node}
+        if labels:
+            pool_spec["nodeSelector"] = {"matchLabels": labels}
+        taints = self._taints(label, spec)
+        if taints:
+            pool_spec["taints"] = taints
+        levels = self._topology(label, name, spec)
+        if levels:
+            pool_spec["topology"] = {"levels": levels}
+        self.out.files[f"hardware/{name}.yaml"] = [document("GPUPool", name, pool_spec)]
+
+    def _taints(self, label: str, spec: Obj) -> list[Obj]:
+        taints = []
+        for taint in spec.get("nodeTaints") or []:
+            entry = {"key": taint["key"]}
+            if taint.get("value"):
+                entry["value"] = taint["value"]
+            entry["effect"] = taint["effect"]
+            taints.append(entry)
+        expected = [{"key": t["key"], "operator": "Equal", "value": t.get("value", ""), "effect": t["effect"]}
+                    for t in taints]
+
+        def canonical(items: list[Obj]) -> list[tuple[str, ...]]:
+            return sorted((t.get("key", ""), t.get("operator", "Equal"), t.get("value", ""), t.get("effect", ""))
+                          for t in items)
+
+        if canonical(spec.get("tolerations") or []) != canonical(expected):
+            self.report.gap(label, "spec.tolerations", "gpugov gives a flavor exactly the tolerations of its "
+                            "nodeTaints (operator Equal); these differ")
+        return taints
+
+    def _topology(self, label: str, name: str, spec: Obj) -> list[str]:
+        topology_name = spec.get("topologyName")
+        if not topology_name:
+            self.report.note(label, "spec.topologyName", f"none: gpugov makes every flavor topology-aware (Topology "
+                             f"{name} at {HOSTNAME_LEVEL}), which ordinary jobs do not notice")
+            return []
+        topology = self.inv.topologies.get(topology_name)
+        if topology is None:
+            self.report.gap(label, "spec.topologyName", f"Topology {topology_name} was not found")
+            return []
+        levels = [level.get("nodeLabel", "") for level in (topology.get("spec") or {}).get("levels") or []]
+        if not levels or levels[-1] != HOSTNAME_LEVEL:
+            self.report.gap(f"Topology {topology_name}", "spec.levels", f"its lowest level is not {HOSTNAME_LEVEL}, "
+                            "which gpugov requires: the pool's topology is its nodes alone")
+            return []
+        if topology_name != name:
+            self.report.note(label, "spec.topologyName", f"Topology {topology_name} becomes Topology {name}: "
+                             "gpugov names a pool's topology after the pool")
+        return levels
+
+    # -- quotas ---------------------------------------------------------------------------------
+    def _key(self, pool: _Pool, resource: str) -> str | None:
+        """The declarations' quota key of a resource on a pool; None when there is none."""
+        if resource in NON_DEVICE:
+            return resource
+        if pool.model is not None and resource == pool.model.resource:
+            return "accelerators"
+        if pool.model is None and pool.model_name in self.declared_models:
+            if self.declared_models[pool.model_name]["spec"]["resource"] == resource:
+                return "accelerators"
+        if resource.startswith("nvidia.com/mig-"):
+            profile = resource.removeprefix("nvidia.com/mig-")
+            if MIG_PROFILE.match(profile) and mig_resource_name(profile) == resource:
+                return profile
+        if pool.model is not None:
+            for key, name in pool.model.partition_resources.items():
+                if name == resource:
+                    return key
+        return None
+
+    def _quotas(self, label: str, spec: Obj) -> list[Obj]:
+        groups = spec.get("resourceGroups") or []
+        if len(groups) > 1:
+            self.report.gap(label, "spec.resourceGroups", f"{len(groups)} resource groups: gpugov puts every "
+                            "resource of a queue in one group, so one flavor is chosen for a pod's whole request")
+        quotas = []
+        for group in groups:
+            for flavor in group.get("flavors") or []:
+                pool = self.pools.get(flavor["name"])
+                if pool is None:
+                    self.report.gap(label, f"spec.resourceGroups.flavors[{flavor['name']}]",
+                                    "no ResourceFlavor of that name: its quota is not imported")
+                    continue
+                resources: Obj = {}
+                for entry in flavor.get("resources") or []:
+                    key = self._key(pool, entry["name"])
+                    if key is None:
+                        self.report.gap(label, f"spec.resourceGroups.flavors[{pool.name}].resources[{entry['name']}]",
+                                        f"gpugov has no quota key for {entry['name']} on a pool of {pool.model_name}")
+                        continue
+                    amounts = {"nominal": _amount(entry.get("nominalQuota", 0))}
+                    for source, target in (("borrowingLimit", "borrowingLimit"), ("lendingLimit", "lendingLimit")):
+                        if entry.get(source) is not None:
+                            amounts[target] = _amount(entry[source])
+                    resources[key] = amounts if len(amounts) > 1 else amounts["nominal"]
+                    self.nominal[(pool.name, key)] += quantity(entry.get("nominalQuota", 0)) or Decimal(0)
+                if resources:
+                    quotas.append({"pool": pool.name, "resources": resources})
+        return quotas
+
+    def _weight(self, label: str, spec: Obj) -> int | None:
+        weight = weight_view(spec)
+        if weight is None or weight == 1:
+            return None
+        if weight != weight.to_integral_value() or not 1 <= weight <= 65535:
+            self.report.gap(label, "spec.fairSharing.weight", f"{weight}: gpugov's weights are whole numbers 1-65535")
+            return None
+        return int(weight)
+
+    # -- scheduling policy ------------------------------------------------------------------------
+    def _scheduling(self) -> None:
+        def policy(obj: Obj) -> tuple[Any, ...]:
+            spec = obj.get("spec") or {}
+            return (spec.get("queueingStrategy") or "BestEffortFIFO", *preemption_view(spec).values())
+
+        votes = Counter(policy(o) for o in self.inv.cluster_queues.values())
+        common = min(votes, key=lambda p: (-votes[p], str(p))) if votes else ("BestEffortFIFO", "Never", "Never",
+                                                                               "Never", None)
+        fields = ("queueingStrategy", "preemption.reclaimWithinCohort", "preemption.withinClusterQueue",
+                  "preemption.borrowWithinCohort.policy", "preemption.borrowWithinCohort.maxPriorityThreshold")
+        for name, obj in sorted(self.inv.cluster_queues.items()):
+            mine = policy(obj)
+            for index, path in enumerate(fields):
+                if mine[index] != common[index]:
+                    self.report.gap(f"ClusterQueue {name}", f"spec.{path}", f"{mine[index]}: gpugov applies one "
+                                    f"SchedulingPolicy to every queue, imported as the most common {common[index]}")
+            if mine[4] is not None:
+                self.report.gap(f"ClusterQueue {name}", "spec.preemption.borrowWithinCohort.maxPriorityThreshold",
+                                "gpugov sets it only from non-preemptible priority classes (none are imported)")
+        strategy, reclaim, within, borrow, _ = common
+        spec = {"queueingStrategy": strategy, "preemption": {
+            "reclaimWithinCohort": reclaim, "withinClusterQueue": within, "borrowWithinCohort": {"policy": borrow}}}
+        self.out.files["policies/scheduling.yaml"] = [document("SchedulingPolicy", "default", spec)]
+
+    # -- tenants ---------------------------------------------------------------------------------
+    def _selected(self, label: str, selector: Any) -> set[str]:
+        if selector is None:
+            self.report.gap(label, "spec.namespaceSelector", "absent: Kueue admits from no namespace; gpugov lists "
+                            "the namespaces of the queue's LocalQueues")
+            return set()
+        names = selected_names(selector)
+        if names is not None:
+            return set(names)
+        matched = {name for name, ns in self.inv.namespaces.items()
+                   if _selects(selector, {**(ns["metadata"].get("labels") or {}), NAME_LABEL: name})}
+        what = "every namespace" if not selector else "namespaces by label"
+        self.report.gap(label, "spec.namespaceSelector", f"selects {what}; gpugov lists namespaces by name: declared "
+                        f"as the {len(matched)} it selects today plus those of its LocalQueues")
+        return matched
+
+    def _tenants(self) -> None:
+        queues_of: dict[str, list[tuple[str, str]]] = {}
+        for key, lq in sorted(self.inv.local_queues.items()):
+            target = (lq.get("spec") or {}).get("clusterQueue", "")
+            if target not in self.inv.cluster_queues:
+                self.report.gap(f"LocalQueue {key[0]}/{key[1]}", "spec.clusterQueue",
+                                f"ClusterQueue {target or '(none)'} was not found: the queue is not imported")
+                continue
+            queues_of.setdefault(target, []).append(key)
+        # A namespace belongs to one tenant: the queue whose LocalQueues are there, else the first that selects it.
+        owner: dict[str, str] = {}
+        for name in sorted(self.inv.cluster_queues):
+            for namespace, _ in queues_of.get(name, []):
+                owner.setdefault(namespace, name)
+        wanted: dict[str, set[str]] = {}
+        for name, obj in sorted(self.inv.cluster_queues.items()):
+            selected = self._selected(f"ClusterQueue {name}", (obj.get("spec") or {}).get("namespaceSelector"))
+            wanted[name] = selected | {ns for ns, _ in queues_of.get(name, [])}
+            for namespace in sorted(selected):
+                owner.setdefault(namespace, name)
+        for name, obj in sorted(self.inv.cluster_queues.items()):
+            self._tenant(name, obj, wanted[name], queues_of.get(name, []), owner)
+
+    def _tenant(self, name: str, obj: Obj, wanted: set[str], queues: list[tuple[str, str]], owner: dict[str, str]) -> None:
+        label = f"ClusterQueue {name}"
+        spec = obj.get("spec") or {}
+        if not is_label(name):
+            self.report.gap(label, "metadata.name", "not a DNS-1123 label, which every gpugov name is: not imported")
+            return
+        namespaces = []
+        selected = selected_names(spec.get("namespaceSelector"))
+        for namespace in sorted(wanted):
+            if any(fnmatch.fnmatchcase(namespace, pattern) for pattern in RESERVED):
+                self.report.gap(label, f"namespaces[{namespace}]", "a reserved namespace no tenant may claim: left out")
+            elif owner.get(namespace) != name:
+                self.report.gap(label, f"namespaces[{namespace}]", f"also ClusterQueue {owner[namespace]}'s; a "
+                                "namespace belongs to one tenant: left to that one")
+            else:
+                namespaces.append(namespace)
+                if selected is not None and namespace not in selected:
+                    self.report.gap(label, f"namespaces[{namespace}]", "has a LocalQueue of this queue but is not "
+                                    "selected by its namespaceSelector: declared, so that LocalQueue admits")
+        declared_queues = []
+        for namespace, queue in queues:
+            where = f"LocalQueue {namespace}/{queue}"
+            if namespace not in namespaces:
+                self.report.gap(where, "metadata.namespace", f"namespace {namespace} is not ClusterQueue {name}'s "
+                                "tenant's: the queue is not imported")
+                continue
+            if not is_label(queue):
+                self.report.gap(where, "metadata.name", "not a DNS-1123 label: the queue is not imported")
+                continue
+            lq = self.inv.local_queues[(namespace, queue)]
+            for extra in sorted(set(lq.get("spec") or {}) - {"clusterQueue", "stopPolicy"}):
+                self.report.gap(where, f"spec.{extra}", "gpugov's LocalQueues set only spec.clusterQueue")
+            if (lq.get("spec") or {}).get("stopPolicy", "None") != "None":
+                self.report.gap(where, "spec.stopPolicy", "gpugov's LocalQueues always admit (stopPolicy None)")
+            entry: Obj = {"name": queue, "namespace": namespace}
+            allowed = ((lq["metadata"].get("annotations") or {}).get(ANNOTATION_ALLOWED_PRIORITY_CLASSES) or "").split(",")
+            if [c for c in allowed if c]:
+                entry["priorityClasses"] = [c for c in allowed if c]
+            declared_queues.append(entry)
+        for extra, why in (("admissionChecks", "admission checks"), ("admissionChecksStrategy", "admission checks"),
+                           ("admissionScope", "admission fair sharing")):
+            if spec.get(extra):
+                self.report.gap(label, f"spec.{extra}", f"gpugov declares no {why}")
+        if (spec.get("stopPolicy") or "None") != "None":
+            self.report.gap(label, "spec.stopPolicy", f"{spec['stopPolicy']}: gpugov's queues always admit")
+        fungibility = spec.get("flavorFungibility") or {}
+        if (fungibility.get("whenCanBorrow") or "MayStopSearch") != "TryNextFlavor" or \
+                (fungibility.get("whenCanPreempt") or "TryNextFlavor") != "TryNextFlavor" or fungibility.get("preference"):
+            self.report.gap(label, "spec.flavorFungibility", "gpugov sets whenCanBorrow TryNextFlavor (nominal quota "
+                            "on a later flavor before borrowing on an earlier one)")
+        quotas = self._quotas(label, spec)
+        if not namespaces:
+            self.report.gap(label, "spec.namespaceSelector", "no namespace to declare (a tenant needs one): the "
+                            "queue is not imported")
+            return
+        tenant: Obj = {"description": f"Imported from ClusterQueue {name}."}
+        if spec.get("cohortName"):
+            tenant["department"] = spec["cohortName"]
+        tenant["namespaces"] = namespaces
+        existing = [n for n in namespaces if n in self.inv.namespaces] if self.inv.namespaces else namespaces
+        if existing:
+            tenant["adoptNamespaces"] = existing
+        if declared_queues:
+            tenant["queues"] = declared_queues
+        if quotas:
+            tenant["quotas"] = quotas
+        if (weight := self._weight(label, spec)) is not None:
+            tenant["fairSharing"] = {"weight": weight}
+        self.out.files[f"tenants/{name}.yaml"] = [document("Tenant", name, tenant)]
+
+    # -- departments ------------------------------------------------------------------------------
+    def _departments(self) -> None:
+        names = set(self.inv.cohorts)
+        names |= {(o.get("spec") or {}).get("cohortName") for o in self.inv.cluster_queues.values()}
+        names |= {(o.get("spec") or {}).get("parentName") for o in self.inv.cohorts.values()}
+        documents = []
+        for name in sorted(n for n in names if n):
+            label = f"Cohort {name}"
+            if not is_label(name):
+                self.report.gap(label, "metadata.name", "not a DNS-1123 label, which every gpugov name is")
+            spec = (self.inv.cohorts.get(name) or {}).get("spec") or {}
+            department: Obj = {"description": f"Imported from Cohort {name}."}
+            if spec.get("parentName"):
+                department["parent"] = spec["parentName"]
+            quotas = self._quotas(label, spec)
+            if quotas:
+                department["quotas"] = quotas
+            if (weight := self._weight(label, spec)) is not None:
+                department["fairSharing"] = {"weight": weight}
+            documents.append(document("Department", name, department))
+        if documents:
+            self.out.files["tenants/departments.yaml"] = documents
+
+    # -- the rest ---------------------------------------------------------------------------------
+    def _priorities(self) -> None:
+        documents = []
+        for name, obj in sorted(self.inv.priority_classes.items()):
+            spec: Obj = {"value": int(obj.get("value", 0))}
+            if obj.get("description"):
+                spec["description"] = obj["description"]
+            if not is_label(name):
+                self.report.gap(f"WorkloadPriorityClass {name}", "metadata.name", "not a DNS-1123 label")
+            documents.append(document("PriorityClass", name, spec))
+        if documents:
+            self.out.files["policies/priorities.yaml"] = documents
+
+    def _capacity(self) -> dict[str, str]:
+        """Node counts of pools whose devices no known node holds, and the capacity ratios quotas need."""
+        ratios: dict[str, str] = {}
+        for name, pool in sorted(self.pools.items()):
+            doc = self.out.files[f"hardware/{name}.yaml"][0]["spec"]
+            held = self.nominal.get((name, "accelerators"), Decimal(0))
+            if pool.node_count is None:
+                count = math.ceil(held / pool.per_node) if held else 0
+                doc["nodeCount"] = count
+                if self.inv.nodes_known and held:
+                    self.report.note(f"ResourceFlavor {name}", "nodes", f"no node with its labels advertises its "
+                                     f"devices: nodeCount {count} covers the {held} its quotas hold")
+                elif held:
+                    self.report.note(f"ResourceFlavor {name}", "nodes", f"nodes not known: nodeCount {count} "
+                                     f"(x {pool.per_node}) covers the {held} its quotas hold; set the real ones")
+                continue
+            doc["nodeCount"] = pool.node_count
+            capacity = Decimal(pool.node_count * pool.per_node)
+            if held > capacity and capacity:
+                ratio = math.ceil(held / capacity * 100) / 100
+                ratios[name] = str(ratio)
+                self.report.note(f"ResourceFlavor {name}", "nominalQuota", f"quotas hold {held} of {capacity} "
+                                 f"devices: Guardrails.poolCapacityRatios[{name}] = {ratio}")
+        return ratios
+
+    def convert(self) -> Declarations:
+        for name in self.inv.unsupported:
+            self.report.gap(name, "", "gpugov declares no such object")
+        for name, flavor in sorted(self.inv.flavors.items()):
+            if not is_label(name):
+                self.report.gap(f"ResourceFlavor {name}", "metadata.name", "not a DNS-1123 label: not imported")
+                continue
+            self._pool(name, flavor)
+        self._departments()
+        self._tenants()
+        self._priorities()
+        self._scheduling()
+        ratios = self._capacity()
+        cluster = {"description": "Imported by gpugov import.", "backend": "kueue"}
+        self.out.files = {"policies/clusters.yaml": [document("Cluster", self.cluster, cluster)], **self.out.files}
+        guardrails: Obj = {"requireOwner": False, "requireCostCenter": False}
+        if ratios:
+            guardrails["poolCapacityRatios"] = ratios
+        self.out.files["policies/guardrails.yaml"] = [document("Guardrails", "default", guardrails)]
+        self.report.note("Guardrails default", "requireOwner, requireCostCenter", "false: the cluster names no "
+                         "owners or cost centres; add them to each tenant, then turn these on")
+        if self.declared_models:
+            self.out.files["hardware/models.yaml"] = [self.declared_models[n] for n in sorted(self.declared_models)]
+        return self.out
+
+
+def _selects(selector: Obj, labels: dict[str, str]) -> bool:
+    """Whether a Kubernetes label selector selects an object with these labels."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def convert(inv: Inventory, cluster: str) -> Declarations:
+    """Declaration documents for the objects of `inv` on cluster `cluster`, and the gaps."""
+    return Converter(inv, cluster).convert()

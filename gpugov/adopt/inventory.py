@@ -1,0 +1,93 @@
+"""The cluster objects an import reads, sorted by kind, with Kueue v1beta1 spelled as v1beta2.
+
+Kueue v1beta1 and v1beta2 differ, for what import reads, only in the ClusterQueue's cohort
+field (`cohort` -> `cohortName`) and two renamed flavorFungibility values (Borrow, Preempt ->
+MayStopSearch), as Kueue's own conversion (apis/kueue/v1beta1/clusterqueue_conversion.go) does.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSIONS = ("v1beta1", "v1beta2")
+KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Topology")
+# Kueue kinds a declarations repo has no place for: each one found is a gap.
+UNSUPPORTED_KUEUE_KINDS = ("AdmissionCheck", "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster")
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Inventory:
+    flavors: dict[str, Obj] = field(default_factory=dict)
+    cluster_queues: dict[str, Obj] = field(default_factory=dict)
+    cohorts: dict[str, Obj] = field(default_factory=dict)
+    local_queues: dict[tuple[str, str], Obj] = field(default_factory=dict)  # (namespace, name)
+    priority_classes: dict[str, Obj] = field(default_factory=dict)
+    topologies: dict[str, Obj] = field(default_factory=dict)
+    nodes: dict[str, Obj] = field(default_factory=dict)
+    namespaces: dict[str, Obj] = field(default_factory=dict)
+    unsupported: list[str] = field(default_factory=list)  # "AdmissionCheck name"
+    nodes_known: bool = False  # the source lists nodes (a live cluster, or a folder with Node objects)
+
+
+def _to_v1beta2(obj: Obj) -> Obj:
+    obj = copy.deepcopy(obj)
+    if obj["kind"] == "ClusterQueue":
+        spec = obj.setdefault("spec", {})
+        if "cohort" in spec:
+            spec.setdefault("cohortName", spec.pop("cohort"))
+        fungibility = spec.get("flavorFungibility") or {}
+        for key in ("whenCanBorrow", "whenCanPreempt"):
+            if fungibility.get(key) in ("Borrow", "Preempt"):
+                fungibility[key] = "MayStopSearch"
+    return obj
+
+
+def _expand(objects: list[Any]) -> list[Obj]:
+    """Objects with `<Kind>List` documents (kubectl get -o yaml) opened up."""
+    flat: list[Obj] = []
+    for obj in objects:
+        if not isinstance(obj, dict):
+            continue
+        if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
+            flat.extend(_expand(obj["items"]))
+        elif isinstance(obj.get("metadata"), dict) and obj["metadata"].get("name"):
+            flat.append(obj)
+    return flat
+
+
+def inventory(objects: list[Any], nodes_known: bool | None = None) -> Inventory:
+    """Sort raw objects into an Inventory; a later object of the same kind and name replaces an earlier one."""
+    inv = Inventory()
+    for obj in _expand(objects):
+        group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+        kind, name = obj.get("kind"), obj["metadata"]["name"]
+        if group == KUEUE_GROUP and version in KUEUE_VERSIONS:
+            if kind in UNSUPPORTED_KUEUE_KINDS:
+                inv.unsupported.append(f"{kind} {name}")
+                continue
+            if kind not in KUEUE_KINDS:
+                continue
+            obj = _to_v1beta2(obj)
+            if kind == "ResourceFlavor":
+                inv.flavors[name] = obj
+            elif kind == "ClusterQueue":
+                inv.cluster_queues[name] = obj
+            elif kind == "Cohort":
+                inv.cohorts[name] = obj
+            elif kind == "LocalQueue":
+                inv.local_queues[(obj["metadata"].get("namespace") or "default", name)] = obj
+            elif kind == "WorkloadPriorityClass":
+                inv.priority_classes[name] = obj
+            else:
+                inv.topologies[name] = obj
+        elif obj.get("apiVersion") == "v1" and kind == "Node":
+            inv.nodes[name] = obj
+        elif obj.get("apiVersion") == "v1" and kind == "Namespace":
+            inv.namespaces[name] = obj
+    inv.nodes_known = bool(inv.nodes) if nodes_known is None else nodes_known
+    return inv

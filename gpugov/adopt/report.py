@@ -1,0 +1,62 @@
+"""The import report: what the declarations could not express (gaps) and what import assumed (notes).
+
+A gap is a field of a cluster object whose meaning the written declarations do not carry (or
+carry differently); any gap makes `gpugov import` exit 1. A note records an assumption about
+something the input did not say (e.g. node counts of a folder without Node objects): nothing
+of the input was lost, so notes alone leave the exit code at 0.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True, order=True)
+class Gap:
+    object: str  # "ClusterQueue team-a", "LocalQueue ns/name"
+    field: str  # "spec.preemption.withinClusterQueue"
+    why: str
+
+
+@dataclass
+class ImportReport:
+    gaps: list[Gap] = field(default_factory=list)
+    notes: list[Gap] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)  # files written, relative to the output folder
+
+    def gap(self, obj: str, path: str, why: str) -> None:
+        if (entry := Gap(obj, path, why)) not in self.gaps:
+            self.gaps.append(entry)
+
+    def note(self, obj: str, path: str, why: str) -> None:
+        if (entry := Gap(obj, path, why)) not in self.notes:
+            self.notes.append(entry)
+
+    @property
+    def complete(self) -> bool:
+        return not self.gaps
+
+
+def render_text(report: ImportReport, out: str) -> str:
+    lines = [f"wrote {len(report.written)} files to {out}"]
+    if report.gaps:
+        lines.append(f"\nnot expressed ({len(report.gaps)}): the declarations differ from the cluster here")
+        lines.extend(f"  {g.object}: {g.field}: {g.why}" for g in sorted(report.gaps))
+    else:
+        lines.append("everything was expressed: compiled back, the declarations give the same scheduler objects")
+    if report.notes:
+        lines.append(f"\nassumed ({len(report.notes)}):")
+        lines.extend(f"  {n.object}: {n.field}: {n.why}" for n in sorted(report.notes))
+    return "\n".join(lines) + "\n"
+
+
+def render_json(report: ImportReport, out: str) -> str:
+    body = {
+        "out": out,
+        "complete": report.complete,
+        "written": report.written,
+        "notExpressed": [asdict(g) for g in sorted(report.gaps)],
+        "assumed": [asdict(n) for n in sorted(report.notes)],
+    }
+    return json.dumps(body, indent=2) + "\n"

@@ -1,0 +1,71 @@
+"""Where import reads objects from: a folder of YAML (a GitOps repository, a kustomize build)
+or a live cluster through the raw, checked API reads of gpugov.cluster.rest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpugov.adopt.inventory import KUEUE_GROUP, Inventory, inventory
+from gpugov.kube.kinds import Kind
+
+SUFFIXES = (".yaml", ".yml", ".json")
+# Read from a cluster, newest Kueue version the server serves first.
+KUEUE_PLURALS = {
+    "ResourceFlavor": "resourceflavors",
+    "ClusterQueue": "clusterqueues",
+    "Cohort": "cohorts",
+    "LocalQueue": "localqueues",
+    "WorkloadPriorityClass": "workloadpriorityclasses",
+    "Topology": "topologies",
+    "AdmissionCheck": "admissionchecks",
+}
+NAMESPACED = {"LocalQueue"}
+
+
+class SourceError(Exception):
+    """The folder cannot be read as YAML (exit 2)."""
+
+
+def read_folder(folder: Path) -> Inventory:
+    """Every object in the YAML and JSON files under `folder` (a file of several documents too)."""
+    if not folder.is_dir():
+        raise SourceError(f"{folder}: not a directory")
+    objects: list[Any] = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in SUFFIXES):
+        if any(part.startswith(".") for part in path.relative_to(folder).parts):
+            continue
+        try:
+            objects.extend(d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None)
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise SourceError(f"{path}: not YAML: {str(exc).splitlines()[0]}") from None
+    return inventory(objects)
+
+
+def read_cluster(api_client: Any) -> Inventory:
+    """Kueue's objects (v1beta2, else v1beta1), Nodes and Namespaces of a live cluster.
+
+    CheckIncomplete (exit 3) when the cluster cannot be read or serves no Kueue version;
+    a Kueue kind the served version lacks (Cohort, Topology on an old Kueue) reads as none."""
+    from gpugov.cluster.rest import Api, list_all, served_versions
+    from gpugov.sources import CheckIncomplete
+
+    api = Api(api_client)
+    served = served_versions(api)
+    version = next((v for v in ("v1beta2", "v1beta1") if f"{KUEUE_GROUP}/{v}" in served), None)
+    if version is None:
+        raise CheckIncomplete(f"GET {api.host}/apis: the server serves no {KUEUE_GROUP} version (is Kueue installed?)")
+    objects: list[Any] = []
+    for kind in (Kind("v1", "Node", "nodes", False), Kind("v1", "Namespace", "namespaces", False)):
+        objects.extend(list_all(api, kind))
+    group_version = f"{KUEUE_GROUP}/{version}"
+    answer = api.call("GET", f"/apis/{group_version}")
+    if not answer.ok or answer.body is None or not isinstance(answer.body.get("resources"), list):
+        raise answer.not_an_api(f"APIResourceList of {group_version}")
+    plurals = {str(r.get("name")) for r in answer.body["resources"] if isinstance(r, dict)}
+    for name, plural in KUEUE_PLURALS.items():
+        if plural in plurals:  # a kind this Kueue version lacks (Cohort, Topology before v0.11) is none
+            objects.extend(list_all(api, Kind(group_version, name, plural, name in NAMESPACED)))
+    return inventory(objects, nodes_known=True)

@@ -1,0 +1,450 @@
+"""gpugov import (gpugov.adopt): hand-written Kueue shapes import, validate and compile back to the same queues."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpugov.adopt import import_inventory, inventory
+from gpugov.adopt.canonical import cluster_queue_view, cohort_view, differences
+from gpugov.adopt.sources import read_folder
+from gpugov.adopt.write import OutputError
+from gpugov.app.pipeline import validate_repo
+from gpugov.cli import main
+from gpugov.compile import compile
+
+GFD_NODE = """
+apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  labels: {{node-pool: {pool}, nvidia.com/gpu.product: {product}}}
+status:
+  allocatable: {{nvidia.com/gpu: "8", cpu: "128", memory: 1Ti}}
+"""
+
+FLAT = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default-flavor}
+spec:
+  nodeLabels: {node-pool: h100}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a-cq}
+spec:
+  namespaceSelector:
+    matchExpressions:
+    - {key: kubernetes.io/metadata.name, operator: In, values: [team-a, team-a-dev]}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor}
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: default-flavor
+      resources:
+      - {name: cpu, nominalQuota: 32}
+      - {name: memory, nominalQuota: 128Gi}
+      - {name: nvidia.com/gpu, nominalQuota: 4}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-b-cq}
+spec:
+  namespaceSelector:
+    matchLabels: {kubernetes.io/metadata.name: team-b}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor}
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: default-flavor
+      resources:
+      - {name: cpu, nominalQuota: "16"}
+      - {name: memory, nominalQuota: "68719476736"}
+      - {name: nvidia.com/gpu, nominalQuota: "4"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: user-queue, namespace: team-a}
+spec: {clusterQueue: team-a-cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: user-queue, namespace: team-b}
+spec: {clusterQueue: team-b-cq}
+""" + "---" + GFD_NODE.format(name="gpu-1", pool="h100", product="NVIDIA-H100-80GB-HBM3")
+
+COHORT_TREE = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: a100}
+spec:
+  nodeLabels: {node-pool: a100}
+  nodeTaints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+  tolerations: [{key: nvidia.com/gpu, operator: Equal, value: present, effect: NoSchedule}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: org-root}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: a100
+      resources: [{name: nvidia.com/gpu, nominalQuota: 2}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: research}
+spec:
+  parentName: org-root
+  fairSharing: {weight: "3"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: nlp}
+spec:
+  cohortName: research
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: nlp}}
+  queueingStrategy: StrictFIFO
+  preemption:
+    reclaimWithinCohort: Any
+    withinClusterQueue: LowerPriority
+    borrowWithinCohort: {policy: LowerPriority}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor}
+  fairSharing: {weight: "2"}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu, cpu, memory]
+    flavors:
+    - name: a100
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 8, borrowingLimit: 4, lendingLimit: 2}
+      - {name: cpu, nominalQuota: 64000m}
+      - {name: memory, nominalQuota: 512Gi, lendingLimit: 0}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: vision}
+spec:
+  cohortName: research
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: vision}}
+  queueingStrategy: StrictFIFO
+  preemption:
+    reclaimWithinCohort: Any
+    withinClusterQueue: LowerPriority
+    borrowWithinCohort: {policy: LowerPriority}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu, cpu, memory]
+    flavors:
+    - name: a100
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 4, borrowingLimit: 0}
+      - {name: cpu, nominalQuota: 32}
+      - {name: memory, nominalQuota: 256Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: nlp-jobs, namespace: nlp}
+spec: {clusterQueue: nlp}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: vision-jobs, namespace: vision}
+spec: {clusterQueue: vision}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 1000
+description: Deadline-bound.
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: low}
+value: 10
+""" + "---" + GFD_NODE.format(name="a100-1", pool="a100", product="NVIDIA-A100-SXM4-80GB") + "---" + GFD_NODE.format(
+    name="a100-2", pool="a100", product="NVIDIA-A100-SXM4-80GB")
+
+SEVERAL_FLAVORS = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: h100-spot}
+spec: {nodeLabels: {node-pool: h100}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: a100-ondemand}
+spec: {nodeLabels: {node-pool: a100}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: training}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: training}}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu, cpu, memory]
+    flavors:
+    - name: h100-spot
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 8}
+      - {name: cpu, nominalQuota: 96}
+      - {name: memory, nominalQuota: 1Ti}
+    - name: a100-ondemand
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 8}
+      - {name: cpu, nominalQuota: 64}
+      - {name: memory, nominalQuota: 512Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: default, namespace: training}
+spec: {clusterQueue: training}
+""" + "---" + GFD_NODE.format(name="h100-1", pool="h100", product="NVIDIA-H100-80GB-HBM3") + "---" + GFD_NODE.format(
+    name="a100-1", pool="a100", product="NVIDIA-A100-SXM4-80GB")
+
+CPU_ONLY = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: cpu-nodes}
+spec: {nodeLabels: {node-role: cpu}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: etl}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: etl}}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: cpu-nodes
+      resources:
+      - {name: cpu, nominalQuota: 200}
+      - {name: memory, nominalQuota: 800Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: etl, namespace: etl}
+spec: {clusterQueue: etl}
+"""
+
+V1BETA1 = """
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: gpu}
+spec: {nodeLabels: {node-pool: h100}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Cohort
+metadata: {name: ml}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: ml-cq}
+spec:
+  cohort: ml
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ml}}
+  preemption: {reclaimWithinCohort: LowerPriority}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu, cpu, memory]
+    flavors:
+    - name: gpu
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 4, lendingLimit: 1}
+      - {name: cpu, nominalQuota: 32}
+      - {name: memory, nominalQuota: 128Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: ml-queue, namespace: ml}
+spec: {clusterQueue: ml-cq}
+""" + "---" + GFD_NODE.format(name="h100-1", pool="h100", product="NVIDIA-H100-80GB-HBM3")
+
+# Names in no gpugov scheme: queue names unlike their tenants, dotted flavor labels, a cohort named like a team.
+FOREIGN_NAMES = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: rf-gpu-pool-01}
+spec: {nodeLabels: {cloud.example.com/instance-type: p5.48xlarge}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq-0042-prod}
+spec:
+  cohortName: shared-pool-x
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: proj-0042}}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu, cpu, memory]
+    flavors:
+    - name: rf-gpu-pool-01
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 16}
+      - {name: cpu, nominalQuota: 190}
+      - {name: memory, nominalQuota: 1900Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq-main, namespace: proj-0042}
+spec: {clusterQueue: cq-0042-prod}
+"""
+
+SHAPES = {
+    "flat": FLAT,
+    "cohort-tree": COHORT_TREE,
+    "several-flavors": SEVERAL_FLAVORS,
+    "cpu-only": CPU_ONLY,
+    "v1beta1": V1BETA1,
+    "foreign-names": FOREIGN_NAMES,
+}
+
+
+def _source(tmp_path: Path, text: str) -> Path:
+    folder = tmp_path / "cluster"
+    folder.mkdir()
+    (folder / "objects.yaml").write_text(text)
+    return folder
+
+
+def _import(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    inv = read_folder(_source(tmp_path, text))
+    out = tmp_path / "repo"
+    return inv, out, import_inventory(inv, "imported", out)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_shape_imports_validates_and_compiles_back(tmp_path: Path, shape: str) -> None:
+    inv, out, report = _import(tmp_path, SHAPES[shape])
+    validation = validate_repo(out)
+    assert not validation.errors, [f.message for f in validation.errors]
+    compiled = inventory(compile(validation.model, cluster="imported"))
+    assert differences(inv, compiled) == []
+    for name, cq in inv.cluster_queues.items():
+        assert cluster_queue_view(compiled.cluster_queues[name]) == cluster_queue_view(cq)
+    for name, cohort in inv.cohorts.items():
+        assert cohort_view(compiled.cohorts[name]) == cohort_view(cohort)
+    for key, lq in inv.local_queues.items():
+        assert compiled.local_queues[key]["spec"]["clusterQueue"] == lq["spec"]["clusterQueue"]
+    assert report.gaps == []
+
+
+def test_written_files_carry_modelines_and_the_cluster_names(tmp_path: Path) -> None:
+    _, out, report = _import(tmp_path, COHORT_TREE)
+    tenant = (out / "tenants" / "nlp.yaml").read_text()
+    assert tenant.startswith("# yaml-language-server: $schema=../schemas/tenant.json\n")
+    assert (out / "schemas" / "tenant.json").is_file()
+    doc = yaml.safe_load(tenant)
+    assert doc["spec"]["department"] == "research"
+    assert doc["spec"]["quotas"] == [{"pool": "a100", "resources": {
+        "accelerators": {"nominal": 8, "borrowingLimit": 4, "lendingLimit": 2}, "cpu": "64000m",
+        "memory": {"nominal": "512Gi", "lendingLimit": 0}}}]
+    pool = yaml.safe_load((out / "hardware" / "a100.yaml").read_text())["spec"]
+    assert pool["accelerator"] == {"model": "A100-80GB"}  # from GPU Feature Discovery's product label
+    assert (pool["nodeCount"], pool["acceleratorsPerNode"]) == (2, 8)
+    assert pool["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    departments = list(yaml.safe_load_all((out / "tenants" / "departments.yaml").read_text()))
+    assert [(d["metadata"]["name"], d["spec"].get("parent")) for d in departments] == [
+        ("org-root", None), ("research", "org-root")]
+    priorities = list(yaml.safe_load_all((out / "policies" / "priorities.yaml").read_text()))
+    assert [(p["metadata"]["name"], p["spec"]["value"]) for p in priorities] == [("high", 1000), ("low", 10)]
+    assert "tenants/nlp.yaml" in report.written
+
+
+def test_what_gpugov_cannot_say_is_reported_never_dropped(tmp_path: Path) -> None:
+    text = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu}
+spec: {nodeLabels: {pool: gpu}, tolerations: [{key: spot, operator: Exists, effect: NoSchedule}]}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: cpu}
+spec: {nodeLabels: {pool: cpu}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: a}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
+  stopPolicy: Hold
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors: [{name: cpu, resources: [{name: cpu, nominalQuota: 8}, {name: memory, nominalQuota: 8Gi}]}]
+  - coveredResources: [nvidia.com/gpu, example.com/fpga]
+    flavors: [{name: gpu, resources: [{name: nvidia.com/gpu, nominalQuota: 2}, {name: example.com/fpga, nominalQuota: 1}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: b}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: b}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: c}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: c}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: default}
+spec: {clusterQueue: a}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq.main, namespace: c}
+spec: {clusterQueue: c}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: prov}
+spec: {controllerName: kueue.x-k8s.io/provisioning-request}
+"""
+    _, out, report = _import(tmp_path, text)
+    fields = {(g.object, g.field) for g in report.gaps}
+    assert ("ClusterQueue a", "spec.resourceGroups") in fields  # two groups
+    assert ("ClusterQueue a", "spec.resourceGroups.flavors[gpu].resources[example.com/fpga]") in fields
+    assert ("ClusterQueue a", "spec.preemption.withinClusterQueue") in fields  # unlike b and c
+    assert ("ClusterQueue a", "spec.stopPolicy") in fields
+    assert ("ClusterQueue a", "spec.namespaceSelector") in fields  # every namespace
+    assert ("ClusterQueue a", "namespaces[default]") in fields  # reserved
+    assert ("ClusterQueue b", "spec.flavorFungibility") in fields
+    assert ("ResourceFlavor gpu", "spec.tolerations") in fields
+    assert ("AdmissionCheck prov", "") in fields
+    assert ("LocalQueue c/lq.main", "metadata.name") in fields  # a Kubernetes name, not a DNS-1123 label
+    assert ("LocalQueue c/lq.main", "spec.clusterQueue") in fields  # and the round trip says so too
+    assert not report.complete
+    assert not validate_repo(out).errors  # what is declared still validates
+
+
+def test_cli_writes_atomically_refuses_a_full_folder_and_reports_json(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    source, out = _source(tmp_path, FLAT), tmp_path / "repo"
+    assert main(["import", "--from", str(source), "--out", str(out), "--cluster", "east"]) == 0
+    assert "everything was expressed" in capsys.readouterr().out
+    assert main(["import", "--from", str(source), "--out", str(out)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    (tmp_path / "v1").mkdir()
+    other = _source(tmp_path / "v1", V1BETA1.replace("TryNextFlavor", "MayStopSearch"))
+    code = main(["import", "--from", str(other), "--out", str(out), "--force", "--format", "json"])
+    body = json.loads(capsys.readouterr().out)
+    assert code == 1 and not body["complete"]
+    assert [g["field"] for g in body["notExpressed"]] == ["spec.flavorFungibility"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".repo")] == []  # no staging left behind
+    assert main(["import", "--from", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_output_errors(tmp_path: Path) -> None:
+    inv = read_folder(_source(tmp_path, FLAT))
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("x")
+    with pytest.raises(OutputError):
+        import_inventory(inv, "imported", tmp_path / "full")
+    assert (tmp_path / "full" / "keep.txt").read_text() == "x"
