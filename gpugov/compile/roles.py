@@ -20,7 +20,7 @@ aggregated role adds. gpugov compiles three ClusterRoles of its own instead, eac
 
 None of them ever holds `impersonate`, `escalate`, `bind`, `serviceaccounts/token`, any write to
 ServiceAccounts, RBAC objects, ResourceQuotas, LimitRanges, Namespaces, LocalQueues or Workloads,
-or a wildcard (tests/test_roles.py walks every rule). Anyone who may create a pod can mount any
+or a wildcard (tests/unit/test_roles.py walks every rule). Anyone who may create a pod can mount any
 Secret and run as any ServiceAccount of its namespace: that is Kubernetes' own boundary, so a
 tenant namespace must never hold credentials the tenant is not meant to use, and gpugov binds a
 role to a ServiceAccount only where the declarations name it, never as an owner (GG110).

@@ -3,7 +3,7 @@
 Every field of every declaration kind (plan/fields.py reads them from the JSON Schemas) has a
 direction: WIDENS (some change gives someone more: `when` says which), NARROWS (no change of it
 gives anyone more) or NEUTRAL (no effect on power: descriptions, cost centres, prices). A WIDENS
-field names the plan risk (GP rule) that reports it. tests/test_plan_directions.py walks the
+field names the plan risk (GP rule) that reports it. tests/unit/test_plan_directions.py walks the
 schemas and fails on a field this table lacks, and changes every WIDENS field in its widening
 direction to see the plan report that rule.
 
@@ -206,7 +206,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
 }
 
 # A field the table lacks (a schema that grew before the table did) widens on any change: the
-# plan asks rather than stays quiet. tests/test_plan_directions.py keeps this from happening.
+# plan asks rather than stays quiet. tests/unit/test_plan_directions.py keeps this from happening.
 FALLBACK_RULE: dict[str, Rule] = {
     "Tenant": OWNERS_CHANGED, "Department": OWNERS_CHANGED, "PriorityClass": PRIORITY_RAISED,
     "SchedulingPolicy": SCHEDULING_CHANGED, "Guardrails": GUARDRAIL_LOOSENED, "Cluster": CLUSTER_CHANGED,

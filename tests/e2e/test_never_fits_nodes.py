@@ -2,7 +2,7 @@
 
 A tenant holds 16 H100s on a pool of 8-GPU nodes; one-pod Jobs asking 12 and 16 GPUs fit the quota.
 Kueue keeps them pending (here its topology-aware scheduling excludes both nodes; without a
-topology, or with the quota in use, it reads as a wait for quota: tests/test_queueing_unit.py), a
+topology, or with the quota in use, it reads as a wait for quota: tests/unit/test_queueing_unit.py), a
 wait as far as Kueue's words go. gpugov knows the nodes' size: `gpugov why` says each can never
 start and exits 1. One living sandbox for the module.
 """

@@ -1,4 +1,4 @@
-"""`gpugov usage` on a living sandbox of its own: a small organisation (tests/test_usage_unit.py ORG:
+"""`gpugov usage` on a living sandbox of its own: a small organisation (tests/unit/test_usage_unit.py ORG:
 pool `whole`, 8 H100 at 2.00 an hour; pool `sliced`, one A100-80GB as 7 x 1g.10gb at 1.40; tenants
 alpha and beta with 4 GPUs each in department lab, beta also the 7 slices), KWOK Jobs of known
 durations on the real Kueue controller, and DCGM utilisation from a Prometheus fixture on

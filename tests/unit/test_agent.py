@@ -1,4 +1,4 @@
-"""`gpugov agent`: NVML reading (against tests/fake_nvml.py), snapshot JSON, metrics, HTTP server, CLI."""
+"""`gpugov agent`: NVML reading (against tests/helpers/fake_nvml.py), snapshot JSON, metrics, HTTP server, CLI."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """gpugov capacity on the fixture org (tests/fixtures/ledger/org): every number exact, computed by
 hand from its declarations and its usage ledger, and checked against compile's own objects.
-The page in a real browser: tests/test_capacity_report_browser.py."""
+The page in a real browser: tests/unit/test_capacity_report_browser.py."""
 
 from __future__ import annotations
 

@@ -160,7 +160,7 @@ def test_the_pull_request_gate_is_a_platform_approval_not_a_label() -> None:
 
 ATTACKER_PATHS = ["gpugov/plan/diff.py", "gpugov/declarations/schema.py", "pyproject.toml", "__main__.py",
                   "Pulumi.yaml", "Pulumi.east.yaml", "schemas/tenant.json", "bench/run.py", "scripts/x.sh",
-                  "whatif/trace.csv", "Makefile", "tools/build", "tests/test_plan.py", "Dockerfile",
+                  "whatif/trace.csv", "Makefile", "tools/build", "tests/unit/test_plan.py", "Dockerfile",
                   ".github/workflows/pull-request.yml", ".github/CODEOWNERS", "policies/guardrails.yaml",
                   "hardware/a100.yaml", "tenants/departments.yaml", "tenants/new-team.yaml", "README.md"]
 

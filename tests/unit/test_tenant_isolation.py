@@ -1,5 +1,5 @@
 """Issue #21 without an apiserver: compile's admission policies for the example org's cluster east,
-evaluated by a small VAP evaluator (tests/vap_eval.py) for requests as a tenant sends them (alice of
+evaluated by a small VAP evaluator (tests/helpers/vap_eval.py) for requests as a tenant sends them (alice of
 nlp-team, in nlp-train) and as the trusted controllers send them. One test per class of escape,
 each with several variants, and the honest path of every kind. The living sandbox proves the same
 with the real apiserver and Kueue (tests/e2e/test_tenant_escape.py)."""
