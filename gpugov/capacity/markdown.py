@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 
 from gpugov.capacity.report import ClusterReport, hours_text, money, percent, q, ratio_display
+from gpugov.findings.markdown import table as markdown_table
 
 DASH = "–"
 
@@ -16,14 +17,8 @@ def _n(value: Decimal | int | None) -> str:
     return q(value) if isinstance(value, Decimal) else str(value)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ") or DASH
-
-
 def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return lines
+    return markdown_table(header, rows, empty=DASH)
 
 
 def source_line(report: ClusterReport) -> str:

@@ -8,6 +8,7 @@ from collections import Counter
 from gpugov.app.exit import ExitCode
 from gpugov.doctor.checks import CHECKS, Result, Status
 from gpugov.doctor.facts import SOURCES
+from gpugov.findings.markdown import table
 
 FORMATS = ("text", "json", "markdown")
 
@@ -55,23 +56,16 @@ def to_json(results: list[Result], cluster: str, backend: str) -> str:
     return json.dumps(body, indent=2) + "\n"
 
 
-def _cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(results: list[Result], where: str) -> str:
     icons = {Status.PASS: "✅ pass", Status.WARN: "⚠️ warn", Status.FAIL: "❌ fail", Status.SKIP: "⏭️ skip"}
-    lines = [f"## gpugov doctor: {where}", "", "| id | check | result | detail | hint |", "|---|---|---|---|---|"]
-    for r in results:
-        lines.append(f"| {r.id} | {r.name} | {icons[r.status]} | {_cell(r.message)} | {_cell(r.hint)} |")
+    lines = [f"## gpugov doctor: {where}", ""]
+    lines += table(("id", "check", "result", "detail", "hint"),
+                   ((r.id, r.name, icons[r.status], r.message, r.hint) for r in results))
     lines += ["", summary(results, where)]
     return "\n".join(lines) + "\n"
 
 
 def checks_table() -> str:
     """Every check with what it reads: the README's table (a test keeps the two in step)."""
-    lines = ["| id | check | what it verifies | reads |", "|---|---|---|---|"]
-    for check in CHECKS:
-        reads = "; ".join(SOURCES[s] for s in check.sources)
-        lines.append(f"| {check.id} | `{check.name}` | {_cell(check.summary)} | {_cell(reads)} |")
-    return "\n".join(lines) + "\n"
+    rows = ((c.id, f"`{c.name}`", c.summary, "; ".join(SOURCES[s] for s in c.sources)) for c in CHECKS)
+    return "\n".join(table(("id", "check", "what it verifies", "reads"), rows)) + "\n"

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from gpugov.findings import Finding, Level
+from gpugov.findings.markdown import table
 
 FORMATS = ("text", "json", "github", "markdown")
 
@@ -71,22 +72,15 @@ def github(findings: list[Finding], files: int, checked: str | None = None, titl
     return "\n".join(lines) + "\n"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(findings: list[Finding], files: int, checked: str | None = None, title: str = "gpugov validate") -> str:
     if not findings:
         return f"**{title}**: {_checked(files, checked)}, no findings.\n"
     lines = [
         f"**{title}**: {_checked(files, checked)}, {summary(findings)}.",
         "",
-        "| level | location | rule | message |",
-        "|---|---|---|---|",
+        *table(("level", "location", "rule", "message"),
+               ((f.level.value, f"`{f.location}`" if f.location else "", f.rule, f.message) for f in findings)),
     ]
-    for f in findings:
-        location = f"`{f.location}`" if f.location else ""
-        lines.append(f"| {f.level.value} | {location} | {f.rule} | {_cell(f.message)} |")
     return "\n".join(lines) + "\n"
 
 

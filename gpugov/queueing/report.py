@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from gpugov.findings.markdown import table
 from gpugov.kube.quantity import format_quantity
 from gpugov.queueing.view import Entry, Explanation, Gaps
 
@@ -107,9 +108,7 @@ def queue_text(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps | N
 
 
 def queue_markdown(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps | None = None) -> str:
-    lines = [f"### Queues of cluster {cluster}", "", "| " + " | ".join(COLUMNS) + " |",
-             "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in _rows(entries, now)]
+    lines = [f"### Queues of cluster {cluster}", "", *table(COLUMNS, _rows(entries, now))]
     notes = gap_lines(gaps)
     if notes:
         lines += ["", *(f"- {line}" for line in notes)]

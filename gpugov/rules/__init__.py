@@ -15,6 +15,7 @@ from gpugov.declarations import build, loader, schema
 from gpugov.doctor.checks import CHECKS
 from gpugov.drift import rules as drift_rules
 from gpugov.findings import Rule
+from gpugov.findings.markdown import table
 from gpugov.plan import risks
 from gpugov.policy import FAMILIES
 from gpugov.yamlpos import reader
@@ -63,6 +64,5 @@ def text_table() -> str:
 
 
 def markdown_table() -> str:
-    rows = ["| id | name | level | what it finds |", "|---|---|---|---|"]
-    rows += [f"| {e.id} | {e.name} | {e.level} | {e.summary} |" for e in all_rules()]
-    return "\n".join(rows) + "\n"
+    rows = ((e.id, e.name, str(e.level), e.summary) for e in all_rules())
+    return "\n".join(table(("id", "name", "level", "what it finds"), rows)) + "\n"

@@ -9,6 +9,7 @@ import json
 from collections import defaultdict
 from decimal import ROUND_HALF_EVEN, Decimal
 
+from gpugov.findings.markdown import table as markdown_table
 from gpugov.usage.ledger import Ledger, closure, decimal_string
 
 FORMATS = ("table", "csv", "json", "markdown")
@@ -110,10 +111,7 @@ def table(book: Ledger) -> str:
 
 
 def markdown(book: Ledger) -> str:
-    def md(header: list[str], rows: list[list[str]]) -> list[str]:
-        return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-                *("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows)]
-
+    md = markdown_table
     since, until = book.to_json()["window"].values()
     lines = [f"### Usage of cluster {book.cluster}, {since} to {until}", ""]
     lines += md(list(ROW_COLUMNS), _row_cells(book))
