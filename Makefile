@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test lint tools bench clean
+.PHONY: demo test lint tools bench clean wheelhouse
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,17 @@ test: $(VENV)/.installed lint
 		ln -sf "$(ACTIONLINT)" tools/bin/actionlint; \
 	else echo "Go not found: end-to-end tests and actionlint checks will be skipped"; fi
 	pytest -q
+
+# Offline install (README, "Installing without internet"): on a connected machine with the target's
+# Python version and CPU architecture, wheels of gpugov and every dependency of its extras into one
+# folder; behind the firewall: pip install --no-index --find-links wheelhouse 'gpugov[cluster,notify,agent]'.
+# PIP_INDEX_URL=... make wheelhouse builds it from a mirror.
+WHEELHOUSE ?= wheelhouse
+WHEELHOUSE_EXTRAS ?= cluster,notify,agent,deploy
+wheelhouse:
+	rm -rf "$(WHEELHOUSE)"
+	$(PYTHON) -m pip wheel -q --wheel-dir "$(WHEELHOUSE)" ".[$(WHEELHOUSE_EXTRAS)]"
+	@echo "$(WHEELHOUSE): $$(ls "$(WHEELHOUSE)" | wc -l) wheels"
 
 bench: $(VENV)/.installed
 	python bench/bench.py

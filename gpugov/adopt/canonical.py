@@ -4,7 +4,8 @@ The views keep only what decides admission: a ClusterQueue's cohort, namespace s
 queueing strategy, preemption, fair-sharing weight, flavors in order and each flavor and
 resource's nominal/borrowing/lending quota (quantities as Decimals, so "8", 8 and "8000m" are
 equal); a Cohort's parent, quotas and weight; a LocalQueue's ClusterQueue. Kueue's defaults
-fill what an object leaves out, so a field written out and one defaulted compare equal.
+fill what an object leaves out, so a field written out and one defaulted compare equal. The
+canonical forms and the defaults are gpugov.kube.canonical's, which drift reads too.
 """
 
 from __future__ import annotations
@@ -15,38 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from gpugov.adopt.inventory import Inventory, Obj
-from gpugov.kube.quantity import QuantityError, parse_quantity
-
-NAME_LABEL = "kubernetes.io/metadata.name"
-NEVER = "Never"
-
-
-def quantity(value: Any) -> Decimal | None:
-    if value is None:
-        return None
-    try:
-        return parse_quantity(value)
-    except QuantityError:
-        return None
-
-
-def selected_names(selector: Any) -> frozenset[str] | None:
-    """The namespaces a selector names one by one (metadata.name In / matchLabels), None for any other selector."""
-    if not isinstance(selector, dict) or not selector:
-        return None
-    labels = selector.get("matchLabels") or {}
-    expressions = selector.get("matchExpressions") or []
-    names: set[str] | None = None
-    if labels:
-        if set(labels) != {NAME_LABEL}:
-            return None
-        names = {labels[NAME_LABEL]}
-    for expression in expressions:
-        if expression.get("key") != NAME_LABEL or expression.get("operator") != "In":
-            return None
-        values = set(expression.get("values") or [])
-        names = values if names is None else names & values
-    return None if names is None else frozenset(names)
+from gpugov.kube.canonical import NEVER, canonical_selector, quantity, selected_names, with_defaults
 
 
 def selector_view(selector: Any) -> Any:
@@ -55,11 +25,11 @@ def selector_view(selector: Any) -> Any:
     names = selected_names(selector)
     if names is not None:
         return sorted(names)
-    return json.dumps(selector, sort_keys=True)
+    return json.dumps(canonical_selector(selector), sort_keys=True)
 
 
 def preemption_view(spec: Obj) -> dict[str, Any]:
-    preemption = spec.get("preemption") or {}
+    preemption = with_defaults({"kind": "ClusterQueue", "spec": spec})["spec"]["preemption"]
     borrow = preemption.get("borrowWithinCohort") or {}
     return {
         "reclaimWithinCohort": preemption.get("reclaimWithinCohort") or NEVER,
@@ -70,7 +40,7 @@ def preemption_view(spec: Obj) -> dict[str, Any]:
 
 
 def weight_view(spec: Obj) -> Decimal | None:
-    return quantity((spec.get("fairSharing") or {}).get("weight", 1))
+    return quantity(with_defaults({"kind": "Cohort", "spec": spec})["spec"]["fairSharing"].get("weight", 1))
 
 
 def quota_view(spec: Obj) -> tuple[list[str], dict[tuple[str, str], tuple[Decimal | None, ...]]]:
@@ -95,7 +65,7 @@ def cluster_queue_view(obj: Obj) -> dict[str, Any]:
     return {
         "cohortName": spec.get("cohortName") or None,
         "namespaceSelector": selector_view(spec.get("namespaceSelector")),
-        "queueingStrategy": spec.get("queueingStrategy") or "BestEffortFIFO",
+        "queueingStrategy": with_defaults(obj)["spec"]["queueingStrategy"],
         **{f"preemption.{k}": v for k, v in preemption_view(spec).items()},
         "fairSharing.weight": weight_view(spec),
         "flavors": flavors,

@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from gpugov.adopt.canonical import NAME_LABEL, preemption_view, quantity, selected_names, weight_view
+from gpugov.adopt.canonical import preemption_view, weight_view
 from gpugov.adopt.inventory import Inventory, Obj
 from gpugov.adopt.report import ImportReport
 from gpugov.catalog import MODELS, AcceleratorModel, mig_resource_name
 from gpugov.declarations.model import RESERVED_NAMESPACES
 from gpugov.declarations.schema import API_VERSION
+from gpugov.kube.canonical import NAMESPACE_NAME_LABEL as NAME_LABEL
+from gpugov.kube.canonical import quantity, selected_names
 from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -490,7 +492,11 @@ class Converter:
         self._priorities()
         self._scheduling()
         ratios = self._capacity()
-        cluster = {"description": "Imported by gpugov import.", "backend": "kueue"}
+        cluster: Obj = {"description": "Imported by gpugov import.", "backend": "kueue"}
+        # Read from a live cluster: pin the declaration to it (kube-system's uid), so apply refuses any other.
+        uid = ((self.inv.namespaces.get("kube-system") or {}).get("metadata") or {}).get("uid")
+        if uid:
+            cluster["identity"] = {"kubeSystemUID": uid}
         self.out.files = {"policies/clusters.yaml": [document("Cluster", self.cluster, cluster)], **self.out.files}
         guardrails: Obj = {"requireOwner": False, "requireCostCenter": False}
         if ratios:

@@ -11,7 +11,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-KUEUE_GROUP = "kueue.x-k8s.io"
+from gpugov.kube.names import KUEUE_GROUP
+
 KUEUE_VERSIONS = ("v1beta1", "v1beta2")
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Topology")
 # Kueue kinds a declarations repo has no place for: each one found is a gap.

@@ -11,6 +11,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from gpugov.kube.names import KUEUE_GROUP
+from gpugov.kube.objects import MANAGED_BY, MANAGER
+
+PLURALS = {"ResourceFlavor": "resourceflavors", "Cohort": "cohorts", "ClusterQueue": "clusterqueues",
+           "LocalQueue": "localqueues", "WorkloadPriorityClass": "workloadpriorityclasses"}
+
 
 @dataclass(frozen=True, order=True)
 class Gap:
@@ -24,6 +30,7 @@ class ImportReport:
     gaps: list[Gap] = field(default_factory=list)
     notes: list[Gap] = field(default_factory=list)
     written: list[str] = field(default_factory=list)  # files written, relative to the output folder
+    take_over: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, namespace, name) apply will write
 
     def gap(self, obj: str, path: str, why: str) -> None:
         if (entry := Gap(obj, path, why)) not in self.gaps:
@@ -38,6 +45,12 @@ class ImportReport:
         return not self.gaps
 
 
+def label_command(kind: str, namespace: str, name: str) -> str:
+    """The kubectl command that marks one object gpugov's, so that apply may take it over."""
+    where = f"-n {namespace} " if namespace else ""
+    return f"kubectl label {where}{PLURALS.get(kind, kind.lower())}.{KUEUE_GROUP}/{name} {MANAGED_BY}={MANAGER}"
+
+
 def render_text(report: ImportReport, out: str) -> str:
     lines = [f"wrote {len(report.written)} files to {out}"]
     if report.gaps:
@@ -48,6 +61,10 @@ def render_text(report: ImportReport, out: str) -> str:
     if report.notes:
         lines.append(f"\nassumed ({len(report.notes)}):")
         lines.extend(f"  {n.object}: {n.field}: {n.why}" for n in sorted(report.notes))
+    if report.take_over:
+        lines.append(f"\nto take over ({len(report.take_over)}): apply refuses objects without {MANAGED_BY}={MANAGER}; "
+                     "once drift shows nothing but gpugov's additions, mark the ones the declarations hold:")
+        lines.extend(f"  {label_command(*key)}" for key in report.take_over)
     return "\n".join(lines) + "\n"
 
 
@@ -58,5 +75,7 @@ def render_json(report: ImportReport, out: str) -> str:
         "written": report.written,
         "notExpressed": [asdict(g) for g in sorted(report.gaps)],
         "assumed": [asdict(n) for n in sorted(report.notes)],
+        "takeOver": [{"kind": k, "namespace": ns, "name": n, "command": label_command(k, ns, n)}
+                     for k, ns, n in report.take_over],
     }
     return json.dumps(body, indent=2) + "\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gpugov.adopt.canonical import differences
 from gpugov.adopt.convert import convert
-from gpugov.adopt.inventory import Inventory, inventory
+from gpugov.adopt.inventory import Inventory, Obj, inventory
 from gpugov.adopt.report import ImportReport
 from gpugov.adopt.write import check_target, commit, discard, render_all, stage
 from gpugov.app.pipeline import validate_repo
@@ -22,6 +22,15 @@ from gpugov.findings import Level
 def _show(value: object) -> str:
     text = str(value)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def take_over(inv: Inventory, compiled: list[Obj]) -> list[tuple[str, str, str]]:
+    """(kind, namespace, name) of every object the input holds that the declarations compile to again:
+    the objects apply will write, which it refuses to take over until they carry gpugov's mark."""
+    read = {(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"])
+            for group in (inv.flavors, inv.cohorts, inv.cluster_queues, inv.local_queues, inv.priority_classes)
+            for o in group.values()}
+    return sorted({(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]) for o in compiled} & read)
 
 
 def verify(inv: Inventory, root: Path, cluster: str, report: ImportReport) -> None:
@@ -36,6 +45,7 @@ def verify(inv: Inventory, root: Path, cluster: str, report: ImportReport) -> No
     if validation.model is None or validation.errors:
         return
     compiled = validation.compiled.get(cluster) or compile(validation.model, cluster=cluster)
+    report.take_over = take_over(inv, compiled)
     for diff in differences(inv, inventory(compiled)):
         report.gap(diff.object, diff.field or "(object)",
                    f"the cluster has {_show(diff.before)}, the declarations compile to {_show(diff.after)}")

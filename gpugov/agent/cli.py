@@ -8,10 +8,12 @@ import signal
 import socket
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpugov.agent.nvml import NvmlReader, NvmlUnavailable
 from gpugov.app.exit import ExitCode
+
+if TYPE_CHECKING:  # NVML is read when the agent runs, never to build gpugov's parser
+    from gpugov.agent.nvml import NvmlReader
 
 DEFAULT_LISTEN = "0.0.0.0:9402"
 
@@ -44,6 +46,8 @@ def _node_name(explicit: str | None) -> str:
 
 
 def cmd_agent(args: argparse.Namespace, nvml: Any | None = None) -> ExitCode:
+    from gpugov.agent.nvml import NvmlReader, NvmlUnavailable
+
     node = _node_name(args.node)
     if not args.once:
         from gpugov.agent.server import parse_listen

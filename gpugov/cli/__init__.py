@@ -20,7 +20,10 @@ from gpugov.cli.adopt import register as import_command
 from gpugov.cli.capacity import register as capacity_command
 from gpugov.cli.common import CommandFailed, fail
 from gpugov.cli.doctor import register as doctor_command
+from gpugov.cli.guide import register as guide_command
+from gpugov.cli.init import register as init_command
 from gpugov.cli.queue import register as queue_commands
+from gpugov.cli.reclaim import register as reclaim_command
 from gpugov.cli.usage import register as usage_command
 from gpugov.cli.whatif import register as whatif_commands
 from gpugov.notify.cli import register as notify_command
@@ -56,7 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     usage_command(sub)
     doctor_command(sub)
     whatif_commands(sub)
+    reclaim_command(sub)
     import_command(sub)
+    init_command(sub)
+    guide_command(sub)
     agent_command(sub)
     notify_command(sub)
     sandbox_command(sub)

@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 from gpugov.app.exit import ExitCode
-from gpugov.cli.common import CommandFailed, desired, fail, kubeconfig_args, valid
-from gpugov.compile import BACKENDS
+from gpugov.cli.common import CommandFailed, backend_arg, desired, fail, kubeconfig_args, valid
 
 FORMATS = ("markdown", "json", "html")
 
@@ -83,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("repo", nargs="?", default=".", help="repository root")
     p.add_argument("--cluster", help="one cluster (default: every declared cluster; needed with --kubeconfig)")
-    p.add_argument("--backend", choices=BACKENDS, help="scheduler (default: the cluster's declared backend)")
+    backend_arg(p)
     kubeconfig_args(p)
     p.add_argument("--usage", metavar="FILE", help="usage ledger JSON (gpugov usage --format json); "
                    "refused unless complete")

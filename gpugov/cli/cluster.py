@@ -7,14 +7,16 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpugov.app.desired import DesiredState
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import CommandFailed, compile_target_args, default_format, desired, fail, kubeconfig_args
 from gpugov.findings import Finding, Level, make
 from gpugov.findings.report import FORMATS, REPORTERS
 from gpugov.notify.cli import add_arguments as notify_arguments
+
+if TYPE_CHECKING:  # the commands import them when they run
+    from gpugov.app.desired import DesiredState
 
 
 def api_client(args: argparse.Namespace, in_cluster: bool = False) -> Any:

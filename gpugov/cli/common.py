@@ -1,18 +1,67 @@
-"""What every command shares: one-line failures, the findings format, the desired state."""
+"""What every command shares: one-line failures, the findings format, the desired state.
+
+Import-light on purpose: every command's options are registered through here before any
+command runs, so what a command needs (the declarations, the compiler) is imported when it
+runs, and choices owned by a heavy module are read from it only when argparse looks at them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+from collections.abc import Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, overload
 
-from gpugov.app.desired import DesiredState, InvalidDeclarations, desired_state, valid_model
 from gpugov.app.exit import ExitCode
-from gpugov.app.pipeline import InputError
-from gpugov.compile import BACKENDS, CompileError
-from gpugov.declarations.model import Model
-from gpugov.findings.report import REPORTERS
+
+if TYPE_CHECKING:
+    from gpugov.app.desired import DesiredState, InvalidDeclarations
+    from gpugov.declarations.model import Model
+
+
+class LazyChoices(Sequence[str]):
+    """An option's choices kept where they are defined ("gpugov.compile:BACKENDS"), imported the
+    first time argparse checks a value or prints them (that command's --help or usage, completion)."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    @cached_property
+    def _choices(self) -> tuple[str, ...]:
+        module, _, name = self.target.partition(":")
+        return tuple(getattr(importlib.import_module(module), name))
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._choices[index]
+
+    def __len__(self) -> int:
+        return len(self._choices)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._choices)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._choices
+
+
+def lazy_choices(action: argparse.Action, target: str) -> None:
+    """Give an option the choices `target` names, read when first needed. Set after add_argument,
+    which formats the option's metavar, and so reads its choices, to check it."""
+    action.choices = LazyChoices(target)
+
+
+def backend_arg(parser: argparse.ArgumentParser) -> None:
+    """--backend, one of the compiler's backends."""
+    lazy_choices(parser.add_argument("--backend", help="scheduler (default: the cluster's declared backend)"),
+                 "gpugov.compile:BACKENDS")
 
 
 class CommandFailed(Exception):
@@ -33,12 +82,17 @@ def default_format() -> str:
 
 
 def _refused(exc: InvalidDeclarations) -> CommandFailed:
+    from gpugov.findings.report import REPORTERS
+
     sys.stderr.write(REPORTERS["text"](exc.findings, len(exc.validation.files)))
     return CommandFailed("refusing to continue: the declarations have errors", exc.exit_code)
 
 
 def valid(repo: str) -> Model:
     """The model of a repository that validates; CommandFailed (findings on stderr) otherwise."""
+    from gpugov.app.desired import InvalidDeclarations, valid_model
+    from gpugov.app.pipeline import InputError
+
     try:
         return valid_model(Path(repo))[0]
     except InputError as exc:
@@ -49,6 +103,10 @@ def valid(repo: str) -> Model:
 
 def desired(args: argparse.Namespace) -> DesiredState:
     """The desired state for --cluster/--backend of args.repo; CommandFailed when there is none."""
+    from gpugov.app.desired import InvalidDeclarations, desired_state
+    from gpugov.app.pipeline import InputError
+    from gpugov.compile import CompileError
+
     try:
         return desired_state(Path(args.repo), cluster=args.cluster, backend=args.backend)
     except (InputError, CompileError) as exc:
@@ -60,7 +118,7 @@ def desired(args: argparse.Namespace) -> DesiredState:
 def compile_target_args(parser: argparse.ArgumentParser) -> None:
     """What to compile: shared by render, apply and drift."""
     parser.add_argument("repo", nargs="?", default=".", help="repository root")
-    parser.add_argument("--backend", choices=BACKENDS, help="scheduler (default: the cluster's declared backend)")
+    backend_arg(parser)
     parser.add_argument("--cluster", help="cluster to compile for (needed when several are declared)")
 
 

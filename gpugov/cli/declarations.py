@@ -8,16 +8,17 @@ import sys
 from pathlib import Path
 
 from gpugov.app.exit import ExitCode
-from gpugov.app.pipeline import InputError
-from gpugov.app.revision import read_revision
 from gpugov.cli.common import compile_target_args, default_format, desired, fail, valid
-from gpugov.compile import CompileError
-from gpugov.declarations.schema import schema_files
-from gpugov.findings.report import FORMATS, REPORTERS
-from gpugov.manifests import RenderError, dump_objects, manifest_files, write_tree
+from gpugov.findings.report import FORMATS
+
+# Each command imports what it runs on when it runs: registering them all must stay cheap.
 
 
 def cmd_validate(args: argparse.Namespace) -> ExitCode:
+    from gpugov.app.pipeline import InputError
+    from gpugov.app.revision import read_revision
+    from gpugov.findings.report import REPORTERS
+
     repo = Path(args.repo)
     base_model = None
     if args.base:
@@ -37,6 +38,8 @@ def cmd_validate(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_render(args: argparse.Namespace) -> ExitCode:
+    from gpugov.manifests import RenderError, dump_objects, manifest_files, write_tree
+
     if not args.stdout and not args.out:
         return fail("render needs --out DIR or --stdout")
     state = desired(args)
@@ -53,6 +56,10 @@ def cmd_render(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_plan(args: argparse.Namespace) -> ExitCode:
+    from gpugov.app.pipeline import InputError
+    from gpugov.app.revision import read_revision
+    from gpugov.compile import CompileError
+    from gpugov.findings.report import REPORTERS
     from gpugov.plan import make_plan, to_json
     from gpugov.plan.report import markdown, text
     from gpugov.sources.git import GitError, changed_paths
@@ -117,6 +124,8 @@ def cmd_codeowners(args: argparse.Namespace) -> ExitCode:
 def _codeowners_at(args: argparse.Namespace) -> ExitCode:
     """--check --rev REF: the revision's CODEOWNERS against its own declarations, both read from git
     (the pull-request gate runs a trusted gpugov on the head as data, never its checkout)."""
+    from gpugov.app.pipeline import InputError
+    from gpugov.app.revision import read_revision
     from gpugov.compile import codeowners
     from gpugov.sources.git import GitError, file_at
 
@@ -138,6 +147,8 @@ def _codeowners_at(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_schema(args: argparse.Namespace) -> ExitCode:
+    from gpugov.declarations.schema import schema_files
+
     files = schema_files()
     if args.out:
         out = Path(args.out)

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gpugov.app.exit import ExitCode
-from gpugov.cli.common import compile_target_args, desired, fail, kubeconfig_args
+from gpugov.cli.common import compile_target_args, desired, fail, kubeconfig_args, lazy_choices
 
 
 def cmd_doctor(args: argparse.Namespace) -> ExitCode:
@@ -52,8 +52,6 @@ def cmd_doctor(args: argparse.Namespace) -> ExitCode:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from gpugov.doctor.report import FORMATS
-
     p = sub.add_parser(
         "doctor",
         help="read-only readiness checks of a cluster (scheduler, Kueue settings, GPU stack, pools, admission); "
@@ -64,7 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     compile_target_args(p)
     kubeconfig_args(p)
-    p.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or markdown")
+    lazy_choices(p.add_argument("--format", default="text", help="text (default), json or markdown"),
+                 "gpugov.doctor.report:FORMATS")
     p.add_argument("--kueue-namespace", default="kueue-system", help="where Kueue is installed (kueue-system)")
     p.add_argument("--kueue-metrics", metavar="URL", help="Kueue's /metrics, e.g. through kubectl port-forward")
     p.add_argument("--dcgm-metrics", metavar="URL", help="a DCGM exporter's /metrics (one node's is enough)")

@@ -11,12 +11,15 @@ import argparse
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from gpugov.app.desired import DesiredState
 from gpugov.app.exit import ExitCode
-from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail, kubeconfig_args
+from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail, kubeconfig_args, lazy_choices
 from gpugov.kube.objects import LABEL_TENANT
-from gpugov.queueing.view import Snapshot, snapshot
+
+if TYPE_CHECKING:  # the commands import them when they run
+    from gpugov.app.desired import DesiredState
+    from gpugov.queueing.view import Snapshot
 
 Progress = Callable[[str], None]
 
@@ -62,6 +65,7 @@ def _snapshot(args: argparse.Namespace, state: DesiredState, what: str) -> Snaps
     from gpugov.cli.cluster import api_client
     from gpugov.cluster.impersonate import impersonate
     from gpugov.cluster.queues import read_queues
+    from gpugov.queueing.view import snapshot
     from gpugov.queueing.workload import WorkloadError
     from gpugov.sources import CheckIncomplete
 
@@ -131,15 +135,13 @@ def cmd_why(args: argparse.Namespace) -> ExitCode:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from gpugov.queueing.report import FORMATS
-
     compile_target_args(p)
     kubeconfig_args(p)
     p.add_argument("--as", dest="as_user", metavar="USER",
                    help="act as this user (Impersonate-User, like kubectl --as): see what a tenant sees")
     p.add_argument("--as-group", action="append", metavar="GROUP",
                    help="act as a member of this group too (repeatable; needs --as)")
-    p.add_argument("--format", choices=FORMATS, default="text")
+    lazy_choices(p.add_argument("--format", default="text"), "gpugov.queueing.report:FORMATS")
     p.add_argument("--page-size", type=positive, default=500, metavar="N", help="objects per list request (default 500)")
 
 

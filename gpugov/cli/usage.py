@@ -14,9 +14,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from gpugov.app.exit import ExitCode
-from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail, kubeconfig_args
+from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail, kubeconfig_args, lazy_choices
 from gpugov.cli.queue import positive, progress_printer
-from gpugov.compile import Backend
 
 
 def _write(path: str | None, text: str) -> None:
@@ -34,6 +33,7 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
 
     from gpugov.cli.cluster import api_client
     from gpugov.cluster.queues import read_workloads
+    from gpugov.compile import Backend
     from gpugov.queueing.workload import WorkloadError, from_object
     from gpugov.sources import CheckIncomplete
     from gpugov.sources.prometheus import utilisation_series
@@ -93,8 +93,6 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from gpugov.usage.formats import FORMATS
-
     p = sub.add_parser(
         "usage",
         help="the usage and cost ledger per tenant, cost centre and pool over a window",
@@ -111,7 +109,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prometheus", metavar="URL", help="Prometheus with DCGM metrics, for idle hours")
     p.add_argument("--no-idle", action="store_true", help="no Prometheus: leave idle hours at 0 (and say so)")
     p.add_argument("--step", type=positive, default=60, metavar="SECONDS", help="DCGM sampling step (default 60)")
-    p.add_argument("--format", choices=FORMATS, default="table")
+    lazy_choices(p.add_argument("--format", default="table"), "gpugov.usage.formats:FORMATS")
     p.add_argument("--out", metavar="FILE", help="write the ledger here instead of stdout")
     p.add_argument("--chart", metavar="FILE.svg", help="also write an SVG chart of usage per tenant over time")
     p.add_argument("--page-size", type=positive, default=500, metavar="N", help="objects per list request (default 500)")

@@ -9,20 +9,22 @@ import sys
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpugov.app.exit import ExitCode
-from gpugov.app.pipeline import InputError
-from gpugov.app.revision import WORKING_TREE, InvalidDeclarations, Revision, valid_revision
 from gpugov.cli.common import CommandFailed, fail, kubeconfig_args
-from gpugov.compile import Backend, CompileError
-from gpugov.declarations.model import Model
-from gpugov.findings.report import REPORTERS
-from gpugov.whatif.trace import Job, TraceError, dump_trace, read_trace
+
+if TYPE_CHECKING:  # the commands import them when they run
+    from gpugov.app.revision import Revision
+    from gpugov.declarations.model import Model
+    from gpugov.whatif.trace import Job
 
 DEFAULT_SYNTHETIC_JOBS = 2000
 
 
 def _label(revision: Revision) -> str:
+    from gpugov.app.revision import WORKING_TREE
+
     return WORKING_TREE if revision.ref is None or revision.commit is None else \
         f"`{revision.ref}` ({revision.commit[:8]})"
 
@@ -30,6 +32,10 @@ def _label(revision: Revision) -> str:
 def _valid(repo: Path, ref: str | None, what: Callable[[str], str]) -> tuple[Model, str]:
     """The model of `ref` (None: the working tree) and its label; refused (findings on stderr)
     when it does not validate. `what` names the revision in the refusal."""
+    from gpugov.app.pipeline import InputError
+    from gpugov.app.revision import WORKING_TREE, InvalidDeclarations, valid_revision
+    from gpugov.findings.report import REPORTERS
+
     try:
         revision = valid_revision(repo, ref, repository_checks=False)
     except InputError as exc:
@@ -45,6 +51,8 @@ def _valid(repo: Path, ref: str | None, what: Callable[[str], str]) -> tuple[Mod
 
 def _kueue_cluster(models: list[Model], wanted: str | None) -> str:
     """The cluster to replay: --cluster, or the only Kueue cluster both revisions know."""
+    from gpugov.compile import Backend
+
     known = sorted(set.intersection(*(set(m.cluster_names()) for m in models)))
     if wanted is not None:
         if wanted not in known:
@@ -62,11 +70,13 @@ def _kueue_cluster(models: list[Model], wanted: str | None) -> str:
 
 
 def cmd_whatif(args: argparse.Namespace) -> ExitCode:
+    from gpugov.compile import CompileError
     from gpugov.whatif.replay import kueue_setup, replay
     from gpugov.whatif.report import compare, markdown, to_json
     from gpugov.whatif.setup import SetupError
     from gpugov.whatif.simulate import Options
     from gpugov.whatif.synthetic import synthesize
+    from gpugov.whatif.trace import TraceError, read_trace
 
     repo = Path(args.repo)
     head, head_label = _valid(repo, args.head, lambda label: f"the head ({label})")
@@ -117,6 +127,7 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
 
 def cmd_trace_import(args: argparse.Namespace) -> ExitCode:
     from gpugov.whatif.importers import IMPORTERS, Mapping
+    from gpugov.whatif.trace import TraceError, dump_trace
 
     try:
         scale = Decimal(args.time_scale)
@@ -124,7 +135,8 @@ def cmd_trace_import(args: argparse.Namespace) -> ExitCode:
             raise InvalidOperation
     except InvalidOperation:
         return fail(f"--time-scale must be a number above 0, got {args.time_scale!r}")
-    mapping = Mapping(_pairs(args.map, "--map"), _pairs(args.model, "--model"), scale, not args.accelerators_only)
+    mapping = Mapping(_pairs(args.map, "--map"), _pairs(args.model, "--model"), scale, not args.accelerators_only,
+                      args.strict)
     path = Path(args.file)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -139,6 +151,8 @@ def cmd_trace_import(args: argparse.Namespace) -> ExitCode:
     tenants = sorted({j.tenant for j in jobs})
     print(f"imported {len(jobs):,} jobs of {len(tenants)} tenants ({', '.join(tenants[:8])}"
           f"{', ...' if len(tenants) > 8 else ''})" + (f"; left out {skipped}" if skipped else ""), file=sys.stderr)
+    for what, n in sorted(imported.notes.items()):  # every constraint, mapping and drop, counted
+        print(f"  {n:,} rows: {what}", file=sys.stderr)
     return _emit(dump_trace(jobs, args.format), args.out)
 
 
@@ -148,6 +162,7 @@ def cmd_trace_export(args: argparse.Namespace) -> ExitCode:
     from gpugov.cli.cluster import api_client
     from gpugov.cluster.workloads import finished_jobs
     from gpugov.sources import CheckIncomplete
+    from gpugov.whatif.trace import dump_trace
 
     try:
         jobs, skipped = finished_jobs(api_client(args))
@@ -161,9 +176,11 @@ def cmd_trace_export(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_trace_synth(args: argparse.Namespace) -> ExitCode:
+    from gpugov.compile import CompileError
     from gpugov.whatif.replay import kueue_setup
     from gpugov.whatif.setup import SetupError
     from gpugov.whatif.synthetic import synthesize
+    from gpugov.whatif.trace import dump_trace
 
     model, _ = _valid(Path(args.repo), None, lambda label: label)
     cluster = _kueue_cluster([model], args.cluster)
@@ -199,8 +216,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     trace = sub.add_parser("trace", help="job traces for whatif: import public ones, export a cluster's, synthesize")
     actions = trace.add_subparsers(dest="trace_command", metavar="ACTION")
     actions.required = True
-    p = actions.add_parser("import", help="convert an Alibaba (openb_pod_list) or Helios (cluster_log) trace")
-    p.add_argument("source", choices=("alibaba", "helios"))
+    p = actions.add_parser("import", help="convert an Alibaba (openb_pod_list), Helios (cluster_log) or "
+                           "AcmeTrace (trace_seren, trace_kalos) trace")
+    p.add_argument("source", choices=("alibaba", "helios", "acme"))
     p.add_argument("file", help="the public trace's CSV file")
     p.add_argument("--map", action="append", metavar="KEY=TENANT",
                    help="tenant of a QoS class (alibaba) or virtual cluster (helios); * for the rest")
@@ -208,6 +226,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="alibaba: accelerator model for a gpu_spec, e.g. V100M32=V100-32GB")
     p.add_argument("--time-scale", default="1", metavar="F", help="multiply every time by F (e.g. 0.01)")
     p.add_argument("--accelerators-only", action="store_true", help="leave out the trace's cpu and memory requests")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a constraint the import would drop (a gpu_spec alternative without --model)")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N jobs")
     p.add_argument("--format", choices=("csv", "jsonl"), default="csv")
     p.add_argument("-o", "--out", metavar="FILE", help="write here instead of stdout")

@@ -30,6 +30,7 @@ objects and always matches the compiled queues.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ from gpugov.compile.common import Object, Scope, metadata
 from gpugov.declarations.model import Decl
 from gpugov.kube.names import (
     KUEUE_KEY_PREFIX,
+    KUEUE_MAX_EXEC_TIME_LABEL,
     KUEUE_PREBUILT_WORKLOAD_LABEL,
     KUEUE_PRIORITY_LABEL,
     KUEUE_QUEUE_LABEL,
@@ -274,11 +276,21 @@ def declared_queues(scope: Scope) -> dict[str, str]:
     return {ns: f"{', '.join(sorted(names))} (declared in {origin[ns]})" for ns, names in sorted(found.items())}
 
 
-def queue_access_policy(scope: Scope) -> Object:
+# The API server refuses a CEL expression over 100,000 code points; the queue maps grow with the
+# tenants (about 110 per queue), so past this budget they are split over several policies.
+CEL_BUDGET = 60_000
+
+
+def queue_access_policy(scope: Scope, namespaces: Collection[str] | None = None, name: str = QUEUE_ACCESS) -> Object:
+    """The queue-access policy over the queues of `namespaces` (None: every tenant's)."""
     labels = _labels_expr()
+    allowed, declared = allowed_classes(scope), declared_queues(scope)
+    if namespaces is not None:
+        allowed = {key: classes for key, classes in allowed.items() if key.split("/", 1)[0] in namespaces}
+        declared = {ns: queues for ns, queues in declared.items() if ns in namespaces}
     return _policy(
         scope,
-        QUEUE_ACCESS,
+        name,
         {
             "failurePolicy": "Fail",
             "matchConstraints": {"resourceRules": _workload_rules(("CREATE", "UPDATE"))},
@@ -287,8 +299,8 @@ def queue_access_policy(scope: Scope) -> Object:
                 {"name": "has-queue", "expression": f"'{KUEUE_QUEUE_LABEL}' in {labels}"},
             ],
             "variables": [
-                {"name": "allowed", "expression": _cel(allowed_classes(scope))},
-                {"name": "declared", "expression": _cel(declared_queues(scope))},
+                {"name": "allowed", "expression": _cel(allowed)},
+                {"name": "declared", "expression": _cel(declared)},
                 {"name": "labels", "expression": labels},
                 {"name": "queue", "expression": f"request.namespace + '/' + variables.labels['{KUEUE_QUEUE_LABEL}']"},
                 {
@@ -334,6 +346,51 @@ def queue_access_policy(scope: Scope) -> Object:
             ],
         },
     )
+
+
+def queue_access_objects(scope: Scope) -> list[Object]:
+    """One queue-access policy bound everywhere while its maps fit CEL_BUDGET; past that, one policy a
+    shard of tenant namespaces (bound to them by name) and gpugov-queue-access, with no queue at all,
+    bound to every other namespace, so that a namespace no tenant declares still may use none."""
+    shards = _namespace_shards(scope)
+    if len(shards) == 1:
+        return [queue_access_policy(scope), _binding(scope, QUEUE_ACCESS)]
+    everyone = sorted(ns for shard in shards for ns in shard)
+    objects = [queue_access_policy(scope, (), QUEUE_ACCESS),
+               _binding(scope, QUEUE_ACCESS, _names_selector("NotIn", everyone))]
+    for number, shard in enumerate(shards, start=1):
+        name = f"{QUEUE_ACCESS}-{number}"
+        objects += [queue_access_policy(scope, shard, name), _binding(scope, name, _names_selector("In", shard))]
+    return objects
+
+
+def _names_selector(operator: str, namespaces: list[str]) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": operator, "values": namespaces}]}
+
+
+def _namespace_shards(scope: Scope) -> list[list[str]]:
+    """The tenant namespaces, in order, cut where the queue maps of a shard would pass CEL_BUDGET."""
+    declared = declared_queues(scope)
+    sizes = {namespace: len(_cel({namespace: queues})) for namespace, queues in declared.items()}
+    allowed_sizes: dict[str, int] = {}
+    for key, classes in allowed_classes(scope).items():
+        namespace = key.split("/", 1)[0]
+        allowed_sizes[namespace] = allowed_sizes.get(namespace, 0) + len(_cel({key: classes}))
+    return _cut({ns: max(sizes.get(ns, 0), allowed_sizes.get(ns, 0)) for ns in set(sizes) | set(allowed_sizes)})
+
+
+def _cut(sizes: dict[str, int]) -> list[list[str]]:
+    """The namespaces of `sizes` (namespace -> its code points in the largest literal), in order, cut
+    where a shard would pass CEL_BUDGET."""
+    shards: list[list[str]] = [[]]
+    size = 0
+    for namespace in sorted(sizes):
+        if shards[-1] and size + sizes[namespace] > CEL_BUDGET:
+            shards.append([])
+            size = 0
+        shards[-1].append(namespace)
+        size += sizes[namespace]
+    return shards
 
 
 def accelerator_resources(scope: Scope) -> list[str]:
@@ -636,6 +693,93 @@ def _job_pod_need_a_queue_policy(scope: Scope) -> Object:
     )
 
 
+MAX_RUNTIME = "gpugov-max-runtime"
+# The kinds Kueue runs whose own labels carry the max-exec-time label (Kueue reads the object's labels).
+MAX_RUNTIME_KINDS = tuple(k for k in WORKLOAD_KINDS if k.integration and k.labels == "metadata.labels")
+
+
+def _shown(seconds: int) -> str:
+    """A limit in the largest unit that divides it: 86400 -> 1d, 5400 -> 90m."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def max_runtimes(scope: Scope) -> dict[str, dict[str, int]]:
+    """namespace -> priority class ('*': a job naming no listed class) -> the most seconds a job there may
+    ask for (issue #26: Guardrails.reclaim.maxRuntime, a tenant's over it); namespaces without a limit left out."""
+    limits: dict[str, dict[str, int]] = {}
+    for name in sorted(scope.tenants):
+        tenant = scope.tenants[name]
+        policy = scope.model.reclaim_policy(tenant)
+        if policy is None or (policy.max_runtime_default is None and not policy.max_runtime):
+            continue
+        per_class = dict(policy.max_runtime)
+        if policy.max_runtime_default is not None:
+            per_class["*"] = policy.max_runtime_default
+        for namespace in tenant.namespaces:
+            limits[namespace] = per_class
+    return limits
+
+
+def max_runtime_policy(scope: Scope, limits: dict[str, dict[str, int]], name: str = MAX_RUNTIME) -> Object:
+    """A job in a namespace with a declared maximum runtime must carry Kueue's max-exec-time label, at
+    most that limit: Kueue then deactivates it once it has run that long. Refused, never defaulted: the
+    built kube-apiserver serves no MutatingAdmissionPolicy (alpha, off by default), so the message says
+    which label to set and to what."""
+    label = KUEUE_MAX_EXEC_TIME_LABEL
+    shown = {ns: {pc: _shown(sec) for pc, sec in per.items()} for ns, per in limits.items()}
+    return _policy(
+        scope,
+        name,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _workload_rules(("CREATE", "UPDATE"), MAX_RUNTIME_KINDS)},
+            "matchConditions": [
+                _not_trusted(scope),
+                {"name": "limited-namespace", "expression": f"request.namespace in {_cel(sorted(limits))}"},
+                {"name": "has-queue", "expression": f"has(object.metadata.labels) && "
+                 f"'{KUEUE_QUEUE_LABEL}' in object.metadata.labels"},
+            ],
+            "variables": [
+                {"name": "limits", "expression": _cel(limits)},
+                {"name": "shown", "expression": _cel(shown)},
+                {"name": "labels", "expression": "object.metadata.labels"},
+                {"name": "priorityClass", "expression": f"'{KUEUE_PRIORITY_LABEL}' in variables.labels ? "
+                 f"variables.labels['{KUEUE_PRIORITY_LABEL}'] : ''"},
+                {"name": "perClass", "expression": "variables.limits[request.namespace]"},
+                {"name": "key", "expression": "variables.priorityClass in variables.perClass ? "
+                 "variables.priorityClass : '*'"},
+                {"name": "limit", "expression": "variables.key in variables.perClass ? "
+                 "variables.perClass[variables.key] : -1"},
+                {"name": "what", "expression": "'queue ' + request.namespace + '/' + "
+                 f"variables.labels['{KUEUE_QUEUE_LABEL}'] + (variables.priorityClass == '' ? '' : "
+                 "' (priority class ' + variables.priorityClass + ')') + ' allows at most ' + "
+                 "string(variables.limit) + ' seconds (' + (variables.limit < 0 ? '' : "
+                 "variables.shown[request.namespace][variables.key]) + ', reclaim.maxRuntime)'"},
+                {"name": "asked", "expression": f"'{label}' in variables.labels ? variables.labels['{label}'] : ''"},
+            ],
+            "validations": [
+                {
+                    "expression": f"variables.limit < 0 || '{label}' in variables.labels",
+                    "messageExpression": f"object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    f"' has no {label} label: ' + variables.what + '; set the label to at most ' + "
+                    "string(variables.limit)",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": f"variables.limit < 0 || !('{label}' in variables.labels) || "
+                    "(variables.asked.matches('^[0-9]{1,10}$') && int(variables.asked) <= variables.limit)",
+                    "messageExpression": f"object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    f"' asks {label}=' + variables.asked + ': ' + variables.what",
+                    "reason": "Forbidden",
+                },
+            ],
+        },
+    )
+
+
 VOLCANO_QUEUE_ACCESS = "gpugov-volcano-queue-access"
 VOLCANO_NEED_VOLCANO = "gpugov-volcano-accelerators-need-volcano"
 _VOLCANO_RULES = [
@@ -708,8 +852,7 @@ def admission_objects(scope: Scope) -> list[Object]:
             _binding(scope, VOLCANO_NEED_VOLCANO, not_system),
         ]
     return [
-        queue_access_policy(scope),
-        _binding(scope, QUEUE_ACCESS),
+        *queue_access_objects(scope),
         need_a_queue_policy(scope),
         _binding(scope, NEED_A_QUEUE, not_system),
         ownership_policy(scope),
@@ -720,4 +863,20 @@ def admission_objects(scope: Scope) -> list[Object]:
         _binding(scope, DEVICE_ACCESS, not_system),
         pod_priority_policy(scope),
         _binding(scope, POD_PRIORITY, not_system),
+        *_max_runtime_objects(scope, not_system),
     ]
+
+
+def _max_runtime_objects(scope: Scope, not_system: dict[str, Any]) -> list[Object]:
+    """The max-runtime policy, only where a reclaim policy declares a maximum runtime; past CEL_BUDGET,
+    one a shard of the limited namespaces, each bound to its own."""
+    limits = max_runtimes(scope)
+    shards = _cut({ns: 2 * len(_cel({ns: per})) for ns, per in limits.items()})  # limits and how they read
+    if len(shards) <= 1:
+        return [max_runtime_policy(scope, limits), _binding(scope, MAX_RUNTIME, not_system)] if limits else []
+    objects: list[Object] = []
+    for number, shard in enumerate(shards, start=1):
+        name = f"{MAX_RUNTIME}-{number}"
+        objects += [max_runtime_policy(scope, {ns: limits[ns] for ns in shard}, name),
+                    _binding(scope, name, _names_selector("In", shard))]
+    return objects

@@ -14,14 +14,23 @@ Secret NOTIFY_SECRET (GPUGOV_NOTIFY names the sinks, GPUGOV_*_WEBHOOK_URL / _SEC
 settings); without that Secret drift runs and fails the Job, but sends nothing. What was sent
 is kept in the ConfigMap NOTIFY_STATE (a Job's pod keeps no files), which the drift
 ServiceAccount may get and patch, and no other ConfigMap.
+
+The reclaim CronJob (issue #26) runs `gpugov reclaim --apply` where a tenant of the cluster has a
+reclaim idle policy and the Cluster names its Prometheus (`operations.prometheus`); without the
+metric every workload would be 'unknown', so without the URL none is emitted. Its ServiceAccount
+may get, list and watch Workloads and Pods (cluster-wide: everything is read before anything is
+decided), and patch Workloads and create Events only in the namespaces of the tenants whose idle
+policy it applies (a RoleBinding in each): nothing else. Its alert state lives in an emptyDir, not a
+ConfigMap: each warning and deactivation happens once (the Workload's annotations say so), so there
+is nothing to deduplicate across runs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpugov.compile.common import Object, Scope, metadata
-from gpugov.kube.kinds import KINDS
+from gpugov.compile.common import Backend, Object, Scope, metadata
+from gpugov.kube.kinds import KINDS, WORKLOAD
 from gpugov.kube.objects import LABEL_COMPONENT
 
 DRIFT = "gpugov-drift"
@@ -31,6 +40,8 @@ AGENT_NODE_SELECTOR = {"nvidia.com/gpu.present": "true"}  # GPU Feature Discover
 AGENT_URL = f"http://{{node_ip}}:{AGENT_PORT}/snapshot.json"  # drift's --agent-url for the DaemonSet below
 NOTIFY_SECRET = "gpugov-notify"  # optional: GPUGOV_NOTIFY and the sinks' GPUGOV_* settings
 NOTIFY_STATE = f"{DRIFT}-notify-state"  # ConfigMap: what the CronJob last sent (deduplication)
+RECLAIM = "gpugov-reclaim"
+RECLAIM_STATE_DIR = "/var/run/gpugov"  # the reclaim pod's emptyDir (its notify state)
 READ_VERBS = ["get", "list", "watch"]
 ALWAYS_READ = (("v1", "Node"), ("v1", "Pod"), ("v1", "Namespace"))
 
@@ -100,6 +111,68 @@ def drift_objects(scope: Scope, kinds: set[tuple[str, str]]) -> list[Object]:
     ]
 
 
+def reclaim_namespaces(scope: Scope) -> list[str]:
+    """The namespaces of this cluster's tenants that declare an idle policy: where reclaim may act."""
+    found = set()
+    for tenant in scope.tenants.values():
+        policy = scope.model.reclaim_policy(tenant)
+        if policy is not None and policy.idle is not None:
+            found.update(tenant.namespaces)
+    return sorted(found)
+
+
+def reclaim_objects(scope: Scope) -> list[Object]:
+    """The reclaim CronJob and its least RBAC; none without an idle policy or a declared Prometheus."""
+    cluster = scope.cluster
+    namespaces = reclaim_namespaces(scope)
+    if not namespaces or not cluster.prometheus_url:
+        return []
+    ns = cluster.operations_namespace
+    rbac = "rbac.authorization.k8s.io"
+    subjects = [{"kind": "ServiceAccount", "name": RECLAIM, "namespace": ns}]
+    reader, actor = f"{RECLAIM}-reader", f"{RECLAIM}-actor"
+    container = _hardened({
+        "name": "reclaim",
+        "image": cluster.operations_image,
+        "args": ["reclaim", "/config", "--cluster", cluster.name, "--prometheus", cluster.prometheus_url,
+                 "--apply", "--format", "json"],
+        "env": [{"name": "GPUGOV_NOTIFY_STATE", "value": f"{RECLAIM_STATE_DIR}/notify-state.json"}],
+        "envFrom": [{"secretRef": {"name": NOTIFY_SECRET, "optional": True}}],
+        "volumeMounts": [{"name": "state", "mountPath": RECLAIM_STATE_DIR}],
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+    })
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(scope, RECLAIM, "reclaim")},
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": _meta(scope, reader, "reclaim", namespaced=False),
+         "rules": [{"apiGroups": [WORKLOAD.group], "resources": [WORKLOAD.plural],
+                    "verbs": list(READ_VERBS)},
+                   {"apiGroups": [""], "resources": ["pods"], "verbs": list(READ_VERBS)}]},
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding",
+         "metadata": _meta(scope, reader, "reclaim", namespaced=False),
+         "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": reader}, "subjects": subjects},
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": _meta(scope, actor, "reclaim", namespaced=False),
+         "rules": [{"apiGroups": [WORKLOAD.group], "resources": [WORKLOAD.plural],
+                    "verbs": ["patch"]},
+                   {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]},
+        # bound only where an idle policy applies: a tenant without one keeps its Workloads out of reach
+        *({"apiVersion": f"{rbac}/v1", "kind": "RoleBinding",
+           "metadata": metadata(actor, cluster, {LABEL_COMPONENT: "reclaim"}, namespace),
+           "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": actor}, "subjects": subjects}
+          for namespace in namespaces),
+        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(scope, RECLAIM, "reclaim"), "spec": {
+            "schedule": cluster.reclaim_schedule,
+            "concurrencyPolicy": "Forbid",
+            "jobTemplate": {"spec": {"backoffLimit": 0, "template": {"spec": {
+                "serviceAccountName": RECLAIM,
+                "restartPolicy": "Never",
+                "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
+                "containers": [container],
+                "volumes": [{"name": "state", "emptyDir": {"sizeLimit": "1Mi"}}],
+            }}}},
+        }},
+    ]
+
+
 def agent_objects(scope: Scope) -> list[Object]:
     cluster = scope.cluster
     labels = {"app.kubernetes.io/name": AGENT}
@@ -145,4 +218,5 @@ def operations_objects(scope: Scope, objects: list[Object]) -> list[Object]:
     kinds |= {("v1", "ServiceAccount"), ("v1", "ConfigMap"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
               ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
               ("batch/v1", "CronJob")}
-    return [*result, *drift_objects(scope, kinds), *agent]
+    reclaim = reclaim_objects(scope) if scope.backend is Backend.KUEUE else []
+    return [*result, *drift_objects(scope, kinds), *agent, *reclaim]

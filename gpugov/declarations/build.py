@@ -215,6 +215,7 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
             ),
             quotas=_pool_quotas(spec, model.pools),
             weight=_weight(spec),
+            reclaim_spec=spec.get("reclaim") or {},
         )
     for name, doc in unique("PriorityClass"):
         spec = defaulted("PriorityClass", doc.data["spec"])

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from gpugov.catalog import MODELS, AcceleratorModel, HamiUnits, mig_resource_name
 from gpugov.catalog.accelerators import unknown_model
-from gpugov.declarations.schema import defaulted
+from gpugov.declarations.schema import defaulted, defaulted_reclaim
 from gpugov.findings import Location, Locator
 
 DEFAULT_CLUSTER = "default"
@@ -151,6 +151,8 @@ class Cluster(Decl):
     kube_system_uid: str | None = None  # spec.identity: the physical cluster it is pinned to
     prune_limit_objects: int = 30  # spec.pruneLimit (the schema's defaults; repeated for clusters built in code)
     prune_limit_fraction: Decimal = Decimal("0.5")
+    prometheus_url: str | None = None  # spec.operations.prometheus: what the reclaim CronJob reads
+    reclaim_schedule: str = "*/5 * * * *"  # spec.operations.reclaimSchedule
 
 
 @dataclass(frozen=True, eq=False)
@@ -312,6 +314,7 @@ class Tenant(Decl):
     queues: tuple[Queue, ...] = ()
     quotas: tuple[PoolQuota, ...] = ()
     weight: int | None = None
+    reclaim_spec: dict[str, Any] = field(default_factory=dict)  # spec.reclaim as declared (over Guardrails')
 
 
 @dataclass(frozen=True, eq=False)
@@ -366,9 +369,75 @@ class Guardrails(Decl):
     idle_window: str
     declared: bool = True
     isolation: Isolation = field(default_factory=Isolation)
+    reclaim_spec: dict[str, Any] | None = None  # spec.reclaim as declared; None: no reclaim policy
 
     def ratio_for(self, pool: str) -> Decimal:
         return self.pool_capacity_ratios.get(pool, self.capacity_ratio)
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(text: str) -> int:
+    """A schema-valid duration (`30m`, `24h`, `7d`) in seconds."""
+    return int(text[:-1]) * _DURATION_UNITS[text[-1]]
+
+
+@dataclass(frozen=True)
+class IdlePolicy:
+    """When an admitted workload counts as idle, and what is done about it (gpugov.reclaim)."""
+
+    metric: str
+    below_percent: Decimal
+    window: int  # seconds
+    grace: int  # seconds between the warning and the action
+    action: str  # notify | deactivate
+    exempt_classes: tuple[str, ...] = ()
+    exempt_queues: tuple[str, ...] = ()
+    exempt_non_preemptible: bool = True
+
+
+@dataclass(frozen=True)
+class ReclaimPolicy:
+    """A tenant's reclaim policy: Guardrails.reclaim with the tenant's own fields over it."""
+
+    max_runtime_default: int | None  # seconds
+    max_runtime: dict[str, int]  # priority class -> seconds
+    idle: IdlePolicy | None
+    snooze_maximum: int  # seconds
+
+    def max_runtime_for(self, priority_class: str) -> int | None:
+        return self.max_runtime.get(priority_class, self.max_runtime_default)
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        merged[key] = _merged(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) \
+            else value
+    return merged
+
+
+def reclaim_from_spec(spec: dict[str, Any]) -> ReclaimPolicy:
+    filled = defaulted_reclaim(spec)
+    runtime = filled.get("maxRuntime") or {}
+    idle = filled.get("idle")
+    exempt = (idle or {}).get("exempt") or {}
+    return ReclaimPolicy(
+        max_runtime_default=duration_seconds(runtime["default"]) if "default" in runtime else None,
+        max_runtime={name: duration_seconds(text) for name, text in sorted((runtime.get("priorityClasses") or {}).items())},
+        idle=None if idle is None else IdlePolicy(
+            metric=idle["metric"],
+            below_percent=Decimal(str(idle["belowPercent"])),
+            window=duration_seconds(idle["window"]),
+            grace=duration_seconds(idle["grace"]),
+            action=idle["action"],
+            exempt_classes=tuple(exempt["priorityClasses"]),
+            exempt_queues=tuple(exempt["queues"]),
+            exempt_non_preemptible=exempt["nonPreemptible"],
+        ),
+        snooze_maximum=duration_seconds(filled["snooze"]["maximum"]),
+    )
 
 
 @dataclass
@@ -458,6 +527,13 @@ class Model:
                 totals[(quota.pool, charge.resource)] += charge.amount
         return dict(sorted(totals.items()))
 
+    def reclaim_policy(self, tenant: Tenant) -> ReclaimPolicy | None:
+        """The tenant's reclaim policy; None when neither Guardrails nor the tenant declares one."""
+        base = self.limits.reclaim_spec
+        if base is None and not tenant.reclaim_spec:
+            return None
+        return reclaim_from_spec(_merged(base or {}, tenant.reclaim_spec))
+
     def tenant_of_namespace(self) -> dict[str, str]:
         owners: dict[str, str] = {}
         for tenant in self.tenants.values():
@@ -496,6 +572,8 @@ def cluster_from_spec(name: str, doc: Locator, declared_spec: dict[str, Any], de
         kube_system_uid=(spec.get("identity") or {}).get("kubeSystemUID"),
         prune_limit_objects=spec["pruneLimit"]["objects"],
         prune_limit_fraction=Decimal(str(spec["pruneLimit"]["fraction"])),
+        prometheus_url=operations.get("prometheus"),
+        reclaim_schedule=operations["reclaimSchedule"],
     )
 
 
@@ -531,6 +609,7 @@ def guardrails_from_spec(name: str, doc: Locator, declared_spec: dict[str, Any],
         idle_window=spec["idle"]["window"],
         declared=declared,
         isolation=_isolation(spec["isolation"]),
+        reclaim_spec=declared_spec.get("reclaim"),
     )
 
 

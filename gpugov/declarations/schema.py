@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import jsonschema_rs
 
 from gpugov.catalog import MODELS
@@ -20,6 +19,9 @@ from gpugov.catalog.spec import ACCELERATOR_MODEL_SPEC, NAME_PATTERN, VNPU_TEMPL
 from gpugov.catalog.suggest import closest
 from gpugov.declarations.loader import SourceDoc
 from gpugov.findings import Finding, Level, make, rule
+
+if TYPE_CHECKING:  # imported by _full, for the documents that fail: it takes longer to import than most validations
+    import jsonschema
 
 API_VERSION = "gpugov.io/v1alpha1"
 SCHEMA_BASE = "https://gpugov.io/schemas/v1alpha1/"
@@ -221,6 +223,62 @@ _ISOLATION = {
 }
 
 
+# The reclaim policy (issue #26, gpugov.reclaim): Guardrails.reclaim holds the organisation's defaults
+# (declaring it is the opt-in), a Tenant's reclaim overrides them field by field. Only the Guardrails'
+# copy carries defaults: a tenant's fields left out are the Guardrails' (or these defaults).
+DURATION_PATTERN = r"^[0-9]+[smhd]$"
+_DURATION = {"type": "string", "pattern": DURATION_PATTERN}
+# Per-pod utilisation metrics gpugov reads: DCGM's graphics-engine activity (0..1, works on MIG), DCGM's
+# GPU utilisation (percent, where profiling metrics are off), the Ascend npu-exporter's (percent).
+RECLAIM_METRICS = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL", "container_npu_utilization")
+
+
+def _reclaim_spec(with_defaults: bool) -> dict[str, Any]:
+    def d(prop: dict[str, Any], default: Any) -> dict[str, Any]:
+        return {**prop, "default": default} if with_defaults else prop
+
+    idle_props = {
+        "metric": d({"enum": list(RECLAIM_METRICS), "description": "The per-pod utilisation metric: "
+                     "DCGM_FI_PROF_GR_ENGINE_ACTIVE (also on MIG), DCGM_FI_DEV_GPU_UTIL (where DCGM's profiling "
+                     "metrics are off) or container_npu_utilization (the Ascend npu-exporter, for NPU pools)."},
+                    RECLAIM_METRICS[0]),
+        "belowPercent": d({"type": "number", "minimum": 0, "maximum": 100,
+                           "description": "A workload is idle while every one of its pods stays below this."}, 5),
+        "window": d({**_DURATION, "description": "How long a workload must stay idle before it is warned."}, "2h"),
+        "grace": d({**_DURATION, "description": "Time between the warning and the action."}, "1h"),
+        "action": d({"enum": ["notify", "deactivate"], "description": "notify: warn only; deactivate: after the "
+                     "grace, set the Workload's spec.active=false (Kueue frees its quota)."}, "notify"),
+        "exempt": _spec(
+            {
+                "priorityClasses": d({**_STRINGS, "description": "Never reclaimed (e.g. serving)."}, []),
+                "queues": d({**_STRINGS, "description": "LocalQueue names never reclaimed (e.g. interactive)."}, []),
+                "nonPreemptible": d({"type": "boolean", "description": "Priority classes declared "
+                                     "preemptible: false are never reclaimed."}, True),
+            }
+        ),
+    }
+    props = {
+        "maxRuntime": {
+            **_spec(
+                {
+                    "default": {**_DURATION, "description": "For a job whose priority class is not listed."},
+                    "priorityClasses": {"type": "object", "additionalProperties": _DURATION,
+                                        "description": "Priority class -> the longest runtime a job may ask for."},
+                }
+            ),
+            "description": "The most a job may ask for through Kueue's kueue.x-k8s.io/max-exec-time-seconds label "
+            "(refused at admission above it, or without it).",
+        },
+        "idle": {**(_opt_in(idle_props) if with_defaults else _spec(idle_props)),
+                 "description": "Reclaiming idle accelerators (gpugov reclaim); declaring it is the opt-in."},
+        "snooze": _spec({"maximum": d({**_DURATION, "description": "The furthest ahead a job owner may snooze "
+                                       "reclaiming (annotation gpugov.io/reclaim-snooze-until)."}, "8h")}),
+    }
+    if with_defaults:
+        return {**_opt_in(props), "description": "Reclaiming held accelerators, for every tenant (opt-in)."}
+    return {**_spec(props), "description": "This tenant's reclaim policy, field by field over Guardrails.reclaim."}
+
+
 SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "GPUPool": (
         "A pool of identical accelerators on a set of nodes (hardware/).",
@@ -361,6 +419,7 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 },
                 "quotas": _POOL_QUOTAS,
                 "fairSharing": _FAIR_SHARING,
+                "reclaim": _reclaim_spec(with_defaults=False),
             },
             ["namespaces"],
         ),
@@ -422,6 +481,7 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                     }
                 ),
                 "isolation": _ISOLATION,
+                "reclaim": _reclaim_spec(with_defaults=True),
             }
         ),
     ),
@@ -447,6 +507,18 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                             "description": "Cron schedule of the drift CronJob.",
                         },
                         "agent": {"type": "boolean", "default": True, "description": "Run the NVML node agent on GPU nodes."},
+                        "prometheus": {
+                            "type": "string",
+                            "pattern": "^https?://[^\\s]+$",
+                            "description": "The Prometheus with the reclaim policy's metric (DCGM, the npu-exporter), as "
+                            "the cluster's pods reach it. With it and a reclaim idle policy, compile emits the "
+                            "gpugov-reclaim CronJob.",
+                        },
+                        "reclaimSchedule": {
+                            "type": "string",
+                            "default": "*/5 * * * *",
+                            "description": "Cron schedule of the reclaim CronJob (gpugov reclaim --apply).",
+                        },
                     },
                     ["image"],
                 ),
@@ -561,6 +633,11 @@ def _fill(tree: _Nested, data: dict[str, Any]) -> dict[str, Any]:
     return filled
 
 
+def defaulted_reclaim(spec: dict[str, Any]) -> dict[str, Any]:
+    """A reclaim block (Guardrails' and a tenant's merged) with Guardrails.reclaim's defaults filled in."""
+    return _fill(_defaults_of("Guardrails")["reclaim"], spec)
+
+
 def defaulted(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
     """A schema-valid spec with the schema's defaults filled in, at every depth (an absent
     object is filled as if declared empty). The schema is the one place defaults are written:
@@ -574,6 +651,8 @@ def _fast(kind: str) -> Any:
 
 @cache
 def _full(kind: str) -> jsonschema.Draft7Validator:
+    import jsonschema
+
     return jsonschema.Draft7Validator(kind_schema(kind))
 
 

@@ -2,8 +2,12 @@
 
 Only fields present in the desired object are compared, so server defaults and status
 never count; quantities compare canonically ("8", 8 and "8000m" are equal); lists of
-named entries (flavors, resources, tolerations by key) match by name. The field managers
-recorded in managedFields name who changed a field.
+named entries (flavors, resources, tolerations by key) match by name; an empty map or list
+equals an absent one. Kueue's scheduler objects compare by meaning (gpugov.kube.canonical):
+a namespaceSelector by matchLabels equals its matchExpressions, resources may come in any
+order, and a field gpugov sets to Kueue's default equals a live object that leaves it out
+(a ClusterQueue written by hand before gpugov took it over). The field managers recorded in
+managedFields name who changed a field.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from gpugov.declarations.model import Model
 from gpugov.drift.live import LiveState
 from gpugov.drift.rules import OBJECT_CHANGED, OBJECT_MISSING, OBJECT_NOT_DESIRED
 from gpugov.findings import Finding, Location, make
+from gpugov.kube.canonical import canonical, with_defaults
 from gpugov.kube.objects import LABEL_TENANT, MANAGED_BY, MANAGER, without_source
 from gpugov.kube.quantity import QuantityError, parse_quantity
 
@@ -47,8 +52,9 @@ def differences(desired: Any, live: Any, path: Path = ()) -> Iterator[tuple[Path
             yield path, desired, live
             return
         for key, value in desired.items():
-            if key not in live:
-                yield (*path, key), value, None
+            if key not in live or live[key] is None:
+                if value not in ({}, [], None):  # an empty map or list is what the API stores as absent
+                    yield (*path, key), value, None
             else:
                 yield from differences(value, live[key], (*path, key))
     elif isinstance(desired, list):
@@ -138,7 +144,7 @@ def object_findings(desired: list[Object], live: LiveState, model: Model | None 
         if current is None:
             findings.append(make(OBJECT_MISSING, f"{label} is missing", source_location(obj), object=label))
             continue
-        diffs = list(differences(owned_view(obj), current))
+        diffs = list(differences(canonical(owned_view(obj), kind), canonical(with_defaults(current))))
         if not diffs:
             continue
         path, declared, actual = diffs[0]
@@ -148,7 +154,7 @@ def object_findings(desired: list[Object], live: LiveState, model: Model | None 
         findings.append(make(
             OBJECT_CHANGED, f"{label}: {_text(path)} is {_short(actual)}, declared {_short(declared)}{by}{more}",
             quota_location(model, obj, path) or source_location(obj), object=label, field=_text(path), declared=_short(declared), live=_short(actual),
-            changed_by=",".join(managers),
+            changed_by=",".join(managers), fields=",".join(_text(d[0]) for d in diffs),
         ))
     for key, current in live.objects.items():
         labels = current.get("metadata", {}).get("labels") or {}

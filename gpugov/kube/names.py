@@ -16,6 +16,10 @@ KUEUE_PRIORITY_LABEL = f"{KUEUE_GROUP}/priority-class"  # a job's WorkloadPriori
 KUEUE_ADMITTED_LABEL = f"{KUEUE_GROUP}/local-queue-name"
 KUEUE_PREBUILT_WORKLOAD_LABEL = f"{KUEUE_GROUP}/prebuilt-workload-name"
 KUEUE_WORKLOAD_ANNOTATION = f"{KUEUE_GROUP}/workload"
+# A job's maximum execution time in seconds, set by its user (Kueue: constants.MaxExecTimeSecondsLabel,
+# immutable); Kueue copies it to the Workload's spec.maximumExecutionTimeSeconds and deactivates the
+# Workload (spec.active=false) once it has run that long admitted.
+KUEUE_MAX_EXEC_TIME_LABEL = f"{KUEUE_GROUP}/max-exec-time-seconds"
 # Kueue's visibility API: an aggregated API server (pending workloads, positions)
 VISIBILITY_GROUP = f"visibility.{KUEUE_GROUP}"
 VISIBILITY_API = f"{VISIBILITY_GROUP}/{KUEUE_VERSION}"

@@ -21,6 +21,11 @@ LABEL_COMPONENT = "gpugov.io/component"  # gpugov's own objects: operations, adm
 LABEL_MIG_CONFIG = "gpugov.io/mig-config"  # "true" on the MIG ConfigMap
 ANNOTATION_TAINTS = "gpugov.io/taints"  # on a Node: the taints gpugov set, to remove them when undeclared
 ANNOTATION_ALLOWED_PRIORITY_CLASSES = "gpugov.io/allowed-priority-classes"  # on a LocalQueue
+# gpugov reclaim (issue #26), on a Workload: when gpugov warned it was idle, when it deactivated it,
+# and the snooze its owner may set (an RFC 3339 time, at most the declared snooze.maximum ahead).
+ANNOTATION_RECLAIM_WARNED = "gpugov.io/reclaim-warned-at"
+ANNOTATION_RECLAIM_DEACTIVATED = "gpugov.io/reclaim-deactivated-at"
+ANNOTATION_RECLAIM_SNOOZE = "gpugov.io/reclaim-snooze-until"
 
 
 def object_key(obj: Object) -> Key:

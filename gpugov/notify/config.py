@@ -12,8 +12,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import yaml
-
 from gpugov.notify.sinks import SINKS, Sink
 from gpugov.notify.transport import Transport
 
@@ -96,6 +94,8 @@ def _from_env_lines(path: Path, text: str) -> dict[str, str]:
 
 
 def _from_yaml(path: Path, text: str) -> dict[str, str]:
+    import yaml  # here, not at the top: `gpugov --help` builds the --notify options without it
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -91,6 +91,25 @@ _OWNERS = {
 
 _HW = HARDWARE_CHANGED
 
+
+def _reclaim() -> dict[str, Field]:
+    """spec.reclaim (Guardrails' and a tenant's): a policy that reclaims later or less loosens a guardrail.
+    A duration is no quantity, so any change of one is asked about."""
+    fields = {
+        "maxRuntime.default": widens("changed", GUARDRAIL_LOOSENED),
+        "maxRuntime.priorityClasses.*": widens("changed", GUARDRAIL_LOOSENED),
+        "idle.metric": widens("changed", GUARDRAIL_LOOSENED),
+        "idle.belowPercent": widens("down", GUARDRAIL_LOOSENED),
+        "idle.window": widens("changed", GUARDRAIL_LOOSENED),
+        "idle.grace": widens("changed", GUARDRAIL_LOOSENED),
+        "idle.action": widens("changed", GUARDRAIL_LOOSENED),
+        "idle.exempt.priorityClasses": widens("added", GUARDRAIL_LOOSENED),
+        "idle.exempt.queues": widens("added", GUARDRAIL_LOOSENED),
+        "idle.exempt.nonPreemptible": widens("up", GUARDRAIL_LOOSENED),
+        "snooze.maximum": widens("changed", GUARDRAIL_LOOSENED),
+    }
+    return {f"spec.reclaim.{name}": entry for name, entry in fields.items()}
+
 DIRECTIONS: dict[str, dict[str, Field]] = {
     "Tenant": {
         **_METADATA,
@@ -109,6 +128,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         "spec.queues[].priorityClasses": widens("added", QUEUE_WIDENED),
         **_quotas(),
         "spec.fairSharing.weight": widens("up", FAIR_SHARE_RAISED),
+        **_reclaim(),
     },
     "Department": {
         **_METADATA,
@@ -150,6 +170,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         "spec.isolation.trustedControllers.groups": widens("added", GUARDRAIL_LOOSENED),
         "spec.isolation.podPriorityClasses": widens("changed", GUARDRAIL_LOOSENED),
         "spec.isolation.deviceRuntimeClasses": widens("changed", GUARDRAIL_LOOSENED),
+        **_reclaim(),
     },
     "Cluster": {
         **_METADATA,

@@ -23,6 +23,7 @@ from gpugov.policy import (
     naming,
     ownership,
     priorities,
+    reclaim,
     references,
     repository,
 )
@@ -30,7 +31,7 @@ from gpugov.policy.checks import change_checks, model_checks
 
 FAMILIES = (
     references, naming, accelerators, capacity, mig, hardware, priorities, ownership, conformance, repository,
-    isolation,
+    isolation, reclaim,
 )
 
 

@@ -18,6 +18,7 @@ from gpugov.findings import Rule
 from gpugov.findings.markdown import table
 from gpugov.plan import risks
 from gpugov.policy import FAMILIES
+from gpugov.reclaim import rules as reclaim_rules
 from gpugov.yamlpos import reader
 
 RULE_MODULES: tuple[ModuleType, ...] = (
@@ -27,6 +28,7 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     build,  # GG010: duplicate names
     *FAMILIES,  # GG011-GG140: policy on the model
     drift_rules,  # GD: the live cluster against the declarations
+    reclaim_rules,  # GD040, GD041: gpugov reclaim's warnings and deactivations
     risks,  # GP: risks of a change, in the pull request's plan
 )
 CHECK_LEVEL = "fail"  # the worst outcome of a readiness check

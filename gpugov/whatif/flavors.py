@@ -130,7 +130,10 @@ def assign(wl: Workload, cq: ClusterQueue, flavors: dict[str, Flavor], oracle: O
             if is_preferred(grade, best_grade, fungibility):
                 best, best_flavor, best_grade = graded, name, grade
         if best is None:
-            return Assignment(MODE_NO_FIT, 0, {}, frozenset(), "no flavor fits")
+            matching = [n for n in group.flavors if flavor_matches(flavors[n], wl.allowed)]
+            why = (f"no flavor of ClusterQueue {cq.name} can ever hold {', '.join(sorted(requests))} for it"
+                   if not matching else f"no flavor fits ({', '.join(matching)})")
+            return Assignment(MODE_NO_FIT, 0, {}, frozenset(), why)
         for resource, (mode, borrow) in best.items():
             fr = (best_flavor, resource)
             usage[fr] = requests[resource]

@@ -131,7 +131,9 @@ class Comparison:
     cluster: str
     options: Options
     jobs: int
-    work_gpu_ms: Decimal  # what the trace asks for, in GPU-equivalent milliseconds (base's weights)
+    work_gpu_ms: Decimal  # what the trace's jobs use, in GPU-equivalent milliseconds (base's weights)
+    held_gpu_ms: Decimal  # what Kueue's quota holds for them: whole devices where a job uses a share
+    shared_jobs: int  # jobs that use a share of each device (trace column `share`)
     span_ms: int  # first to last submission
     window_ms: int  # first submission to the last finish of either run
     base: Run
@@ -145,14 +147,16 @@ def compare(trace_name: str, cluster: str, options: Options, base: Run, head: Ru
     start = min((j.submit_ms for j in jobs), default=0)
     last_submit = max((j.submit_ms for j in jobs), default=0)
     window = max(base.outcome.end_ms, head.outcome.end_ms, last_submit) - start
-    work = Decimal(0)
+    work = held = Decimal(0)
     for wl in base.outcome.workloads:
         for resource, amount in wl.requests.items():
             if is_accelerator(resource):
                 weight = next((w for (_, r), w in base.weights.items() if r == resource), Decimal(1))
-                work += weight * amount * wl.job.duration_ms
-    return Comparison(trace_name, cluster, options, len(jobs), work, last_submit - start, window, base, head,
-                      tenant_metrics(base), tenant_metrics(head))
+                held += weight * amount * wl.job.duration_ms
+                work += weight * amount * wl.job.share * wl.job.duration_ms
+    shared = sum(1 for j in jobs if j.share < 1)
+    return Comparison(trace_name, cluster, options, len(jobs), work, held, shared, last_submit - start, window, base,
+                      head, tenant_metrics(base), tenant_metrics(head))
 
 
 # -- formatting -------------------------------------------------------------------------------
@@ -220,6 +224,10 @@ def markdown(comparison: Comparison) -> str:
             f"{both(lambda m: hours(m.borrowed_gpu_ms))} | {both(lambda m: str(m.preemptions))} |"
         )
     notes = []
+    if c.shared_jobs:
+        notes.append(f"- {c.shared_jobs:,} jobs use a share of a device: their work counts that share; Kueue's "
+                     f"quota holds whole devices for them ({hours(c.held_gpu_ms)} GPU-hours held for "
+                     f"{hours(c.work_gpu_ms)} of work)")
     for side, run in (("base", c.base), ("head", c.head)):
         never = [(i, why) for i, why in sorted(run.never.items())]
         pending = [wl for wl in run.outcome.workloads if wl.state != FINISHED and wl.index not in run.never]
@@ -264,6 +272,18 @@ def _metrics_json(m: TenantMetrics, window_ms: int) -> dict[str, Any]:
     }
 
 
+def never_admitted(run: Run) -> dict[str, dict[str, str]]:
+    """Every job that never started, by id: refused (no queue can ever take it) or still waiting
+    when the replay ended, with why."""
+    result: dict[str, dict[str, str]] = {}
+    for wl in run.outcome.workloads:
+        if wl.index in run.never:
+            result[wl.job.id] = {"outcome": "refused", "reason": run.never[wl.index]}
+        elif wl.state != FINISHED:
+            result[wl.job.id] = {"outcome": "waiting", "reason": wl.waiting_for or "never nominated"}
+    return result
+
+
 def to_json(comparison: Comparison) -> dict[str, Any]:
     c = comparison
 
@@ -272,13 +292,14 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
             "revision": run.label,
             "tenants": {t: _metrics_json(m, c.window_ms) for t, m in metrics.items() if t != ALL},
             "total": _metrics_json(metrics[ALL], c.window_ms),
-            "never_admitted": {run.outcome.workloads[i].job.id: why for i, why in sorted(run.never.items())},
+            "never_admitted": never_admitted(run),
             "scheduling_cycles": run.outcome.cycles,
         }
 
     return {
         "trace": {"name": c.trace_name, "jobs": c.jobs, "span_seconds": c.span_ms / 1000,
-                  "work_gpu_hours": float(_round(c.work_gpu_ms / HOUR_MS, 3))},
+                  "work_gpu_hours": float(_round(c.work_gpu_ms / HOUR_MS, 3)),
+                  "held_gpu_hours": float(_round(c.held_gpu_ms / HOUR_MS, 3)), "shared_jobs": c.shared_jobs},
         "cluster": c.cluster,
         "simulation": {"kueue": "v0.17", "fair_sharing": c.options.fair_sharing, "seed": c.options.seed,
                        "window_seconds": c.window_ms / 1000},

@@ -280,9 +280,14 @@ class Placement:
         if job.pool:
             return job.resource or self.resource_of_pool.get(job.pool, DEFAULT_RESOURCE), frozenset({job.pool})
         if job.model:
-            model = job.model.lower()
-            resource = job.resource or self.resource_of_model.get(model, DEFAULT_RESOURCE)
-            return resource, frozenset(self.pools_of_model.get(model, ()))
+            # Alternatives (A|B|C) allow the pools of each: the ClusterQueue's flavor order decides
+            # which is tried first, as Kueue skips flavors whose node labels the pods do not match.
+            models = [m.lower() for m in job.models]
+            known = [m for m in models if m in self.resource_of_model]
+            resource = job.resource or (self.resource_of_model[known[0]] if known else DEFAULT_RESOURCE)
+            pools = {pool for m in models if self.resource_of_model.get(m, resource) == resource
+                     for pool in self.pools_of_model.get(m, ())}
+            return resource, frozenset(pools)
         return job.resource or DEFAULT_RESOURCE, None
 
 

@@ -104,6 +104,20 @@ class Entry:
         self.status = NOT_NOMINATED
 
 
+def waiting_reason(entry: Entry) -> str:
+    """Why a head was not admitted in its cycle, for the report of jobs that never started."""
+    assignment = entry.assignment
+    if entry.status == SKIPPED:
+        return "did not fit after the cycle's earlier admissions"
+    if entry.status == PREEMPTING:
+        return "waiting for its victims to leave"
+    if assignment.mode == MODE_NO_FIT:
+        return assignment.reason or "no flavor fits"
+    if assignment.mode == MODE_PREEMPT and not entry.targets:
+        return "needs preemption, but no workload can be preempted"
+    return "not admitted"
+
+
 def build_queues(setup: Setup) -> dict[str, ClusterQueue]:
     """ClusterQueues with their quota nodes linked into the cohort tree."""
     cohorts = {name: QuotaNode(name, False, spec.quotas, spec.weight) for name, spec in setup.cohorts.items()}
@@ -385,6 +399,7 @@ class Simulator:
             if entry.status == ADMITTED:
                 continue
             wl, cq = entry.wl, entry.cq
+            wl.waiting_for = waiting_reason(entry)
             if entry.status == PREEMPTING and cq.best_effort:
                 cq.sticky = wl
             requeued_meanwhile = written and self._requeue_due_by(cq, now + written * self.options.status_write_ms)

@@ -47,6 +47,7 @@ class Workload:
         "uid",
         "usage",
         "waited_ms",
+        "waiting_for",
     )
 
     def __init__(self, job: Job, index: int, uid: int, queue: str, cq: ClusterQueue | None, priority: int,
@@ -74,6 +75,7 @@ class Workload:
         self.run_token = 0
         self.borrow_level = 0
         self.hash: tuple[object, ...] = ()
+        self.waiting_for = ""  # why its last nomination did not admit it
 
     def __repr__(self) -> str:
         return f"Workload({self.job.id!r}, {self.state})"

@@ -10,9 +10,11 @@ One row (CSV) or one object per line (JSON lines) per job. Columns:
   queue          a LocalQueue as namespace/name      (at least one of the three)
   pods           pods of the job, all alike (default 1)
   accelerators   accelerators per pod (default 1; 0 for CPU-only jobs)
+  share          the share of each of those devices the job uses, an exact decimal in (0, 1]
+                 (default 1: whole devices; 0.25: a quarter of one, as a GPU-sharing pod asks)
   resource       the accelerator's resource name (default: the pool's or model's, else nvidia.com/gpu)
   pool           only this pool (its ResourceFlavor), e.g. h100
-  model          only pools of this accelerator model, e.g. H100-80GB
+  model          only pools of this accelerator model, e.g. H100-80GB; alternatives as A|B|C
   priority_class a WorkloadPriorityClass (default: none, priority 0)
   cpu, memory    per pod, Kubernetes quantities (default: none)
 
@@ -34,8 +36,9 @@ from typing import Any
 
 from gpugov.kube.quantity import QuantityError, parse_quantity
 
-COLUMNS = ("id", "submit", "duration", "tenant", "namespace", "queue", "pods", "accelerators", "resource",
+COLUMNS = ("id", "submit", "duration", "tenant", "namespace", "queue", "pods", "accelerators", "share", "resource",
            "pool", "model", "priority_class", "cpu", "memory")
+WHOLE = Decimal(1)
 DEFAULT_RESOURCE = "nvidia.com/gpu"
 MAX_JOBS = 5_000_000
 
@@ -60,10 +63,21 @@ class Job:
     priority_class: str = ""
     cpu_milli: int = 0  # per pod
     memory_bytes: int = 0  # per pod
+    share: Decimal = WHOLE  # of each accelerator: what the job uses of the devices it is given
 
     @property
     def gpu_count(self) -> int:
         return self.pods * self.accelerators
+
+    @property
+    def devices_used(self) -> Decimal:
+        """Devices' worth of accelerators the job uses: its share of each device it holds."""
+        return self.gpu_count * self.share
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The accelerator models it may run on, in the trace's order (A|B|C)."""
+        return tuple(m.strip() for m in self.model.split("|") if m.strip())
 
 
 def _seconds(value: Any, field: str) -> int:
@@ -87,6 +101,18 @@ def _count(value: Any, field: str, default: int) -> int:
     if not number.is_finite() or number != number.to_integral_value() or number < 0:
         raise ValueError(f"{field} must be a whole number >= 0, got {value!r}")
     return int(number)
+
+
+def _share(value: Any) -> Decimal:
+    if value is None or str(value).strip() == "":
+        return WHOLE
+    try:
+        number = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValueError(f"share must be a decimal in (0, 1], got {value!r}") from None
+    if not number.is_finite() or not 0 < number <= 1:
+        raise ValueError(f"share must be a decimal in (0, 1], got {value!r}")
+    return number.normalize() if number != WHOLE else WHOLE
 
 
 def _quantity(value: Any, field: str, milli: bool) -> int:
@@ -144,6 +170,7 @@ def job_from_fields(fields: dict[str, Any], default_id: str) -> Job:
         priority_class=text("priority_class"),
         cpu_milli=_quantity(fields.get("cpu"), "cpu", milli=True),
         memory_bytes=_quantity(fields.get("memory"), "memory", milli=False),
+        share=_share(fields.get("share")),
     )
 
 
@@ -236,6 +263,7 @@ def job_fields(job: Job) -> dict[str, str]:
         "queue": job.queue,
         "pods": str(job.pods),
         "accelerators": str(job.accelerators),
+        "share": "" if job.share == WHOLE else str(job.share),
         "resource": job.resource,
         "pool": job.pool,
         "model": job.model,

@@ -13,12 +13,13 @@ with it, under the same rules (GG001, GG002, GG004).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
 
 from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.yamlpos.hints import YamlError, syntax_hint
 
 MAX_DEPTH = 64
 
@@ -125,7 +126,12 @@ def parse_documents(text: str, rel: str) -> Iterator[SourceDoc]:
         if tab and mark:  # PyYAML's words for a tab do not say "tab"; these do, and point at it
             column, message = tab
             where = Location(rel, mark.line + 1, column + 1)
-        raise LoadError(make(rule_, message, where)) from exc
+        finding = make(rule_, message, where)
+        if mark and rule_ is SYNTAX:
+            context = exc.context_mark.line if exc.context_mark else None
+            hint = syntax_hint(text, YamlError(message, mark.line, mark.column, context))
+            finding = replace(finding, hint=hint or finding.hint)
+        raise LoadError(finding) from exc
     except yaml.YAMLError as exc:
         raise LoadError(make(SYNTAX, str(exc), Location(rel))) from exc
     except RecursionError as exc:

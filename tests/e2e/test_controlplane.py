@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -225,3 +226,53 @@ def test_reference_crds_read_from_outside_the_repo() -> None:
     root = repo_root()
     for directory in crd_dirs(root):
         assert root not in Path(directory).resolve().parents
+
+
+def test_the_queue_access_policies_of_1200_tenants_are_accepted_and_enforced(
+    api_client: client.ApiClient, dynamic: DynamicClient, cleanup: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """Past the API server's 100,000-code-point limit on one CEL expression, compile splits the
+    queue-access maps over several policies: the server accepts every one, and a Job (sent by the
+    cluster's admin, whom gpugov trusts no more than a tenant) is admitted on its own queue and
+    refused on another's or in a namespace no tenant declares."""
+    from bench.synthetic import generate
+    from gpugov.app.pipeline import validate_repo
+    from gpugov.compile import compile
+
+    model = validate_repo(generate(tmp_path / "org", tenants=1200, pools=4, nodes=40, departments=10)).model
+    assert model is not None
+    objects = [o for o in compile(model, backend="kueue")
+               if o["apiVersion"].startswith("admissionregistration.k8s.io/")
+               and o["metadata"]["name"].startswith("gpugov-queue-access")]
+    shards = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding")
+    assert len(shards) >= 3, shards  # gpugov-queue-access and at least two shards
+    for obj in objects:
+        cleanup.append(obj)
+        _apply(dynamic, obj)  # the server would refuse an expression over its limit (422)
+    last = next(o for o in objects if o["metadata"]["name"] == shards[-1]
+                and o["kind"] == "ValidatingAdmissionPolicyBinding")
+    own = last["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"][-1]
+    queue = next(q for t in model.tenants.values() for q in t.queues if q.namespace == own).name
+    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+    for ns in (own, "nobody-declares-this"):
+        core.create_namespace({"metadata": {"name": ns}})
+
+    def dry_run(namespace: str, queue_name: str) -> str:
+        body = {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/queue-name": queue_name}},
+                "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
+                    {"name": "main", "image": "pause", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
+        try:
+            batch.create_namespaced_job(namespace, body, dry_run="All")
+        except ApiException as exc:
+            return str(json.loads(exc.body).get("message", exc.body))
+        return ""
+
+    deadline = time.monotonic() + 30  # the server's policy informer picks the new policies up
+    while "gpugov-queue-access" not in dry_run("nobody-declares-this", queue) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    refused = dry_run("nobody-declares-this", queue)
+    assert "gpugov-queue-access" in refused and "no tenant declares a queue" in refused, refused
+    assert dry_run(own, queue) == ""
+    foreign = dry_run(own, "someone-elses")
+    assert shards[-1] in foreign and f"queue {own}/someone-elses is not declared" in foreign, foreign

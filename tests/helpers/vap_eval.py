@@ -3,8 +3,10 @@
 It evaluates what the apiserver does for one request against compile's policies: the policy's
 resourceRules (group, resource, operation), its matchConditions, its variables in order and its
 validations, with `object`, `oldObject`, `request` (operation, namespace, userInfo) and
-`variables`; the message of the first failing validation. Bindings' namespace selectors are
-left out (the tests pick tenant namespaces). The e2e suite proves the same on a real apiserver.
+`variables`; the message of the first failing validation. A policy whose bindings are in the list
+applies where one of them selects the request's namespace (by `kubernetes.io/metadata.name`, the one
+key gpugov's bindings select on); one given without bindings applies everywhere. The e2e suite
+proves the same on a real apiserver.
 """
 
 from __future__ import annotations
@@ -50,6 +52,18 @@ class Request:
     subresource: str = ""
 
 
+def _selects(binding: dict[str, Any], namespace: str) -> bool:
+    selector = binding["spec"].get("matchResources", {}).get("namespaceSelector")
+    if not selector:
+        return True
+    assert set(selector) == {"matchExpressions"}, selector
+    for expression in selector["matchExpressions"]:
+        assert expression["key"] == "kubernetes.io/metadata.name", expression
+        if (namespace in expression["values"]) != (expression["operator"] == "In"):
+            return False
+    return True
+
+
 def _matches(policy: dict[str, Any], request: Request) -> bool:
     resource = f"{request.resource}/{request.subresource}" if request.subresource else request.resource
     for rule in policy["spec"]["matchConstraints"]["resourceRules"]:
@@ -63,8 +77,15 @@ def evaluate(policies: list[dict[str, Any]], request: Request, obj: dict[str, An
              old: dict[str, Any] | None = None) -> list[str]:
     """The messages of every policy that denies the request (empty: admitted)."""
     denials = []
+    bindings: dict[str, list[dict[str, Any]]] = {}
+    for binding in policies:
+        if binding["kind"] == "ValidatingAdmissionPolicyBinding":
+            bindings.setdefault(binding["spec"]["policyName"], []).append(binding)
     for policy in policies:
         if policy["kind"] != "ValidatingAdmissionPolicy" or not _matches(policy, request):
+            continue
+        bound = bindings.get(policy["metadata"]["name"])
+        if bound is not None and not any(_selects(b, request.namespace) for b in bound):
             continue
         activation: dict[str, Any] = {
             "object": celpy.json_to_cel(obj),

@@ -9,12 +9,19 @@ import pytest
 import yaml
 
 from gpugov.adopt import import_inventory, inventory
-from gpugov.adopt.canonical import cluster_queue_view, cohort_view, differences
+from gpugov.adopt.canonical import cluster_queue_view, cohort_view
+from gpugov.adopt.canonical import differences as import_differences
+from gpugov.adopt.report import label_command
 from gpugov.adopt.sources import read_folder
 from gpugov.adopt.write import OutputError
 from gpugov.app.pipeline import validate_repo
 from gpugov.cli import main
 from gpugov.compile import compile
+from gpugov.drift.live import LiveState
+from gpugov.drift.objects import differences, object_findings
+from gpugov.kube.canonical import NAMESPACE_NAME_LABEL, canonical, canonical_selector, quantity, with_defaults
+from gpugov.kube.names import KUEUE_API
+from gpugov.kube.objects import object_key
 
 GFD_NODE = """
 apiVersion: v1
@@ -324,7 +331,7 @@ def test_shape_imports_validates_and_compiles_back(tmp_path: Path, shape: str) -
     validation = validate_repo(out)
     assert not validation.errors, [f.message for f in validation.errors]
     compiled = inventory(compile(validation.model, cluster="imported"))
-    assert differences(inv, compiled) == []
+    assert import_differences(inv, compiled) == []
     for name, cq in inv.cluster_queues.items():
         assert cluster_queue_view(compiled.cluster_queues[name]) == cluster_queue_view(cq)
     for name, cohort in inv.cohorts.items():
@@ -448,3 +455,70 @@ def test_output_errors(tmp_path: Path) -> None:
     with pytest.raises(OutputError):
         import_inventory(inv, "imported", tmp_path / "full")
     assert (tmp_path / "full" / "keep.txt").read_text() == "x"
+
+
+def _live_state(inv) -> LiveState:  # type: ignore[no-untyped-def]
+    """The input's scheduler objects as the cluster would hold them (served as v1beta2)."""
+    live = LiveState()
+    for group in (inv.flavors, inv.cluster_queues, inv.cohorts, inv.local_queues):
+        for obj in group.values():
+            obj = {**obj, "apiVersion": KUEUE_API}
+            live.objects[object_key(obj)] = obj
+    return live
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_drift_after_import_shows_only_what_gpugov_adds(tmp_path: Path, shape: str) -> None:
+    inv, out, _ = _import(tmp_path, SHAPES[shape])
+    model = validate_repo(out).model
+    objects = [o for o in compile(model, cluster="imported") if o["kind"] in ("ClusterQueue", "Cohort", "LocalQueue")]
+    live = _live_state(inv)
+    findings = object_findings(objects, live, model)
+    for finding in findings:
+        details = dict(finding.details)
+        if finding.rule == "GD001":  # a cohort a queue names but nobody created: gpugov creates it
+            assert details["object"].startswith("Cohort ") and details["object"].split()[1] not in inv.cohorts
+            continue
+        assert finding.rule == "GD002" and all(f.startswith("metadata.") for f in details["fields"].split(",")), finding
+    # The comparison can fail: a quota changed on the cluster, or a selector naming another namespace, is drift.
+    queue = next(o for o in objects if o["kind"] == "ClusterQueue")
+    changed = live.objects[object_key(queue)]
+    resource = changed["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    resource["nominalQuota"] = str(quantity(resource["nominalQuota"]) + 1)
+    changed["spec"]["namespaceSelector"] = {"matchLabels": {NAMESPACE_NAME_LABEL: "someone-else"}}
+    (finding,) = [f for f in object_findings([queue], live, model) if f.rule == "GD002"]
+    fields = dict(finding.details)["fields"].split(",")
+    assert any(f.endswith(f"{resource['name']}.nominalQuota") for f in fields), fields
+    assert any(f.startswith("spec.namespaceSelector") for f in fields), fields
+
+
+def test_canonical_forms_and_kueue_defaults() -> None:
+    by_labels = {"matchLabels": {NAMESPACE_NAME_LABEL: "a"}}
+    by_expressions = {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": ["a"]}]}
+    assert canonical_selector(by_labels) == canonical_selector(by_expressions)
+    assert canonical_selector({**by_labels, **by_expressions}) == canonical_selector(by_expressions)  # both: the same
+    assert canonical_selector({"matchLabels": {NAMESPACE_NAME_LABEL: "b"}}) != canonical_selector(by_labels)
+    assert canonical_selector({}) == {} and canonical_selector(None) is None  # everything / nothing
+    filled = with_defaults({"kind": "ClusterQueue", "spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}})
+    assert filled["spec"]["preemption"] == {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never",
+                                            "borrowWithinCohort": {"policy": "Never"}}
+    assert (filled["spec"]["queueingStrategy"], filled["spec"]["fairSharing"]) == ("BestEffortFIFO", {"weight": 1})
+    desired = {"spec": {"queueingStrategy": "BestEffortFIFO", "fairSharing": {"weight": "1"},
+                        "namespaceSelector": by_expressions}}
+    live = {"kind": "ClusterQueue", "spec": {"namespaceSelector": by_labels}}
+    assert list(differences(canonical(desired, "ClusterQueue"), canonical(with_defaults(live)))) == []
+    live["spec"]["queueingStrategy"] = "StrictFIFO"  # written out differently from the default: drift
+    assert list(differences(canonical(desired, "ClusterQueue"), canonical(with_defaults(live)))) == [
+        (("spec", "queueingStrategy"), "BestEffortFIFO", "StrictFIFO")]
+
+
+def test_a_cluster_read_live_pins_the_declaration_to_it(tmp_path: Path) -> None:
+    kube_system = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system", "uid": "0f1e-42"}}
+    inv = inventory([*yaml.safe_load_all(FLAT), kube_system], nodes_known=True)
+    report = import_inventory(inv, "east", tmp_path / "repo")
+    cluster = yaml.safe_load((tmp_path / "repo" / "policies" / "clusters.yaml").read_text())
+    assert cluster["spec"]["identity"] == {"kubeSystemUID": "0f1e-42"}
+    assert validate_repo(tmp_path / "repo").model.cluster("east").kube_system_uid == "0f1e-42"
+    assert ("ClusterQueue", "", "team-a-cq") in report.take_over and ("LocalQueue", "team-b", "user-queue") in report.take_over
+    assert label_command("LocalQueue", "team-b", "user-queue") == (
+        "kubectl label -n team-b localqueues.kueue.x-k8s.io/user-queue app.kubernetes.io/managed-by=gpugov")

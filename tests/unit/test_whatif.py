@@ -3,6 +3,7 @@ gpugov, and the properties the report rests on."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,8 @@ from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
 from gpugov.whatif.replay import replay
 from gpugov.whatif.report import ALL, compare, markdown, tenant_metrics
-from gpugov.whatif.setup import SetupError, read_setup
-from gpugov.whatif.simulate import Options, Outcome, simulate
+from gpugov.whatif.setup import Placement, SetupError, read_setup
+from gpugov.whatif.simulate import Options, Outcome, Simulator, simulate
 from gpugov.whatif.state import FINISHED, NEVER
 from gpugov.whatif.synthetic import synthesize
 from gpugov.whatif.trace import Job, read_trace
@@ -270,3 +271,30 @@ def test_classical_preemption_respects_borrow_within_cohort(tmp_path: Path) -> N
     preempting = simulate(read_setup(allowed), jobs, classical)
     assert first_starts(preempting)["a-high"] == 5
     assert [reason for *_, reason in preempting.preemption_log] == ["InCohortReclaimWhileBorrowing"]
+
+
+def test_model_alternatives_allow_the_pools_of_each(tmp_path: Path) -> None:
+    objects = small_org(tmp_path, tenant("a", "2", department=None), nodes=1)
+    placement = Placement({"gpu": GPU}, {"h100-80gb": ("gpu",)}, {"h100-80gb": GPU})
+    jobs = [Job("either", 0, 1000, queue="a/main", model="V100-32GB|H100-80GB"),
+            Job("v100", 0, 1000, queue="a/main", model="V100-32GB")]
+    simulator = Simulator(read_setup(objects), jobs, Options(), placement)
+    outcome = simulator.run()
+    assert outcome.workloads[0].state == FINISHED and outcome.workloads[0].flavors == ("gpu",)
+    assert simulator.never == {1: "no ResourceFlavor for model V100-32GB"}
+
+
+def test_a_share_of_a_device_is_the_work_kueue_holds_whole_devices(tmp_path: Path) -> None:
+    """A job that uses a quarter of a GPU counts a quarter in the work; the quota holds a whole
+    GPU for it (a whole-device resource cannot hold less), and the report says both."""
+    model = validate_repo(ORG).model
+    assert model is not None
+    jobs = [Job("quarter", 0, 3_600_000, tenant="nlp", share=Decimal("0.25")),
+            Job("whole", 0, 3_600_000, tenant="nlp", accelerators=2)]
+    base = replay(model, "lab", jobs, "base", Options())
+    comparison = compare("t", "lab", Options(), base, base)
+    assert comparison.work_gpu_ms == Decimal("2.25") * 3_600_000
+    assert comparison.held_gpu_ms == 3 * 3_600_000 and comparison.shared_jobs == 1
+    text = markdown(comparison)
+    assert "1 jobs use a share of a device" in text and "(3.0 GPU-hours held for 2.3 of work)" in text
+    assert "(3.0 GPU-hours of work)" not in text and "(2.3 GPU-hours of work)" in text

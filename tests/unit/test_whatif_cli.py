@@ -3,6 +3,8 @@ real git repositories, with the golden PR comment of moving 8 GPUs between two t
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpugov.cli import main
-from gpugov.whatif.importers import Mapping, alibaba, helios
+from gpugov.whatif.importers import Mapping, acme, alibaba, helios
 from gpugov.whatif.trace import Job, TraceError, dump_trace, parse_trace, read_trace
 from tests.helpers.golden import assert_golden_file
 from tests.helpers.repos import FIXTURES, GOLDEN
@@ -107,9 +109,11 @@ def test_alibaba_openb_pod_list_becomes_a_trace() -> None:
     first, shared, multi, failed = by_id.values()
     assert (first.submit_ms, first.duration_ms, first.tenant) == (0, 300_000, "inference")
     assert (first.cpu_milli, first.memory_bytes) == (8000, 32768 * 2**20)
-    assert (shared.accelerators, shared.tenant, shared.duration_ms) == (1, "research", 149_000)  # 500 milli-GPU -> 1
-    assert (multi.accelerators, multi.model, multi.submit_ms) == (4, "V100-32GB", 15_000)
-    assert (failed.accelerators, failed.model) == (8, "")  # V100M16 first, not mapped
+    assert (shared.accelerators, shared.share, shared.tenant, shared.duration_ms) == \
+        (1, Decimal("0.5"), "research", 149_000)  # 500 milli-GPU: half a device, exactly
+    assert (multi.accelerators, multi.share, multi.model, multi.submit_ms) == (4, 1, "V100-32GB", 15_000)
+    assert (failed.accelerators, failed.model) == (8, "V100-32GB")  # V100M16|V100M32: the mapped alternative kept
+    assert imported.notes["V100M16 dropped (no --model)"] == 1
 
 
 def test_helios_cluster_log_becomes_a_trace() -> None:
@@ -121,6 +125,82 @@ def test_helios_cluster_log_becomes_a_trace() -> None:
         ("helios-5000001", "nlp", 0, 3_600_000, 1, 1)
     assert (beta.tenant, beta.submit_ms, beta.pods, beta.accelerators, beta.cpu_milli) == ("vision", 59_000, 2, 8, 32_000)
     assert (gamma.tenant, gamma.accelerators) == ("vcGamma", 8)  # unmapped: the vc is the tenant
+
+
+def alibaba_truth_gpu_seconds(text: str) -> Decimal:
+    """GPU-seconds the pods of an openb_pod_list used, counted from the file itself: num_gpu x
+    gpu_milli / 1000 x (deletion - scheduled), over the GPU pods that ran."""
+    total = Decimal(0)
+    for row in csv.DictReader(io.StringIO(text)):
+        if int(row["num_gpu"]) and row["scheduled_time"] and row["pod_phase"] != "Pending":
+            ran = Decimal(row["deletion_time"]) - Decimal(row["scheduled_time"])
+            if ran > 0:
+                total += int(row["num_gpu"]) * Decimal(row["gpu_milli"]) / 1000 * ran
+    return total
+
+
+def test_alibaba_import_conserves_fractional_gpu_hours() -> None:
+    text = (TRACES / "openb_pod_list_shared_sample.csv").read_text()
+    imported = alibaba(text, "openb.csv")
+    truth = alibaba_truth_gpu_seconds(text)
+    assert sum((j.devices_used * j.duration_ms for j in imported.jobs), Decimal(0)) / 1000 == truth
+    # Counting a GPU-sharing pod as a whole device, as the importer did before, inflates the demand.
+    assert sum(j.gpu_count * j.duration_ms for j in imported.jobs) / 1000 > truth
+    shares = {j.id: j.share for j in imported.jobs}
+    assert (shares["share-pod-0001"], shares["share-pod-0004"], shares["share-pod-0007"]) == \
+        (Decimal("0.25"), Decimal("0.125"), Decimal("0.33"))
+    assert imported.notes["GPU-sharing pod: kept as a share of one device"] == 4
+    # The share survives the trace format, exactly, both ways.
+    for fmt in ("csv", "jsonl"):
+        assert parse_trace(dump_trace(imported.jobs, fmt)) == imported.jobs
+
+
+def test_alibaba_keeps_every_mapped_alternative_and_counts_every_drop() -> None:
+    text = (TRACES / "openb_pod_list_shared_sample.csv").read_text()
+    imported = alibaba(text, "openb.csv", Mapping(model_map={"V100M16": "V100-16GB", "V100M32": "V100-32GB",
+                                                             "T4": "T4"}))
+    models = {j.id: j.model for j in imported.jobs}
+    assert models["share-pod-0002"] == "V100-16GB|V100-32GB"
+    assert models["share-pod-0004"] == "T4|V100-16GB|V100-32GB"  # A10 and G2 not mapped: dropped, counted
+    assert models["share-pod-0005"] == models["share-pod-0007"] == ""  # P100, G3: no mapping, any model
+    assert imported.notes == {
+        "gpu_spec A10|G2|T4|V100M16|V100M32": 1, "gpu_spec V100M16|V100M32": 2, "gpu_spec V100M32": 1,
+        "gpu_spec P100": 1, "gpu_spec G3": 1,
+        "gpu_spec P100 dropped: the job may run on any model": 1, "gpu_spec G3 dropped: the job may run on any model": 1,
+        "A10 dropped (no --model)": 1, "G2 dropped (no --model)": 1, "P100 dropped (no --model)": 1,
+        "G3 dropped (no --model)": 1, "T4 mapped to T4": 1, "V100M16 mapped to V100-16GB": 3,
+        "V100M32 mapped to V100-32GB": 4, "GPU-sharing pod: kept as a share of one device": 4,
+    }
+    with pytest.raises(TraceError, match=r"openb.csv:5: gpu_spec 'A10\|G2\|T4\|V100M16\|V100M32': A10 has no "
+                                         r"--model mapping \(--strict\)"):
+        alibaba(text, "openb.csv", Mapping(model_map={"V100M16": "V100-16GB", "V100M32": "V100-32GB"}, strict=True))
+    # The catalog knows the models the README's example maps to.
+    from gpugov.catalog import MODELS
+    assert {"V100-16GB", "V100-32GB", "P100-16GB"} <= set(MODELS)
+    assert "Tesla-V100-SXM2-32GB" in MODELS["V100-32GB"].product_label.values
+
+
+def test_alibaba_multigpu_files_without_times_are_refused() -> None:
+    with pytest.raises(TraceError, match=r"openb\.csv:1: no submit or start time column"):
+        alibaba((TRACES / "openb_pod_list_multigpu_sample.csv").read_text(), "openb.csv")
+
+
+def test_acme_seren_and_kalos_become_traces() -> None:
+    seren = acme((TRACES / "trace_seren_sample.csv").read_text(), "trace_seren.csv", Mapping({"Pretrain": "nlp"}))
+    assert seren.skipped == {"CPU-only job": 1, "never started": 1}
+    pretrain, sft = seren.jobs
+    assert (pretrain.id, pretrain.tenant, pretrain.submit_ms, pretrain.duration_ms, pretrain.pods,
+            pretrain.accelerators, pretrain.cpu_milli) == ("acme-9000001", "nlp", 0, 117_000, 1, 8, 128_000)
+    assert (sft.tenant, sft.submit_ms, sft.pods, sft.accelerators, sft.cpu_milli) == ("SFT", 336_000, 2, 8, 128_000)
+    kalos = acme((TRACES / "trace_kalos_sample.csv").read_text(), "trace_kalos.csv")
+    big, small = kalos.jobs
+    assert (big.pods, big.accelerators, big.cpu_milli, big.memory_bytes, big.duration_ms) == \
+        (8, 8, 120_000, 1000 * 10**9, 8000)
+    assert (small.tenant, small.submit_ms, small.accelerators) == ("Evaluation", 1664_000, 2)
+    with pytest.raises(TraceError, match="no submit or start time column"):
+        acme("job_id,user,gpu_num\n1,u,8\n", "t.csv")
+    with pytest.raises(TraceError, match="not this trace's layout: no column 'user'"):
+        acme("job_id,submit_time,start_time\n1,2023-03-01 00:18:22+08:00,2023-03-01 00:18:22+08:00\n", "t.csv")
 
 
 def test_an_importer_refuses_another_layout() -> None:
@@ -139,6 +219,16 @@ def test_trace_import_command(tmp_path: Path, capsys) -> None:
     assert code == 2 and "not this trace's layout" in err
     code, _, err = run(capsys, "trace", "import", "alibaba", str(TRACES / "openb_pod_list_sample.csv"), "--map", "LS")
     assert code == 2 and "--map must be KEY=VALUE" in err
+    shared = str(TRACES / "openb_pod_list_shared_sample.csv")
+    code, _, err = run(capsys, "trace", "import", "alibaba", shared, "--model", "V100M32=V100-32GB", "-o", str(out))
+    assert code == 0, err
+    assert "  3 rows: V100M16 dropped (no --model)" in err and "  4 rows: V100M32 mapped to V100-32GB" in err
+    code, _, err = run(capsys, "trace", "import", "alibaba", shared, "--model", "V100M32=V100-32GB", "--strict")
+    assert code == 2 and "shared_sample.csv:3: gpu_spec 'V100M16|V100M32': V100M16 has no --model mapping (--strict)" in err
+    code, _, err = run(capsys, "trace", "import", "alibaba", str(TRACES / "openb_pod_list_multigpu_sample.csv"))
+    assert code == 2 and err.startswith("gpugov: ") and "no submit or start time column" in err
+    code, _, err = run(capsys, "trace", "import", "acme", str(TRACES / "trace_kalos_sample.csv"), "-o", str(out))
+    assert code == 0 and "imported 2 jobs of 2 tenants (Evaluation, Pretrain)" in err
 
 
 # -- gpugov whatif ----------------------------------------------------------------------------
@@ -210,6 +300,22 @@ def test_unknown_tenants_in_a_trace_are_reported_not_fatal(tmp_path: Path, capsy
     assert "- base: 1 jobs can never be admitted: no LocalQueue for tenant ghost (1)" in out
     # No row of invented numbers for a tenant neither revision has (issue #23 item 6); its job is in the total.
     assert "| `ghost` |" not in out and "| **all tenants** | 2 |" in out
+
+
+def test_json_lists_every_job_that_never_started_with_its_reason(tmp_path: Path, capsys) -> None:
+    repo = move_8_gpus(tmp_path)
+    trace = tmp_path / "t.csv"
+    # nlp holds 16 H100s in the base and its cohort 40: a job of 64 GPUs can never fit, and waits to the end.
+    trace.write_text("id,submit,duration,tenant,accelerators,pods\nok,0,60,nlp,2,1\nghost-job,5,60,ghost,1,1\n"
+                     "huge,6,60,nlp,8,8\n")
+    code, out, err = run(capsys, "whatif", str(repo), "--base", "HEAD~1", "--trace", str(trace), "--format", "json")
+    assert code == 0, err
+    never = json.loads(out)["base"]["never_admitted"]
+    assert set(never) == {"ghost-job", "huge"}
+    assert never["ghost-job"] == {"outcome": "refused", "reason": "no LocalQueue for tenant ghost"}
+    assert never["huge"]["outcome"] == "waiting" and "no flavor" in never["huge"]["reason"]
+    code, md, _ = run(capsys, "whatif", str(repo), "--base", "HEAD~1", "--trace", str(trace))
+    assert "- base: 1 jobs still wait when the trace ends" in md
 
 
 def test_a_finished_workload_becomes_a_trace_job() -> None:

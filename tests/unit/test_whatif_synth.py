@@ -63,7 +63,8 @@ def test_a_new_tenant_submits_in_the_synthetic_trace_and_has_no_base_row(tmp_pat
     speech = report["head"]["tenants"]["speech"]
     assert speech["jobs"] > 0 and speech["nominal_gpus"] == 8.0
     assert report["base"]["total"]["jobs"] == report["head"]["total"]["jobs"]
-    assert any("no LocalQueue for" in why for why in report["base"]["never_admitted"].values())
+    assert any(never == {"outcome": "refused", "reason": never["reason"]} and "no LocalQueue for" in never["reason"]
+               for never in report["base"]["never_admitted"].values())
     code, text, _ = run(capsys, "whatif", str(repo), "--base", "HEAD~1", "--head", "HEAD",
                         "--synthetic-jobs", "300", "--seed", "4")
     (row,) = [line for line in text.splitlines() if line.startswith("| `speech` |")]
