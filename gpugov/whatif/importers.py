@@ -31,7 +31,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -182,10 +182,24 @@ def _helios_time(value: str, what: str, where: str) -> Decimal:
     return Decimal(int(moment.timestamp()))
 
 
-def helios(text: str, name: str = "cluster_log.csv", mapping: Mapping = Mapping()) -> Imported:
-    result = Imported([])
+@dataclass(frozen=True)
+class _NodeJob:
+    """A row of a trace that counts jobs in nodes (Helios, AcmeTrace): when, how long, how big."""
+
+    submitted: Decimal
+    ran: Decimal
+    gpus: Decimal
+    nodes: int
+    cpus: Decimal
+    row: dict[str, str]
+    where: str
+
+
+def _node_jobs(text: str, name: str, columns: tuple[str, ...], time: Callable[[str, str, str], Decimal],
+               result: Imported) -> list[_NodeJob]:
+    """The rows that ran on accelerators; the others counted as skipped in `result`, with why."""
     kept = []
-    for line, row in _rows(text, name, HELIOS_COLUMNS):
+    for line, row in _rows(text, name, columns):
         where = f"{name}:{line}"
         gpus = _number(row["gpu_num"] or "0", "gpu_num", where)
         if gpus <= 0:
@@ -194,19 +208,25 @@ def helios(text: str, name: str = "cluster_log.csv", mapping: Mapping = Mapping(
         if not row["start_time"] or not row["end_time"]:
             result.skip("never started")
             continue
-        submitted = _helios_time(row["submit_time"], "submit_time", where)
+        submitted = time(row["submit_time"], "submit_time", where)
         ran = (_number(row["duration"], "duration", where) if row["duration"]
-               else _helios_time(row["end_time"], "end_time", where) - _helios_time(row["start_time"], "start_time", where))
+               else time(row["end_time"], "end_time", where) - time(row["start_time"], "start_time", where))
         if ran <= 0:
             result.skip("ran for no time")
             continue
         nodes = max(1, int(_number(row["node_num"] or "1", "node_num", where)))
-        cpus = _number(row["cpu_num"] or "0", "cpu_num", where)
-        kept.append((submitted, ran, gpus, nodes, cpus, row))
+        kept.append(_NodeJob(submitted, ran, gpus, nodes, _number(row["cpu_num"] or "0", "cpu_num", where), row, where))
+    return kept
+
+
+def helios(text: str, name: str = "cluster_log.csv", mapping: Mapping = Mapping()) -> Imported:
+    result = Imported([])
+    kept = _node_jobs(text, name, HELIOS_COLUMNS, _helios_time, result)
     if not kept:
         return result
-    start = min(k[0] for k in kept)
-    for submitted, ran, gpus, nodes, cpus, row in kept:
+    start = min(k.submitted for k in kept)
+    for k in kept:
+        submitted, ran, gpus, nodes, cpus, row = k.submitted, k.ran, k.gpus, k.nodes, k.cpus, k.row
         result.jobs.append(Job(
             id=f"helios-{row['job_id']}",
             submit_ms=mapping.ms(submitted - start),
@@ -246,32 +266,15 @@ def acme(text: str, name: str = "trace_seren.csv", mapping: Mapping = Mapping())
     if not all(c in (h.strip() for h in header) for c in ACME_TIMES):
         raise TraceError(f"{name}:1: no submit or start time column (AcmeTrace has {', '.join(ACME_TIMES)})")
     result = Imported([])
-    kept = []
-    for line, row in _rows(text, name, ACME_COLUMNS):
-        where = f"{name}:{line}"
-        gpus = _number(row["gpu_num"] or "0", "gpu_num", where)
-        if gpus <= 0:
-            result.skip("CPU-only job")
-            continue
-        if not row["start_time"] or not row["end_time"]:
-            result.skip("never started")
-            continue
-        submitted = _acme_time(row["submit_time"], "submit_time", where)
-        ran = (_number(row["duration"], "duration", where) if row["duration"]
-               else _acme_time(row["end_time"], "end_time", where) - _acme_time(row["start_time"], "start_time", where))
-        if ran <= 0:
-            result.skip("ran for no time")
-            continue
-        nodes = max(1, int(_number(row["node_num"] or "1", "node_num", where)))
-        if gpus % nodes:
-            result.note(f"GPUs not divisible by nodes: {nodes} pods of {math.ceil(gpus / nodes)} (rounded up)")
-        cpus = _number(row["cpu_num"] or "0", "cpu_num", where)
-        memory = _number(row.get("mem_per_pod_GB") or "0", "mem_per_pod_GB", where)
-        kept.append((submitted, ran, gpus, nodes, cpus, memory, row))
+    kept = _node_jobs(text, name, ACME_COLUMNS, _acme_time, result)
     if not kept:
         return result
-    start = min(k[0] for k in kept)
-    for submitted, ran, gpus, nodes, cpus, memory, row in kept:
+    start = min(k.submitted for k in kept)
+    for k in kept:
+        submitted, ran, gpus, nodes, cpus, row = k.submitted, k.ran, k.gpus, k.nodes, k.cpus, k.row
+        if gpus % nodes:
+            result.note(f"GPUs not divisible by nodes: {nodes} pods of {math.ceil(gpus / nodes)} (rounded up)")
+        memory = _number(row.get("mem_per_pod_GB") or "0", "mem_per_pod_GB", k.where)
         result.jobs.append(Job(
             id=f"acme-{row['job_id']}",
             submit_ms=mapping.ms(submitted - start),
