@@ -56,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_init(args: argparse.Namespace) -> ExitCode:
     from gpugov.findings.report import text
-    from gpugov.scaffold import Options, ScaffoldError, create
+    from gpugov.scaffold.create import ScaffoldError, create
+    from gpugov.scaffold.declarations import Options
 
     out = Path(args.dir)
     if args.from_cluster:

@@ -64,6 +64,8 @@ WORDS: dict[str, dict[str, str]] = {
             "- `kubectl get workloads -n {namespace}`: Kueue's own view\n\n"
             "Both gpugov commands run in a checkout of the declarations repository, with your kubeconfig."
         ),
+        "see_volcano": "On Volcano (`{cluster}`): `kubectl get podgroups -n {namespace}` shows your jobs' PodGroups and "
+                       "their phase, `kubectl get queue {queue} -o yaml` your queue's allocated and deserved resources.",
     },
     "zh": {
         "title": "# 租户 `{tenant}` 的 GPU 使用指南",
@@ -110,6 +112,8 @@ WORDS: dict[str, dict[str, str]] = {
             "- `kubectl get workloads -n {namespace}`：Kueue 自己的视图\n\n"
             "两个 gpugov 命令都在声明仓库的检出目录中、使用你的 kubeconfig 运行。"
         ),
+        "see_volcano": "在 Volcano 集群（`{cluster}`）上：`kubectl get podgroups -n {namespace}` 显示你的作业的 PodGroup "
+                       "及其阶段，`kubectl get queue {queue} -o yaml` 显示你的队列已分配和应得的资源。",
     },
 }
 
@@ -212,8 +216,13 @@ def _samples(pools: tuple[PoolInfo, ...], tenant: str, w: dict[str, str]) -> lis
 
 
 def _see(facts: TenantFacts, w: dict[str, str]) -> list[str]:
-    first = facts.pools[0] if facts.pools else None
-    queue = first.queue if first else facts.queues[0]
-    job = f"{facts.tenant.name}-{first.pool}-sample" if first else "JOB"
-    return [w["see"], "", w["see_body"].format(cluster=queue.cluster, tenant=facts.tenant.name,
-                                               namespace=queue.namespace, job=job), ""]
+    lines = [w["see"], ""]
+    kueue = [p for p in facts.pools if p.backend == "kueue"]
+    queue = kueue[0].queue if kueue else next((q for q in facts.queues if q.backend == "kueue"), None)
+    if queue is not None:
+        job = f"{facts.tenant.name}-{kueue[0].pool}-sample" if kueue else "JOB"
+        lines += [w["see_body"].format(cluster=queue.cluster, tenant=facts.tenant.name, namespace=queue.namespace,
+                                       job=job), ""]
+    for q in (q for q in facts.queues if q.backend == "volcano"):
+        lines += [w["see_volcano"].format(cluster=q.cluster, namespace=q.namespace, queue=q.name), ""]
+    return lines

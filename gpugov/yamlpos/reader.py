@@ -128,8 +128,8 @@ def parse_documents(text: str, rel: str) -> Iterator[SourceDoc]:
             where = Location(rel, mark.line + 1, column + 1)
         finding = make(rule_, message, where)
         if mark and rule_ is SYNTAX:
-            context = exc.context_mark.line if exc.context_mark else None
-            hint = syntax_hint(text, YamlError(message, mark.line, mark.column, context))
+            context_line = exc.context_mark.line if exc.context_mark else None
+            hint = syntax_hint(text, YamlError(message, mark.line, mark.column, context_line))
             finding = replace(finding, hint=hint or finding.hint)
         raise LoadError(finding) from exc
     except yaml.YAMLError as exc:
