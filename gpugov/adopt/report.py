@@ -11,11 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from gpugov.kube.names import KUEUE_GROUP
-from gpugov.kube.objects import MANAGED_BY, MANAGER
-
-PLURALS = {"ResourceFlavor": "resourceflavors", "Cohort": "cohorts", "ClusterQueue": "clusterqueues",
-           "LocalQueue": "localqueues", "WorkloadPriorityClass": "workloadpriorityclasses"}
+ADOPTED_IN = "policies/clusters.yaml spec.adopt"  # where import declares the take-over
 
 
 @dataclass(frozen=True, order=True)
@@ -30,7 +26,8 @@ class ImportReport:
     gaps: list[Gap] = field(default_factory=list)
     notes: list[Gap] = field(default_factory=list)
     written: list[str] = field(default_factory=list)  # files written, relative to the output folder
-    take_over: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, namespace, name) apply will write
+    # (kind, namespace, name) the cluster holds and apply will write: the Cluster's spec.adopt
+    take_over: list[tuple[str, str, str]] = field(default_factory=list)
 
     def gap(self, obj: str, path: str, why: str) -> None:
         if (entry := Gap(obj, path, why)) not in self.gaps:
@@ -45,10 +42,8 @@ class ImportReport:
         return not self.gaps
 
 
-def label_command(kind: str, namespace: str, name: str) -> str:
-    """The kubectl command that marks one object gpugov's, so that apply may take it over."""
-    where = f"-n {namespace} " if namespace else ""
-    return f"kubectl label {where}{PLURALS.get(kind, kind.lower())}.{KUEUE_GROUP}/{name} {MANAGED_BY}={MANAGER}"
+def shown(kind: str, namespace: str, name: str) -> str:
+    return f"{kind} {namespace + '/' if namespace else ''}{name}"
 
 
 def render_text(report: ImportReport, out: str) -> str:
@@ -62,9 +57,10 @@ def render_text(report: ImportReport, out: str) -> str:
         lines.append(f"\nassumed ({len(report.notes)}):")
         lines.extend(f"  {n.object}: {n.field}: {n.why}" for n in sorted(report.notes))
     if report.take_over:
-        lines.append(f"\nto take over ({len(report.take_over)}): apply refuses objects without {MANAGED_BY}={MANAGER}; "
-                     "once drift shows nothing but gpugov's additions, mark the ones the declarations hold:")
-        lines.extend(f"  {label_command(*key)}" for key in report.take_over)
+        lines.append(f"\nto take over ({len(report.take_over)}): adopted in {ADOPTED_IN}; gpugov apply takes them "
+                     "over in place (see apply --dry-run first), and from then on prune deletes any of them the "
+                     "declarations drop:")
+        lines.extend(f"  {shown(*key)}" for key in report.take_over)
     return "\n".join(lines) + "\n"
 
 
@@ -75,7 +71,7 @@ def render_json(report: ImportReport, out: str) -> str:
         "written": report.written,
         "notExpressed": [asdict(g) for g in sorted(report.gaps)],
         "assumed": [asdict(n) for n in sorted(report.notes)],
-        "takeOver": [{"kind": k, "namespace": ns, "name": n, "command": label_command(k, ns, n)}
-                     for k, ns, n in report.take_over],
+        "takeOver": [{"kind": k, "namespace": ns, "name": n} for k, ns, n in report.take_over],
+        "adoptedIn": ADOPTED_IN if report.take_over else None,
     }
     return json.dumps(body, indent=2) + "\n"

@@ -2,7 +2,9 @@
 
 The comparison is the proof the issue asks for: whatever the declarations compile to that
 differs from the input's ClusterQueues, Cohorts and LocalQueues becomes a gap in the report,
-even where convert did not foresee it.
+even where convert did not foresee it. The objects the input holds and the declarations compile
+to again are the ones apply will write over: the Cluster declaration adopts exactly those
+(spec.adopt), and the repository is validated once more with them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from gpugov.adopt.canonical import differences
 from gpugov.adopt.convert import convert
 from gpugov.adopt.inventory import Inventory, Obj, inventory
 from gpugov.adopt.report import ImportReport
-from gpugov.adopt.write import check_target, commit, discard, render_all, stage
+from gpugov.adopt.write import check_target, commit, discard, render, render_all, stage
 from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
 from gpugov.findings import Level
@@ -24,11 +26,15 @@ def _show(value: object) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+CLUSTER_FILE = "policies/clusters.yaml"  # where convert writes the Cluster declaration
+
+
 def take_over(inv: Inventory, compiled: list[Obj]) -> list[tuple[str, str, str]]:
     """(kind, namespace, name) of every object the input holds that the declarations compile to again:
-    the objects apply will write, which it refuses to take over until they carry gpugov's mark."""
+    the objects apply will write, which it takes over only where the Cluster's spec.adopt names them."""
     read = {(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"])
-            for group in (inv.flavors, inv.cohorts, inv.cluster_queues, inv.local_queues, inv.priority_classes)
+            for group in (inv.flavors, inv.cohorts, inv.cluster_queues, inv.local_queues, inv.priority_classes,
+                          inv.topologies)
             for o in group.values()}
     return sorted({(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]) for o in compiled} & read)
 
@@ -51,14 +57,31 @@ def verify(inv: Inventory, root: Path, cluster: str, report: ImportReport) -> No
                    f"the cluster has {_show(diff.before)}, the declarations compile to {_show(diff.after)}")
 
 
+def adopt_entries(take: list[tuple[str, str, str]]) -> list[Obj]:
+    """The Cluster's spec.adopt for the objects to take over (a namespace only where the kind has one)."""
+    return [{"kind": kind, **({"namespace": namespace} if namespace else {}), "name": name}
+            for kind, namespace, name in take]
+
+
+def declare_adoption(files: dict[str, list[Obj]], staging: Path, take: list[tuple[str, str, str]]) -> None:
+    """Write `take` as the spec.adopt of the Cluster declaration, in `files` and in the staged repository."""
+    documents = files[CLUSTER_FILE]
+    documents[0]["spec"]["adopt"] = adopt_entries(take)
+    (staging / CLUSTER_FILE).write_text(render(CLUSTER_FILE, documents), encoding="utf-8")
+
+
 def import_inventory(inv: Inventory, cluster: str, out: Path, force: bool = False) -> ImportReport:
     """Write the declarations of `inv` to `out` (OutputError when it is not empty and not forced)."""
     check_target(out, force)
     declarations = convert(inv, cluster)
     texts = render_all(declarations.files)
     staging = stage(texts, out)
+    report = declarations.report
     try:
-        verify(inv, staging, cluster, declarations.report)
+        verify(inv, staging, cluster, report)
+        if report.take_over:
+            declare_adoption(declarations.files, staging, report.take_over)
+            verify(inv, staging, cluster, report)  # the repository as written, spec.adopt included (GG160)
         commit(staging, out)
     except BaseException:
         discard(staging)

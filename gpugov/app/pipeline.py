@@ -6,6 +6,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from gpugov.app.exit import ExitCode
@@ -17,6 +18,7 @@ from gpugov.declarations.schema import check_document
 from gpugov.findings import Finding, Level
 from gpugov.kube.objects import Object
 from gpugov.policy import run_policy
+from gpugov.policy.adoption import check_adoption
 from gpugov.policy.conformance import check_objects
 from gpugov.policy.repository import check_repository
 
@@ -80,11 +82,14 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def validate_repo(root: Path, conformance: bool = True, base: Model | None = None) -> Validation:
+def validate_repo(root: Path, conformance: bool = True, base: Model | None = None, *,
+                  now: datetime | None = None) -> Validation:
     """Every finding for the repository at `root`; the model when it loaded cleanly. With `base`
-    (the model of the revision the tree changes), findings of a change point at what it changed."""
+    (the model of the revision the tree changes), findings of a change point at what it changed.
+    `now`: when the command runs (the CLI reads the clock once); the quota timeline's checks look
+    from then on (None: at every instant a grant or window makes)."""
     check_root(root)
-    result = validate_files(root, tree_files(root), conformance, base)
+    result = validate_files(root, tree_files(root), conformance, base, now=now)
     if result.model is not None:
         result.findings.extend(check_repository(root, result.model))
         result.findings.sort(key=Finding.sort_key)
@@ -92,13 +97,15 @@ def validate_repo(root: Path, conformance: bool = True, base: Model | None = Non
 
 
 def validate_files(root: Path, files: list[SourceFile], conformance: bool = True,
-                   base: Model | None = None) -> Validation:
-    """Validate declaration files from any source (working tree or a git revision); `base` as in validate_repo."""
+                   base: Model | None = None, *, now: datetime | None = None) -> Validation:
+    """Validate declaration files from any source (working tree or a git revision); `base` and `now` as in
+    validate_repo."""
     with gc_paused():
-        return _validate(root, files, conformance, base)
+        return _validate(root, files, conformance, base, now)
 
 
-def _validate(root: Path, files: list[SourceFile], conformance: bool, base: Model | None = None) -> Validation:
+def _validate(root: Path, files: list[SourceFile], conformance: bool, base: Model | None = None,
+              now: datetime | None = None) -> Validation:
     loaded = load_files(files)
     result = Validation(root, loaded.files, list(loaded.findings))
     for doc in loaded.documents:
@@ -107,6 +114,7 @@ def _validate(root: Path, files: list[SourceFile], conformance: bool, base: Mode
         result.findings.sort(key=Finding.sort_key)
         return result
     model, duplicates = build_model(loaded.documents)
+    model.now = now
     result.findings.extend(duplicates)
     result.findings.extend(run_policy(model, base))
     result.model = model
@@ -114,5 +122,6 @@ def _validate(root: Path, files: list[SourceFile], conformance: bool, base: Mode
         for cluster in model.cluster_names():
             result.compiled[cluster] = compile(model, cluster=cluster)
             result.findings.extend(check_objects(result.compiled[cluster]))
+            result.findings.extend(check_adoption(model.cluster(cluster), result.compiled[cluster]))
     result.findings.sort(key=Finding.sort_key)
     return result

@@ -5,6 +5,7 @@ plan, whatif, trace synth, codeowners --rev, desired_state under render, apply a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from gpugov.app.exit import ExitCode
@@ -65,7 +66,7 @@ class Revision:
 
 
 def read_revision(root: Path, ref: str | None = None, *, base: Model | None = None, conformance: bool = True,
-                  repository_checks: bool = True) -> Revision:
+                  repository_checks: bool = True, now: datetime | None = None) -> Revision:
     """The revision `ref` of the repository at `root` (None: its working tree), validated whatever it
     holds. `base`: the model the revision changes (findings point at the change); `repository_checks`:
     the working tree's own checks (CODEOWNERS, folders gpugov does not read). InputError when there is
@@ -73,21 +74,21 @@ def read_revision(root: Path, ref: str | None = None, *, base: Model | None = No
     try:
         if ref is None:
             if repository_checks:
-                return Revision(None, None, validate_repo(root, conformance, base))
+                return Revision(None, None, validate_repo(root, conformance, base, now=now))
             check_root(root)
-            return Revision(None, None, validate_files(root, tree_files(root), conformance, base))
+            return Revision(None, None, validate_files(root, tree_files(root), conformance, base, now=now))
         check_root(root)
         files = revision_files(root, ref)
         commit = resolve(root, ref)
-        return Revision(ref, commit, validate_files(root, files, conformance, base))
+        return Revision(ref, commit, validate_files(root, files, conformance, base, now=now))
     except GitError as exc:
         raise InputError(str(exc)) from None
 
 
 def valid_revision(root: Path, ref: str | None = None, *, base: Model | None = None,
-                   repository_checks: bool = True) -> Revision:
+                   repository_checks: bool = True, now: datetime | None = None) -> Revision:
     """As read_revision, but a revision with errors is refused: InvalidDeclarations, which carries it."""
-    revision = read_revision(root, ref, base=base, repository_checks=repository_checks)
+    revision = read_revision(root, ref, base=base, repository_checks=repository_checks, now=now)
     if not revision.valid or revision.validation.unreadable:
         raise InvalidDeclarations(revision.validation, revision=revision)
     return revision

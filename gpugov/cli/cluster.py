@@ -37,16 +37,23 @@ def cmd_apply(args: argparse.Namespace) -> ExitCode:
 
     from gpugov.cluster.apply import ApplyError, apply_objects, check_served, preview_changes
     from gpugov.cluster.identity import WrongCluster, check, declared_elsewhere, record
-    from gpugov.cluster.ownership import ForeignObjects, refuse_foreign
+    from gpugov.cluster.ownership import ForeignObjects, declared_adoption, refuse_foreign
     from gpugov.cluster.prune import PruneError, owned_objects, prune, prune_plan
     from gpugov.cluster.rest import Api, Rejected, served_versions
     from gpugov.sources import CheckIncomplete
 
     state = desired(args)
+    if args.only_quotas:  # the timeline CronJob: a boundary changes quota objects only, and never what exists
+        from dataclasses import replace
+
+        from gpugov.compile.operations import QUOTA_KINDS
+
+        state = replace(state, objects=[o for o in state.objects if (o["apiVersion"], o["kind"]) in QUOTA_KINDS])
+        args.prune = False
     cluster = state.model.cluster(state.cluster)
     try:
         # Reads only, up to the guard: which cluster this is, and how much a prune would remove.
-        api = api_client(args)
+        api = api_client(args, in_cluster=True)
         raw = Api(api)
         served = served_versions(raw)
         owned = owned_objects(api, served)
@@ -54,11 +61,12 @@ def cmd_apply(args: argparse.Namespace) -> ExitCode:
                          reidentify=args.reidentify)
         # After the identity: the wrong cluster is told as such, not as one that lacks a scheduler's kinds.
         check_served(raw, state.objects, served)
-        taken = refuse_foreign(api, state.objects, [n for t in state.model.tenants.values() for n in t.adopt_namespaces])
+        taken = refuse_foreign(api, state.objects, declared_adoption(state.model, state.cluster))
         plan = prune_plan(api, state.objects, owned) if args.prune else []
         too_many = "" if args.allow_mass_prune else _mass_prune(plan, len(owned), cluster)
         if args.dry_run:
             print(identity.describe())
+            print("".join(f"{note}\n" for note in taken.notes()), end="")
             return _dry_run(state.objects, plan, args.prune, too_many, preview_changes(api, state.objects))
         if too_many:
             return fail(f"refused: {too_many}; nothing was changed", ExitCode.USAGE)
@@ -287,7 +295,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "objects gpugov does not own): nothing changed, 3 could not apply (unreachable, not a "
                        "Kubernetes API, a kind not served, an object refused).")
     compile_target_args(p)
-    kubeconfig_args(p)
+    kubeconfig_args(p, in_cluster=True)
+    p.add_argument("--only-quotas", action="store_true",
+                   help="apply only the quota objects (ClusterQueues, Cohorts, Volcano Queues, ResourceQuotas) and "
+                   "prune nothing: what the timeline CronJob runs at each QuotaGrant or QuotaWindow boundary")
     p.add_argument("--dry-run", action="store_true",
                    help="list what would be applied, deleted and released; change nothing")
     p.add_argument("--prune", action=argparse.BooleanOptionalAction, default=True,

@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
@@ -108,7 +109,7 @@ def desired(args: argparse.Namespace) -> DesiredState:
     from gpugov.compile import CompileError
 
     try:
-        return desired_state(Path(args.repo), cluster=args.cluster, backend=args.backend)
+        return desired_state(Path(args.repo), cluster=args.cluster, backend=args.backend, at=instant(args))
     except (InputError, CompileError) as exc:
         raise CommandFailed(str(exc)) from None
     except InvalidDeclarations as exc:
@@ -120,6 +121,28 @@ def compile_target_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("repo", nargs="?", default=".", help="repository root")
     backend_arg(parser)
     parser.add_argument("--cluster", help="cluster to compile for (needed when several are declared)")
+    parser.add_argument("--at", type=at_arg, default=None, metavar="INSTANT",
+                        help="the instant quotas are compiled for where QuotaGrants or QuotaWindows are declared: "
+                        "now (default) or RFC 3339 with a zone, e.g. 2025-03-01T09:00:00+08:00")
+
+
+def at_arg(text: str) -> datetime:
+    """--at: `now` (the clock, read here once per command) or an RFC 3339 instant with a zone."""
+    if text == "now":
+        return datetime.now(UTC)
+    from gpugov.declarations.timeline import parse_instant
+
+    parsed = parse_instant(text)
+    if parsed is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: not an RFC 3339 instant with a zone (e.g. 2025-03-01T09:00:00Z)")
+    return parsed
+
+
+def instant(args: argparse.Namespace) -> datetime:
+    """The instant a command compiles for: --at, else the clock, read once (and kept on args)."""
+    if getattr(args, "at", None) is None:
+        args.at = datetime.now(UTC)
+    return args.at
 
 
 def kubeconfig_args(parser: argparse.ArgumentParser, in_cluster: bool = False) -> None:

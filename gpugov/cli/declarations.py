@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from gpugov.app.exit import ExitCode
-from gpugov.cli.common import compile_target_args, default_format, desired, fail, valid
+from gpugov.cli.common import at_arg, compile_target_args, default_format, desired, fail, instant, valid
 from gpugov.findings.report import FORMATS
 
 # Each command imports what it runs on when it runs: registering them all must stay cheap.
@@ -30,7 +31,7 @@ def cmd_validate(args: argparse.Namespace) -> ExitCode:
             return fail(f"the base {base.label} does not load; validate without --base or against another base")
         base_model = base.model
     try:
-        result = read_revision(repo, base=base_model).validation
+        result = read_revision(repo, base=base_model, now=datetime.now(UTC)).validation  # the clock, read once
     except InputError as exc:
         return fail(str(exc))
     sys.stdout.write(REPORTERS[args.format or default_format()](result.findings, len(result.files)))
@@ -66,9 +67,10 @@ def cmd_plan(args: argparse.Namespace) -> ExitCode:
 
     repo = Path(args.repo)
     try:
-        base = read_revision(repo, args.base)
+        now = instant(args)  # the timeline's checks and the plan's timeline look from here
+        base = read_revision(repo, args.base, now=now)
         # the head's findings point at what the change did, the base's lines as related locations
-        head = read_revision(repo, args.head, base=base.model, repository_checks=False)
+        head = read_revision(repo, args.head, base=base.model, repository_checks=False, now=now)
         changed = changed_paths(repo, args.base, args.head)
     except (GitError, InputError) as exc:
         return fail(str(exc))
@@ -226,6 +228,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fail-on", choices=("risk",),
                    help="exit 1 when the plan has risks (every widening change, any file outside the declarations)")
     p.add_argument("--cluster", help="only this cluster's object changes")
+    p.add_argument("--at", type=at_arg, default=None, metavar="INSTANT",
+                   help="the instant the quota timeline is shown from: now (default) or RFC 3339 with a zone")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("codeowners", help="write .github/CODEOWNERS from the declarations' owners")

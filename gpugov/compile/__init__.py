@@ -18,6 +18,7 @@ from gpugov.compile.mig import mig_configmap
 from gpugov.compile.nodes import compile_nodes
 from gpugov.compile.operations import operations_objects
 from gpugov.compile.roles import compile_roles
+from gpugov.compile.timeline import mark_instant
 from gpugov.compile.volcano import compile_volcano
 from gpugov.declarations.model import Model
 from gpugov.kube.kinds import APPLY_ORDER
@@ -36,6 +37,7 @@ def compile_scope(scope: Scope) -> list[Object]:
     objects += admission_objects(scope)
     objects += compile_nodes(scope)
     objects += operations_objects(scope, objects)
+    mark_instant(scope.model, objects)
     rank = {kind: index for index, kind in enumerate(APPLY_ORDER)}
     # Stable sort: within a kind keep the backend's order (parents before children).
     return sorted(objects, key=lambda obj: rank[obj["kind"]])

@@ -31,6 +31,7 @@ from typing import Any
 
 from gpugov.compile.common import Backend, Object, Scope, metadata
 from gpugov.kube.kinds import KINDS, WORKLOAD
+from gpugov.kube.names import KUEUE_API, VOLCANO_API
 from gpugov.kube.objects import LABEL_COMPONENT
 
 DRIFT = "gpugov-drift"
@@ -173,6 +174,55 @@ def reclaim_objects(scope: Scope) -> list[Object]:
     ]
 
 
+TIMELINE = "gpugov-timeline"
+TIMELINE_SCHEDULE = "*/5 * * * *"  # a grant's start or a window's opening takes effect within five minutes
+# What a boundary changes: the quota objects. The timeline CronJob applies only these (apply --only-quotas).
+QUOTA_KINDS = frozenset({(KUEUE_API, "ClusterQueue"), (KUEUE_API, "Cohort"), (VOLCANO_API, "Queue"),
+                         ("v1", "ResourceQuota")})
+
+
+def timeline_objects(scope: Scope) -> list[Object]:
+    """Where quotas change with time (issue #27): a CronJob that applies the quotas of the instant it
+    runs at (`gpugov apply --at now --only-quotas --no-prune`; idempotent: inside one span the objects
+    are the same), its ServiceAccount reading what apply checks first (gpugov's kinds, the identity
+    record) and patching only the quota objects. None without a QuotaGrant or QuotaWindow."""
+    if not scope.model.has_timeline:
+        return []
+    cluster = scope.cluster
+    rbac = "rbac.authorization.k8s.io"
+    subjects = [{"kind": "ServiceAccount", "name": TIMELINE, "namespace": cluster.operations_namespace}]
+    writes: dict[str, set[str]] = {}
+    for key in sorted(QUOTA_KINDS):
+        writes.setdefault(KINDS[key].group, set()).add(KINDS[key].plural)
+    container = _hardened({
+        "name": "timeline",
+        "image": cluster.operations_image,
+        "args": ["apply", "/config", "--cluster", cluster.name, "--backend", scope.backend.value, "--at", "now",
+                 "--only-quotas", "--no-prune"],
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+    })
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(scope, TIMELINE, "timeline")},
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": _meta(scope, TIMELINE, "timeline", namespaced=False),
+         "rules": [*reader_rules(set(KINDS)),
+                   *({"apiGroups": [group], "resources": sorted(plurals), "verbs": ["patch"]}
+                     for group, plurals in sorted(writes.items()))]},
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding",
+         "metadata": _meta(scope, TIMELINE, "timeline", namespaced=False),
+         "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": TIMELINE}, "subjects": subjects},
+        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(scope, TIMELINE, "timeline"), "spec": {
+            "schedule": TIMELINE_SCHEDULE,
+            "concurrencyPolicy": "Forbid",
+            "jobTemplate": {"spec": {"backoffLimit": 0, "template": {"spec": {
+                "serviceAccountName": TIMELINE,
+                "restartPolicy": "Never",
+                "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
+                "containers": [container],
+            }}}},
+        }},
+    ]
+
+
 def agent_objects(scope: Scope) -> list[Object]:
     cluster = scope.cluster
     labels = {"app.kubernetes.io/name": AGENT}
@@ -219,4 +269,4 @@ def operations_objects(scope: Scope, objects: list[Object]) -> list[Object]:
               ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
               ("batch/v1", "CronJob")}
     reclaim = reclaim_objects(scope) if scope.backend is Backend.KUEUE else []
-    return [*result, *drift_objects(scope, kinds), *agent, *reclaim]
+    return [*result, *drift_objects(scope, kinds), *agent, *reclaim, *timeline_objects(scope)]

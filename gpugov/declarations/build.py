@@ -33,6 +33,7 @@ from gpugov.declarations.model import (
     scheduling_from_spec,
 )
 from gpugov.declarations.schema import defaulted
+from gpugov.declarations.timeline import build_grant, build_window
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.kube.quantity import parse_quantity
 
@@ -82,6 +83,11 @@ def _pool_quotas(spec: dict[str, Any], pools: dict[str, GPUPool]) -> tuple[PoolQ
             resources.append(ResourceQuota(key, resource, nominal or Decimal(0), borrowing, lending))
         result.append(PoolQuota(entry["pool"], index, tuple(resources)))
     return tuple(result)
+
+
+def _timeline_resources(spec: dict[str, Any], pools: dict[str, GPUPool]) -> tuple[ResourceQuota, ...]:
+    """A grant's or window's resources, resolved against its pool as a quota entry's are."""
+    return _pool_quotas({"quotas": [{"pool": spec["pool"], "resources": spec["resources"]}]}, pools)[0].resources
 
 
 def _hami(spec: dict[str, Any]) -> HamiSharing | None:
@@ -220,6 +226,12 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
     for name, doc in unique("PriorityClass"):
         spec = defaulted("PriorityClass", doc.data["spec"])
         model.priority_classes[name] = PriorityClass(name, doc, spec["value"], spec["preemptible"], spec.get("description", ""))
+    for name, doc in unique("QuotaGrant"):
+        spec = doc.data["spec"]
+        model.grants[name] = build_grant(name, doc, spec, _timeline_resources(spec, model.pools))
+    for name, doc in unique("QuotaWindow"):
+        spec = doc.data["spec"]
+        model.windows[name] = build_window(name, doc, defaulted("QuotaWindow", spec), _timeline_resources(spec, model.pools))
     if found := singleton("SchedulingPolicy"):
         name, doc = found
         model.scheduling = scheduling_from_spec(name, doc, doc.data["spec"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, time
 from decimal import Decimal
 from functools import cached_property
 from typing import Any, ClassVar
@@ -136,6 +137,18 @@ class Charge:
     key: str
 
 
+@dataclass(frozen=True, order=True)
+class AdoptEntry:
+    """One entry of a Cluster's spec.adopt: an existing scheduler object apply may take over."""
+
+    kind: str
+    name: str
+    namespace: str = ""  # a LocalQueue's; "" for the cluster-scoped kinds
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
+
+
 @dataclass(frozen=True, eq=False)
 class Cluster(Decl):
     KIND: ClassVar[str] = "Cluster"
@@ -153,6 +166,7 @@ class Cluster(Decl):
     prune_limit_fraction: Decimal = Decimal("0.5")
     prometheus_url: str | None = None  # spec.operations.prometheus: what the reclaim CronJob reads
     reclaim_schedule: str = "*/5 * * * *"  # spec.operations.reclaimSchedule
+    adopt: tuple[AdoptEntry, ...] = ()  # spec.adopt: existing scheduler objects apply may take over
 
 
 @dataclass(frozen=True, eq=False)
@@ -317,6 +331,53 @@ class Tenant(Decl):
     reclaim_spec: dict[str, Any] = field(default_factory=dict)  # spec.reclaim as declared (over Guardrails')
 
 
+@dataclass(frozen=True)
+class Holder:
+    """Whose quota a timeline entry changes: a tenant's or a department's."""
+
+    kind: str  # "Tenant" or "Department"
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.lower()} '{self.name}'"
+
+
+@dataclass(frozen=True, eq=False)
+class QuotaGrant(Decl):
+    """A temporary quota (issue #27): `resources` added to the tenant's nominal quota in `pool`
+    from `starts` until `ends` (exclusive; None: never ends). Instants are aware datetimes; one the
+    schema let through that is no date (30 February) is None, and policy reports it (GG175)."""
+
+    KIND: ClassVar[str] = "QuotaGrant"
+    tenant: str = ""
+    pool: str = ""
+    resources: tuple[ResourceQuota, ...] = ()  # the nominal of each is what is added
+    starts: datetime | None = None
+    ends: datetime | None = None
+    ends_declared: bool = False  # spec.until is written (even when it is no date)
+    reason: str = ""
+    approved_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class QuotaWindow(Decl):
+    """A recurring window (issue #27): on `weekdays` from `start` to `end` local time in `time_zone`
+    (an end at or before the start closes the next day), `resources` of `pool` move from the donor's
+    nominal quota to the recipient's."""
+
+    KIND: ClassVar[str] = "QuotaWindow"
+    pool: str = ""
+    donor: Holder = Holder("Tenant", "")
+    recipient: Holder = Holder("Tenant", "")
+    resources: tuple[ResourceQuota, ...] = ()
+    weekdays: tuple[int, ...] = ()  # 0 Monday .. 6 Sunday, as datetime.weekday()
+    start: time = time(0)
+    end: time = time(0)
+    time_zone: str = "UTC"
+    reason: str = ""
+    approved_by: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, eq=False)
 class PriorityClass(Decl):
     KIND: ClassVar[str] = "PriorityClass"
@@ -450,6 +511,19 @@ class Model:
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     scheduling: SchedulingPolicy | None = None
     guardrails: Guardrails | None = None
+    grants: dict[str, QuotaGrant] = field(default_factory=dict)
+    windows: dict[str, QuotaWindow] = field(default_factory=dict)
+    # The instant the quotas are for (declarations.timeline.model_at); None: as declared, no grant or
+    # window applied.
+    instant: datetime | None = None
+    # When the command runs (the CLI reads the clock once): validate checks the timeline from then on and
+    # warns of grants that have ended. None: every instant counts, nothing has ended.
+    now: datetime | None = None
+
+    @property
+    def has_timeline(self) -> bool:
+        """Whether any quota changes with time (a grant or a window is declared)."""
+        return bool(self.grants or self.windows)
 
     @property
     def policy(self) -> SchedulingPolicy:
@@ -574,6 +648,7 @@ def cluster_from_spec(name: str, doc: Locator, declared_spec: dict[str, Any], de
         prune_limit_fraction=Decimal(str(spec["pruneLimit"]["fraction"])),
         prometheus_url=operations.get("prometheus"),
         reclaim_schedule=operations["reclaimSchedule"],
+        adopt=tuple(AdoptEntry(e["kind"], e["name"], e.get("namespace", "")) for e in spec["adopt"]),
     )
 
 

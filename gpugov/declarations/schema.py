@@ -26,6 +26,10 @@ if TYPE_CHECKING:  # imported by _full, for the documents that fail: it takes lo
 API_VERSION = "gpugov.io/v1alpha1"
 SCHEMA_BASE = "https://gpugov.io/schemas/v1alpha1/"
 
+# The scheduler objects a Cluster's spec.adopt may name: apply takes them over although they exist
+# on the cluster without gpugov's mark (gpugov.cluster.ownership).
+ADOPTABLE_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor", "LocalQueue", "WorkloadPriorityClass", "Topology")
+
 SCHEMA = rule(
     "GG003",
     "schema",
@@ -279,6 +283,31 @@ def _reclaim_spec(with_defaults: bool) -> dict[str, Any]:
     return {**_spec(props), "description": "This tenant's reclaim policy, field by field over Guardrails.reclaim."}
 
 
+# Quota over time (QuotaGrant, QuotaWindow): instants in RFC 3339 with a zone, local clock times, weekdays.
+INSTANT_PATTERN = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]"
+                   r"(:[0-5][0-9](\.[0-9]+)?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$")
+_INSTANT = {"type": "string", "pattern": INSTANT_PATTERN}
+_CLOCK = {"type": "string", "pattern": r"^([01][0-9]|2[0-3]):[0-5][0-9]$"}
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_TIMELINE_RESOURCES = {
+    "type": "object",
+    "minProperties": 1,
+    "propertyNames": {"pattern": RESOURCE_KEY_PATTERN},
+    "additionalProperties": _QUANTITY,
+}
+_TIMELINE_HOLDER = {
+    "type": "object",
+    "additionalProperties": False,
+    "minProperties": 1,
+    "maxProperties": 1,
+    "properties": {
+        "tenant": {**_NAME, "description": "A Tenant."},
+        "department": {**_NAME, "description": "A Department."},
+    },
+    "description": "Whose quota: exactly one of tenant or department.",
+}
+
+
 SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "GPUPool": (
         "A pool of identical accelerators on a set of nodes (hardware/).",
@@ -424,6 +453,53 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             ["namespaces"],
         ),
     ),
+    # Quota over time (issue #27): declarations.timeline reads them, model_at applies them at an instant.
+    "QuotaGrant": (
+        "A temporary quota: resources added to a tenant's nominal quota in a pool from one instant until another "
+        "(tenants/).",
+        _spec(
+            {
+                "tenant": {**_NAME, "description": "The Tenant that receives the grant."},
+                "pool": {**_NAME, "description": "Name of a GPUPool."},
+                "resources": {**_TIMELINE_RESOURCES, "description": "Added to the tenant's nominal quota in the pool "
+                              "while the grant holds (a quota key as in spec.quotas: accelerators, a MIG profile...)."},
+                "from": {**_INSTANT, "description": "When the grant starts: RFC 3339 with a zone, e.g. "
+                         "2025-03-01T09:00:00+08:00."},
+                "until": {**_INSTANT, "description": "When it ends (exclusive). Without it the grant never ends "
+                          "(a warning, GG172)."},
+                "reason": {"type": "string", "minLength": 1, "description": "Why: shown in the plan."},
+                "approvedBy": {**_STRINGS, "minItems": 1, "description": "Who approved it."},
+            },
+            ["tenant", "pool", "resources", "from", "reason", "approvedBy"],
+        ),
+    ),
+    "QuotaWindow": (
+        "A recurring window: while it is open, resources of a pool move from one tenant or department's nominal "
+        "quota to another's (tenants/).",
+        _spec(
+            {
+                "pool": {**_NAME, "description": "Name of a GPUPool."},
+                "donor": _TIMELINE_HOLDER,
+                "recipient": _TIMELINE_HOLDER,
+                "resources": {**_TIMELINE_RESOURCES, "description": "Moved from the donor's nominal quota in the "
+                              "pool to the recipient's while the window is open."},
+                "weekdays": {
+                    "type": "array",
+                    "items": {"enum": list(WEEKDAYS)},
+                    "uniqueItems": True,
+                    "minItems": 1,
+                    "default": list(WEEKDAYS),
+                    "description": "The days the window opens on (it may close the next day).",
+                },
+                "start": {**_CLOCK, "description": "Local time it opens, HH:MM."},
+                "end": {**_CLOCK, "description": "Local time it closes, HH:MM; at or before start: the next day."},
+                "timeZone": {**_NAME, "description": "IANA time zone of start and end, e.g. Asia/Shanghai."},
+                "reason": {"type": "string", "minLength": 1, "description": "Why: shown in the plan."},
+                "approvedBy": {**_STRINGS, "minItems": 1, "description": "Who approved it."},
+            },
+            ["pool", "donor", "recipient", "resources", "start", "end", "timeZone", "reason", "approvedBy"],
+        ),
+    ),
     "PriorityClass": (
         "A workload priority tier (policies/).",
         _spec(
@@ -560,6 +636,23 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                     ),
                     "description": "A prune past either limit is refused (before any write) unless "
                     "--allow-mass-prune is given.",
+                },
+                "adopt": {
+                    "type": "array",
+                    "default": [],
+                    "items": _spec(
+                        {
+                            "kind": {"enum": list(ADOPTABLE_KINDS)},
+                            "name": _NAME,
+                            "namespace": {**_NAME, "description": "The LocalQueue's namespace (LocalQueue only)."},
+                        },
+                        ["kind", "name"],
+                    ),
+                    "description": "Scheduler objects that already exist on this cluster without being gpugov's "
+                    "(no app.kubernetes.io/managed-by: gpugov label), e.g. queues written by hand before "
+                    "`gpugov import`, that gpugov apply may take over. Each must be an object the declarations "
+                    "compile to for this cluster (GG160). Once taken over they are gpugov's: removing one from the "
+                    "declarations later makes prune delete it. Adding an entry is a plan risk (GP026).",
                 },
             },
             ["backend"],
@@ -721,6 +814,7 @@ PATTERN_WORDS = {
     r"^[0-9]+g\.[0-9]+gb([+-][a-z.]+)?$": "a MIG profile name such as 1g.10gb, 3g.40gb or 1g.10gb+me",
     r"^(@[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?|[^@\s]+@[^@\s]+)$": "a code owner: @user, @org/team or an e-mail address",
     r"^[0-9]+[smhd]$": "a duration: a whole number followed by s, m, h or d, such as 30m or 7d",
+    r"^https?://[^\s]+$": "a URL starting with http:// or https://, such as http://prometheus.monitoring:9090",
     r"^\+?([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$": (
         'a Kubernetes quantity such as 8, "500m", "64Gi" or "2Ti"'
     ),

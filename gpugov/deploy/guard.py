@@ -10,6 +10,7 @@ would delete east's queues and flavors it finds in its own state and create west
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from kubernetes import config as kube_config
 
 from gpugov.app.desired import DesiredState
 from gpugov.cluster.identity import Identity, check, declared_elsewhere, record
-from gpugov.cluster.ownership import refuse_foreign
+from gpugov.cluster.ownership import declared_adoption, refuse_foreign
 from gpugov.cluster.prune import owned_objects
 from gpugov.cluster.rest import Api
 
@@ -42,16 +43,18 @@ def stack_client(kubeconfig: str, context: str | None = None) -> client.ApiClien
 
 
 def check_stack_cluster(api_client: client.ApiClient, state: DesiredState, write: bool,
-                        reidentify: bool = False) -> Identity:
+                        reidentify: bool = False, tell: Callable[[str], None] | None = None) -> Identity:
     """Check that `api_client` reaches the stack's declared cluster (WrongCluster, CheckIncomplete
     otherwise) and that the stack takes over nothing that exists there without being gpugov's
     (ForeignObjects, as `gpugov apply`: Pulumi's server-side apply would upsert it); with `write`
-    (pulumi up, not preview) record its identity the first time."""
+    (pulumi up, not preview) record its identity the first time. What the declarations adopt
+    (spec.adoptNamespaces, the Cluster's spec.adopt) passes, each told to `tell`."""
     api = Api(api_client)
     identity = check(api, state.model.cluster(state.cluster), state.objects, owned_objects(api_client),
                      declared_elsewhere(state.model, state.cluster), reidentify=reidentify)
-    refuse_foreign(api_client, state.objects,
-                   [name for tenant in state.model.tenants.values() for name in tenant.adopt_namespaces])
+    taken = refuse_foreign(api_client, state.objects, declared_adoption(state.model, state.cluster))
+    for note in taken.notes() if tell is not None else ():
+        tell(note)
     if write:
         record(api, identity)
     return identity

@@ -63,7 +63,7 @@ def guard_cluster(state: DesiredState) -> None:
     try:
         identity = check_stack_cluster(stack_client(kubeconfig, config.get("context")), state,
                                        write=not pulumi.runtime.is_dry_run(),
-                                       reidentify=config.get_bool("reidentify") or False)
+                                       reidentify=config.get_bool("reidentify") or False, tell=pulumi.log.info)
     except (WrongCluster, ForeignObjects) as exc:
         raise pulumi.RunError(f"gpugov: refused: {exc}; nothing was deployed") from None
     except (StackGuardError, CheckIncomplete, Rejected) as exc:

@@ -17,6 +17,9 @@ LABEL_COST_CENTER = "gpugov.io/cost-center"
 LABEL_PRIORITY_CLASS = "gpugov.io/priority-class"
 LABEL_PREEMPTIBLE = "gpugov.io/preemptible"  # "false" on a Volcano PriorityClass that may not preempt
 ANNOTATION_SOURCE = "gpugov.io/source"  # "file:line[,file:line...]" of the declarations
+# Quota over time (issue #27): the span of instants a compiled object holds for, as an ISO 8601 interval
+# (`start/end`, `..` an open end); only where a QuotaGrant or QuotaWindow is declared.
+ANNOTATION_DESIRED_AT = "gpugov.io/desired-at"
 LABEL_COMPONENT = "gpugov.io/component"  # gpugov's own objects: operations, admission, tenant-roles...
 LABEL_MIG_CONFIG = "gpugov.io/mig-config"  # "true" on the MIG ConfigMap
 ANNOTATION_TAINTS = "gpugov.io/taints"  # on a Node: the taints gpugov set, to remove them when undeclared
@@ -35,10 +38,11 @@ def object_key(obj: Object) -> Key:
 
 
 def without_source(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Metadata without the source annotation (moving a declaration's line changes nothing);
-    an annotations map left empty is dropped."""
+    """Metadata without the source and desired-at annotations (moving a declaration's line, or the
+    span a quota holds for, changes nothing by itself); an annotations map left empty is dropped."""
     meta = dict(metadata)
-    annotations = {k: v for k, v in meta.get("annotations", {}).items() if k != ANNOTATION_SOURCE}
+    provenance = (ANNOTATION_SOURCE, ANNOTATION_DESIRED_AT)
+    annotations = {k: v for k, v in meta.get("annotations", {}).items() if k not in provenance}
     if annotations:
         meta["annotations"] = annotations
     else:

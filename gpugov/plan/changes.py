@@ -9,6 +9,7 @@ from decimal import Decimal
 from gpugov.plan.risks import (
     Risk,
 )
+from gpugov.plan.timeline import TimelineEntry
 
 QUOTA_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
 
@@ -142,6 +143,7 @@ class Plan:
     objects: list[ObjectChange] = field(default_factory=list)
     removals: list[Removal] = field(default_factory=list)
     risks: list[Risk] = field(default_factory=list)
+    timeline: list[TimelineEntry] = field(default_factory=list)  # the head's grants and windows (issue #27)
 
     @property
     def empty(self) -> bool:

@@ -25,6 +25,7 @@ from gpugov.plan.differ import (
     removals,
     weight_changes,
 )
+from gpugov.plan.timeline import timeline, timeline_risks
 from gpugov.plan.widening import declaration_risks, outside_risks
 
 
@@ -53,6 +54,8 @@ def make_plan(base: Model, head: Model, base_label: str, head_label: str, cluste
         plan.mig.extend(mig_changes(name, old, new))
     plan.removals = removals(plan.objects)
     plan.risks = plan_risks(plan, base, head) + declaration_risks(base, head) + outside_risks(changed_paths)
+    plan.risks += timeline_risks(base, head)
+    plan.timeline = timeline(head)
     return plan
 
 

@@ -32,6 +32,7 @@ from gpugov.plan.risks import (
     LENDING_RAISED,
     NAMESPACE_ADOPTED,
     NAMESPACE_CLAIMED,
+    OBJECTS_ADOPTED,
     OWNERS_CHANGED,
     POOL_GAINS_NODE,
     PRIORITY_RAISED,
@@ -182,9 +183,12 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         "spec.operations.namespace": widens("changed", CLUSTER_CHANGED),
         "spec.operations.driftSchedule": widens("changed", CLUSTER_CHANGED),  # a rarer drift check sees less
         "spec.operations.agent": widens("up", CLUSTER_CHANGED),  # a DaemonSet on every GPU node
+        "spec.operations.prometheus": widens("changed", CLUSTER_CHANGED),  # the metric reclaim deactivates on
+        "spec.operations.reclaimSchedule": widens("changed", CLUSTER_CHANGED),  # how often reclaim acts
         "spec.identity.kubeSystemUID": widens("changed", CLUSTER_CHANGED),  # which cluster apply may write to
         "spec.pruneLimit.objects": widens("up", CLUSTER_CHANGED),  # how much apply may delete at once (unset: default)
         "spec.pruneLimit.fraction": widens("up", CLUSTER_CHANGED),
+        "spec.adopt[]": widens("added", OBJECTS_ADOPTED),  # apply takes over an object it did not make
     },
     "GPUPool": {
         **_METADATA,

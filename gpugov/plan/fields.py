@@ -22,6 +22,7 @@ ELEMENT_KEYS: dict[str, tuple[str, ...]] = {
     "spec.queues[]": ("namespace", "name"),
     "spec.nodes[]": ("name",),
     "spec.taints[]": ("key", "effect"),
+    "spec.adopt[]": ("kind", "namespace", "name"),
 }
 
 Path = tuple[str, ...]  # a concrete place in one declaration: ("spec", "quotas", "pool=a100", ...)
@@ -86,7 +87,8 @@ def kinds() -> list[str]:
 
 
 def _element_id(keys: tuple[str, ...], element: dict[str, Any]) -> str:
-    return ",".join(f"{k}={element.get(k)}" for k in keys)
+    # An optional key left out is no part of the identity (a cluster-scoped object in spec.adopt).
+    return ",".join(f"{k}={element[k]}" for k in keys if element.get(k) is not None)
 
 
 def _walk_value(schema: dict[str, Any], value: Any, field: str, path: Path, out: dict[Path, tuple[str, Any]]) -> None:

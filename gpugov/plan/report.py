@@ -9,6 +9,7 @@ from gpugov.kube.quantity import format_quantity
 from gpugov.kube.resources import is_accelerator
 from gpugov.plan.changes import QUOTA_FIELDS, Move, Plan, QuotaChange, WeightChange
 from gpugov.plan.removal import PATHS, PLURAL, counted
+from gpugov.plan.timeline import markdown_rows
 
 MARKER = "<!-- gpugov-plan -->"  # lets the workflow find and update its one sticky comment
 MAX_OBJECT_ROWS = 200
@@ -136,6 +137,7 @@ def markdown(plan: Plan) -> str:
         if len(plan.objects) > MAX_OBJECT_ROWS:
             out.append(f"| | | | … {len(plan.objects) - MAX_OBJECT_ROWS} more | |")
         out += ["", "</details>", ""]
+    out += markdown_rows(plan.timeline)
     if plan.removals:
         out += ["**What removing them does**, per deploy path", ""]
         for removal in plan.removals:

@@ -76,6 +76,11 @@ HARDWARE_CHANGED = rule("GP025", "hardware-widened", Level.WARNING,
                         "A pool or accelerator model changes so that more can run on it or elsewhere: more devices, "
                         "a taint removed, a selector, model, sharing or MIG/vNPU layout changed.")
 
+OBJECTS_ADOPTED = rule("GP026", "objects-adopted", Level.WARNING,
+                       "A Cluster adopts scheduler objects (spec.adopt): gpugov apply takes over ClusterQueues, "
+                       "Cohorts, flavors, LocalQueues, priority classes or Topologies that exist on the cluster "
+                       "without being gpugov's, and from then on prune deletes any of them the declarations drop.")
+
 
 @dataclass(frozen=True)
 class Risk:

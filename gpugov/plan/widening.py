@@ -22,6 +22,7 @@ from gpugov.plan.risks import (
     DECLARATION_ADDED,
     NAMESPACE_ADOPTED,
     NAMESPACE_CLAIMED,
+    OBJECTS_ADOPTED,
     OUTSIDE_DECLARATIONS,
     POOL_GAINS_NODE,
     Risk,
@@ -34,6 +35,8 @@ NOTES = {
     "apply refuses a namespace that exists on the cluster without being gpugov's unless spec.adoptNamespaces names it",
     NAMESPACE_ADOPTED.id: "gpugov apply takes over the namespace even where it exists on the cluster without being "
     "gpugov's (another team's or an operator's)",
+    OBJECTS_ADOPTED.id: "gpugov apply takes the object over although it exists on the cluster without being "
+    "gpugov's, and prune owns it from then on: removing it from the declarations deletes it",
 }
 MAX_LISTED = 8
 

@@ -15,6 +15,7 @@ from gpugov.declarations.model import Model
 from gpugov.findings import Finding
 from gpugov.policy import (
     accelerators,
+    adoption,
     capacity,
     conformance,
     hardware,
@@ -26,12 +27,13 @@ from gpugov.policy import (
     reclaim,
     references,
     repository,
+    timeline,
 )
 from gpugov.policy.checks import change_checks, model_checks
 
 FAMILIES = (
     references, naming, accelerators, capacity, mig, hardware, priorities, ownership, conformance, repository,
-    isolation, reclaim,
+    isolation, reclaim, adoption, timeline,
 )
 
 

@@ -17,6 +17,7 @@ from gpugov.drift import rules as drift_rules
 from gpugov.findings import Rule
 from gpugov.findings.markdown import table
 from gpugov.plan import risks
+from gpugov.plan import timeline as plan_timeline
 from gpugov.policy import FAMILIES
 from gpugov.reclaim import rules as reclaim_rules
 from gpugov.yamlpos import reader
@@ -26,10 +27,11 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     loader,  # GG005: reading files
     schema,  # GG003: the JSON Schema
     build,  # GG010: duplicate names
-    *FAMILIES,  # GG011-GG140: policy on the model
+    *FAMILIES,  # GG011-GG160: policy on the model
     drift_rules,  # GD: the live cluster against the declarations
     reclaim_rules,  # GD040, GD041: gpugov reclaim's warnings and deactivations
     risks,  # GP: risks of a change, in the pull request's plan
+    plan_timeline,  # GP030: a grant or window added or widened
 )
 CHECK_LEVEL = "fail"  # the worst outcome of a readiness check
 

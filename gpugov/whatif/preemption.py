@@ -274,11 +274,17 @@ class Preemptor:
                     return True, targets, []
                 continue
             preemptor_new, target_node = self._shares(cq, target_cq)
+            # The target's share without a victim depends on the victim's usage alone while none
+            # is removed: victims of one size share it (a deep queue holds many alike).
+            share_without: dict[tuple[tuple[FR, int], ...], DRS] = {}
             while ordering.has(target_cq):
                 victim = ordering.pop(target_cq)
-                remove_all(target_cq.node, victim.usage)
-                target_new = drs(target_node)
-                add_all(target_cq.node, victim.usage)
+                size = tuple(victim.usage.items())
+                target_new = share_without.get(size)
+                if target_new is None:
+                    remove_all(target_cq.node, victim.usage)
+                    target_new = share_without[size] = drs(target_node)
+                    add_all(target_cq.node, victim.usage)
                 if compare_drs(preemptor_new, target_new) <= 0:  # LessThanOrEqualToFinalShare
                     _remove(victim)
                     targets.append((victim, FAIR_SHARING))

@@ -93,6 +93,11 @@ class Outcome:
     unconverged_instants: int = 0
 
 
+# A head's nomination, kept per cohort-tree version: (version, assignment, targets, hopeless,
+# why it waits when not admitted, whether it reserves quota for its cycle).
+Nomination = tuple[int, Assignment, list[Target], bool, str, bool]
+
+
 class Entry:
     __slots__ = ("assignment", "cq", "status", "targets", "wl")
 
@@ -106,16 +111,27 @@ class Entry:
 
 def waiting_reason(entry: Entry) -> str:
     """Why a head was not admitted in its cycle, for the report of jobs that never started."""
-    assignment = entry.assignment
     if entry.status == SKIPPED:
         return "did not fit after the cycle's earlier admissions"
     if entry.status == PREEMPTING:
         return "waiting for its victims to leave"
+    return nominated_reason(entry.assignment, entry.targets)
+
+
+def nominated_reason(assignment: Assignment, targets: list[Target]) -> str:
+    """Why a head that was neither skipped nor preempting was not admitted."""
     if assignment.mode == MODE_NO_FIT:
         return assignment.reason or "no flavor fits"
-    if assignment.mode == MODE_PREEMPT and not entry.targets:
+    if assignment.mode == MODE_PREEMPT and not targets:
         return "needs preemption, but no workload can be preempted"
     return "not admitted"
+
+
+def hopeless(assignment: Assignment, targets: list[Target]) -> bool:
+    """A head that cannot be admitted nor preempt, whatever the cycle's other heads do: it goes
+    back untouched, and what it holds for the cycle (resourcesToReserve) matters to no one when
+    every head is like it."""
+    return assignment.mode == MODE_NO_FIT or (assignment.mode == MODE_PREEMPT and not targets)
 
 
 def build_queues(setup: Setup) -> dict[str, ClusterQueue]:
@@ -209,7 +225,12 @@ class Simulator:
         self.requeue_pending: dict[int, tuple[ClusterQueue, int]] = {}  # root id -> (a queue of it, due)
         self.sequence = 0
         self.cycles = 0
-        self.assignments: dict[tuple[int, tuple[object, ...], int], tuple[int, Assignment, list[Target]]] = {}
+        self.assignments: dict[tuple[int, tuple[object, ...], int], Nomination] = {}
+        for wl in self.workloads:
+            if wl.cq is not None:
+                # Workloads alike get the same nomination until usage changes (see _nominate).
+                by_age = wl.cq.spec.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
+                wl.nomination_key = (id(wl.cq), wl.hash, wl.created_s if by_age else 0)
         self.outcome = Outcome(self.workloads, self.queues, 0, 0)
 
     # -- queues -------------------------------------------------------------------------------
@@ -343,18 +364,21 @@ class Simulator:
         the answer is kept for them: a backlog of equal jobs costs one evaluation, not one each."""
         cq = wl.cq
         assert cq is not None
-        key = (id(cq), wl.hash, wl.created_s if cq.spec.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
-               else 0)
-        version = cq.root.version
-        cached = self.assignments.get(key)
-        if cached is not None and cached[0] == version:
-            return Entry(wl, cq, cached[1], cached[2])
+        nomination = self._nomination(wl, cq)
+        return Entry(wl, cq, nomination[1], nomination[2])
+
+    def _nomination(self, wl: Workload, cq: ClusterQueue) -> Nomination:
+        cached = self.assignments.get(wl.nomination_key)
+        if cached is not None and cached[0] == cq.root.version:
+            return cached
         assignment = assign(wl, cq, self.setup.flavors, self.preemptor, self.options.fair_sharing)
         targets: list[Target] = []
         if assignment.mode == MODE_PREEMPT:
             targets = self.preemptor.targets(wl, cq, assignment.needs_preemption, assignment.usage)
-        self.assignments[key] = (version, assignment, targets)
-        return Entry(wl, cq, assignment, targets)
+        cached = self.assignments[wl.nomination_key] = (
+            cq.root.version, assignment, targets, hopeless(assignment, targets), nominated_reason(assignment, targets),
+            self._holds(cq, assignment))
+        return cached
 
     def _classical_order(self, entries: list[Entry]) -> list[Entry]:
         return sorted(entries, key=lambda e: (e.assignment.borrowing, -e.wl.priority, e.wl.created_s, e.wl.uid))
@@ -423,9 +447,7 @@ class Simulator:
             return False, 0
         self.cycles += 1
         entries = [self._nominate(wl) for wl in heads]
-        if all(e.assignment.mode == MODE_NO_FIT or (e.assignment.mode == MODE_PREEMPT and not e.targets and
-                                                    e.cq.spec.preemption.reclaim_within_cohort == "Any")
-               for e in entries):
+        if all(hopeless(e.assignment, e.targets) for e in entries):
             # Nobody can be admitted or preempt: the order does not matter, all go back.
             return self._requeue(entries, now), self.options.status_write_ms * len(entries)
         ordered = fair_order(entries) if self.options.fair_sharing else self._classical_order(entries)
@@ -475,6 +497,97 @@ class Simulator:
             self._release_due(now)
         return changed, self.options.status_write_ms * sum(1 for e in entries if e.status != ADMITTED)
 
+    # -- cycles that change nothing but the parked -------------------------------------------
+
+    def _skip_hopeless(self, now: int, limit: int) -> int:
+        """Run, in one go, the next cycles (at most `limit`) in which nothing changes but the
+        parked: every head is hopeless, or one is a preemptor whose victims are already on their
+        way out, and at least one head is parked; how many. The state stays the same through such
+        cycles, so every nomination is made against it: a BestEffortFIFO queue parks its next
+        heads in order, a StrictFIFO queue and a waiting preemptor keep theirs. Exactly what
+        cycling would do, without each cycle's tournament (a backlog re-examines every parked job
+        at each finish in its cohort tree, and almost all are hopeless)."""
+        if self.options.status_write_ms or (self.requeuing and self.requeuing[0][0] <= now):
+            return 0  # a cycle takes time, or a requeue is due within it: cycle by cycle
+        best_effort: list[ClusterQueue] = []
+        kept: list[tuple[Workload, str]] = []  # heads that stay, with why they wait
+        waiting: Entry | None = None  # a preemptor waiting for its victims to leave
+        holds = False  # a hopeless head reserves quota for the rest of its cycle
+        for cq in self.queue_order:
+            sticky = cq.sticky
+            if sticky is not None and sticky.state == PENDING:
+                wl = sticky
+            else:
+                heap = cq.heap
+                while heap and (heap[0][-1].state != PENDING or heap[0][-2] != heap[0][-1].heap_token):
+                    heapq.heappop(heap)  # stale: _pop would drop it too
+                if not heap:
+                    continue
+                if cq.best_effort:
+                    best_effort.append(cq)
+                    continue
+                wl = heap[0][-1]
+            _, assignment, targets, is_hopeless, reason, reserves = self._nomination(wl, cq)
+            if is_hopeless:
+                if cq.best_effort:
+                    return 0  # a sticky head that would be parked: its queue moves on
+                holds = holds or reserves
+                kept.append((wl, reason))
+            elif (waiting is None and assignment.mode == MODE_PREEMPT
+                  and all(victim.state != RUNNING for victim, _ in targets)):
+                waiting = Entry(wl, cq, assignment, targets)
+            else:
+                return 0
+        if not best_effort or (waiting is not None and holds):
+            return 0  # nothing parked, or the preemptor's fit depends on the cycle's order
+        best_effort.sort(key=lambda cq: len(cq.heap))  # the shortest bounds the run soonest
+        popped: list[list[tuple[tuple[int, int, int, int, int, Workload], str]]] = []
+        for cq in best_effort:
+            taken: list[tuple[tuple[int, int, int, int, int, Workload], str]] = []
+            heap = cq.heap
+            version = cq.root.version
+            cache = self.assignments
+            stop_at_holds = waiting is not None
+            while heap and len(taken) < limit:
+                item = heapq.heappop(heap)
+                wl = item[-1]
+                if wl.state != PENDING or item[-2] != wl.heap_token:
+                    continue
+                nomination = cache.get(wl.nomination_key)
+                if nomination is None or nomination[0] != version:
+                    nomination = self._nomination(wl, cq)
+                if not nomination[3] or (stop_at_holds and nomination[5]):
+                    heapq.heappush(heap, item)
+                    break
+                taken.append((item, nomination[4]))
+            limit = min(limit, len(taken))
+            popped.append(taken)
+        if not limit:
+            for cq, taken in zip(best_effort, popped, strict=True):
+                for item, _ in taken:
+                    heapq.heappush(cq.heap, item)
+            return 0
+        for cq, taken in zip(best_effort, popped, strict=True):
+            for item, _ in taken[limit:]:
+                heapq.heappush(cq.heap, item)
+            for item, reason in taken[:limit]:
+                wl = item[-1]
+                wl.waiting_for = reason
+                self._park(wl)
+        for wl, reason in kept:
+            wl.waiting_for = reason
+        if waiting is not None:
+            # No victim of another head and no reservation in these cycles: it fits (and waits) or not.
+            waiting.status = PREEMPTING if self._fits(waiting, {}) else SKIPPED
+            waiting.wl.waiting_for = waiting_reason(waiting)
+        self.cycles += limit
+        return limit
+
+    @staticmethod
+    def _holds(cq: ClusterQueue, assignment: Assignment) -> bool:
+        """Whether a head without preemption candidates reserves quota in its cycle (CanAlwaysReclaim)."""
+        return assignment.mode == MODE_PREEMPT and cq.spec.preemption.reclaim_within_cohort != "Any"
+
     def _release_due(self, now: int) -> None:
         while self.releasing and self.releasing[0][0] <= now:
             _, _, victim = heapq.heappop(self.releasing)
@@ -502,6 +615,10 @@ class Simulator:
                 changed, busy_ms = self._cycle(now)
                 count = cycles_now[1] + 1
                 while changed and busy_ms == 0 and count < MAX_CYCLES_PER_INSTANT:  # cycles that take no time
+                    skipped = self._skip_hopeless(now, MAX_CYCLES_PER_INSTANT - count)
+                    if skipped:
+                        count += skipped
+                        continue
                     changed, busy_ms = self._cycle(now)
                     count += 1
                 cycles_now = (now, count)

@@ -37,6 +37,7 @@ class Workload:
         "index",
         "job",
         "lost_units_ms",
+        "nomination_key",
         "preemptions",
         "priority",
         "queue",
@@ -75,6 +76,7 @@ class Workload:
         self.run_token = 0
         self.borrow_level = 0
         self.hash: tuple[object, ...] = ()
+        self.nomination_key: tuple[int, tuple[object, ...], int] = (0, (), 0)  # set by the simulator
         self.waiting_for = ""  # why its last nomination did not admit it
 
     def __repr__(self) -> str:

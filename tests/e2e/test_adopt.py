@@ -18,6 +18,7 @@ the same UID, never evicted, its pod still running.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -282,33 +283,40 @@ def test_import_drift_and_take_over_keep_the_running_workload(lab: Sandbox, tmp_
         assert all(field.startswith(allowed) for field in finding["fields"].split(",")), finding
     assert code == 1
 
-    # The documented take-over step: apply refuses objects it does not own (gpugov.cluster.ownership),
-    # so the objects the declarations hold get gpugov's mark first, with the commands import printed.
-    versions = resource_versions(api)
-    code, out, err = gpugov(capsys, "apply", str(repo), "--cluster", CLUSTER, "--kubeconfig", kubeconfig, "--dry-run")
-    assert code == 2 and "refusing to take over" in err, out + err
-    assert resource_versions(api) == versions
+    # The take-over is declared, not a manual step: the Cluster adopts (spec.adopt) exactly the objects
+    # the cluster holds and the declarations compile to again, and apply takes over those and nothing else
+    # that lacks gpugov's mark (gpugov.cluster.ownership).
     take_over = {(t["kind"], t["namespace"], t["name"]) for t in report["takeOver"]}
     assert {(k, "", n) for k, n in (("ClusterQueue", "nlp"), ("Cohort", "research"), ("ResourceFlavor", "a100"))} <= take_over
-    assert ("LocalQueue", "team-a", "user-queue") in take_over
-    dynamic = DynamicClient(api)
-    for entry in report["takeOver"]:  # what `kubectl label` (entry["command"]) does
-        assert entry["command"].endswith(f"/{entry['name']} {MANAGED_BY}={MANAGER}")
-        resource = dynamic.resources.get(api_version=KUEUE_API, kind=entry["kind"])
-        resource.patch(name=entry["name"], namespace=entry["namespace"] or None,
-                       body={"metadata": {"labels": {MANAGED_BY: MANAGER}}}, content_type="application/merge-patch+json")
-    labelled = resource_versions(api)
+    assert ("LocalQueue", "team-a", "user-queue") in take_over and report["adoptedIn"].startswith("policies/clusters.yaml")
+    assert {(e["kind"], e.get("namespace", ""), e["name"]) for e in clusters["spec"]["adopt"]} == take_over
+    assert "kubectl" not in json.dumps(report)  # no manual labelling step
+    versions = resource_versions(api)
+
+    # Without its entry, the same hand-made ClusterQueue is refused: nothing written.
+    unadopted = tmp_path / "unadopted"
+    shutil.copytree(repo, unadopted)
+    clusters_file = unadopted / "policies" / "clusters.yaml"
+    doc = yaml.safe_load(clusters_file.read_text())
+    doc["spec"]["adopt"] = [e for e in doc["spec"]["adopt"] if (e["kind"], e["name"]) != ("ClusterQueue", "nlp")]
+    clusters_file.write_text(yaml.safe_dump(doc))
+    code, out, err = gpugov(capsys, "apply", str(unadopted), "--cluster", CLUSTER, "--kubeconfig", kubeconfig)
+    assert code == 2 and "refusing to take over 1 object(s)" in err and "ClusterQueue nlp " in err, out + err
+    assert resource_versions(api) == versions
 
     code, out, err = gpugov(capsys, "apply", str(repo), "--cluster", CLUSTER, "--kubeconfig", kubeconfig, "--dry-run")
     assert code == 0, out + err
     assert "nothing was changed" in out
-    assert resource_versions(api) == labelled  # a dry run writes nothing
-    assert set(labelled) == set(versions)
+    for kind, namespace, name in take_over:
+        assert f"adopting {kind} {namespace + '/' if namespace else ''}{name} (Cluster spec.adopt)" in out, out
+    assert resource_versions(api) == versions  # a dry run writes nothing
+    dynamic = DynamicClient(api)
 
     code, out, err = gpugov(capsys, "apply", str(repo), "--cluster", CLUSTER, "--kubeconfig", kubeconfig)
     assert code == 0, out + err
     queue = dynamic.resources.get(api_version=KUEUE_API, kind="ClusterQueue").get(name="nlp").to_dict()
     assert "gpugov" in {m["manager"] for m in queue["metadata"]["managedFields"]}
+    assert queue["metadata"]["labels"][MANAGED_BY] == MANAGER  # gpugov's now: prune owns it from here on
     code, findings = drift(capsys, lab, repo)
     assert (code, findings) == (0, [])
 

@@ -398,3 +398,34 @@ def test_a_job_past_its_maximum_runtime_is_deactivated_by_kueue(lab: Lab, runtim
     reasons = {e.reason for e in client.CoreV1Api(lab.api).list_namespaced_event("beta").items
                if e.involved_object.name == w["metadata"]["name"]}
     assert "MaximumExecutionTimeExceeded" in reasons
+
+
+def test_the_reclaim_service_account_may_do_nothing_else(filled: Lab) -> None:
+    """compile's RBAC for the CronJob: read Workloads and Pods, patch Workloads and create Events in the
+    tenants' namespaces; every other write is refused by the API server."""
+    from kubernetes import config as kube_config
+
+    api = kube_config.new_client_from_config(config_file=str(filled.kubeconfig))
+    custom, core, batch = client.CustomObjectsApi(api), client.CoreV1Api(api), client.BatchV1Api(api)
+    name = filled.wl["busy"]
+    attempts = {
+        "delete a Workload": lambda: custom.delete_namespaced_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, "alpha", "workloads", name),
+        "patch a Workload's status": lambda: custom.patch_namespaced_custom_object_status(
+            KUEUE_GROUP, KUEUE_VERSION, "alpha", "workloads", name, {"metadata": {"labels": {"x": "y"}}}),
+        "patch a Workload outside the tenants": lambda: custom.patch_namespaced_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, "gpugov-system", "workloads", "any", {"spec": {"active": False}}),
+        "delete a Pod": lambda: core.delete_namespaced_pod(filled.pods["busy"], "alpha"),
+        "patch a Job": lambda: batch.patch_namespaced_job("busy", "alpha", {"spec": {"suspend": True}}),
+        "read a Secret": lambda: core.list_namespaced_secret("alpha"),
+        "read a ConfigMap": lambda: core.list_namespaced_config_map("gpugov-system"),
+        "create an Event outside the tenants": lambda: core.create_namespaced_event("gpugov-system", {
+            "metadata": {"generateName": "x."}, "involvedObject": {"kind": "Pod", "name": "x"}, "reason": "X"}),
+        "list ClusterQueues": lambda: custom.list_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "clusterqueues"),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(ApiException) as refused:
+            attempt()
+        assert refused.value.status == 403, what
+    assert len(custom.list_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "workloads")["items"]) >= len(ALPHA)
+    assert core.list_pod_for_all_namespaces(field_selector="status.phase=Running").items

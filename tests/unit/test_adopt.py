@@ -11,7 +11,7 @@ import yaml
 from gpugov.adopt import import_inventory, inventory
 from gpugov.adopt.canonical import cluster_queue_view, cohort_view
 from gpugov.adopt.canonical import differences as import_differences
-from gpugov.adopt.report import label_command
+from gpugov.adopt.report import render_json, render_text
 from gpugov.adopt.sources import read_folder
 from gpugov.adopt.write import OutputError
 from gpugov.app.pipeline import validate_repo
@@ -520,5 +520,42 @@ def test_a_cluster_read_live_pins_the_declaration_to_it(tmp_path: Path) -> None:
     assert cluster["spec"]["identity"] == {"kubeSystemUID": "0f1e-42"}
     assert validate_repo(tmp_path / "repo").model.cluster("east").kube_system_uid == "0f1e-42"
     assert ("ClusterQueue", "", "team-a-cq") in report.take_over and ("LocalQueue", "team-b", "user-queue") in report.take_over
-    assert label_command("LocalQueue", "team-b", "user-queue") == (
-        "kubectl label -n team-b localqueues.kueue.x-k8s.io/user-queue app.kubernetes.io/managed-by=gpugov")
+
+
+def test_import_adopts_exactly_what_the_cluster_holds_and_the_declarations_write_again(tmp_path: Path) -> None:
+    """The take-over is declared (Cluster spec.adopt), reviewed like any declaration: no kubectl label step."""
+    source = [*yaml.safe_load_all(FLAT)]
+    source.append({"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": "NotALabel"},
+                   "spec": {"resourceGroups": []}})  # not imported (a gap), so never adopted
+    report = import_inventory(inventory(source, nodes_known=True), "east", tmp_path / "repo")
+    cluster = yaml.safe_load((tmp_path / "repo" / "policies" / "clusters.yaml").read_text())
+    assert cluster["spec"]["adopt"] == [
+        {"kind": "ClusterQueue", "name": "team-a-cq"},
+        {"kind": "ClusterQueue", "name": "team-b-cq"},
+        {"kind": "LocalQueue", "namespace": "team-a", "name": "user-queue"},
+        {"kind": "LocalQueue", "namespace": "team-b", "name": "user-queue"},
+        {"kind": "ResourceFlavor", "name": "default-flavor"},
+    ]
+    assert report.take_over == [("ClusterQueue", "", "team-a-cq"), ("ClusterQueue", "", "team-b-cq"),
+                                ("LocalQueue", "team-a", "user-queue"), ("LocalQueue", "team-b", "user-queue"),
+                                ("ResourceFlavor", "", "default-flavor")]
+    validation = validate_repo(tmp_path / "repo")
+    assert not validation.errors, [f.message for f in validation.errors]
+    assert [str(e) for e in validation.model.cluster("east").adopt] == [
+        "ClusterQueue team-a-cq", "ClusterQueue team-b-cq", "LocalQueue team-a/user-queue",
+        "LocalQueue team-b/user-queue", "ResourceFlavor default-flavor"]
+    text = render_text(report, "repo")
+    assert "to take over (5): adopted in policies/clusters.yaml spec.adopt; gpugov apply takes them over" in text
+    assert "  LocalQueue team-b/user-queue\n" in text and "kubectl" not in text
+    body = json.loads(render_json(report, "repo"))
+    assert body["adoptedIn"] == "policies/clusters.yaml spec.adopt"
+    assert {"kind": "LocalQueue", "namespace": "team-a", "name": "user-queue"} in body["takeOver"]
+    assert "kubectl" not in json.dumps(body)
+
+
+def test_a_folder_without_kueue_objects_adopts_nothing(tmp_path: Path) -> None:
+    node = yaml.safe_load(GFD_NODE.format(name="gpu-1", pool="h100", product="NVIDIA-H100-80GB-HBM3"))
+    report = import_inventory(inventory([node], nodes_known=True), "east", tmp_path / "repo")
+    cluster = yaml.safe_load((tmp_path / "repo" / "policies" / "clusters.yaml").read_text())
+    assert "adopt" not in cluster["spec"] and report.take_over == []
+    assert "to take over" not in render_text(report, "repo")

@@ -9,7 +9,6 @@ times the tenants' quota, so queues hold hours of parked work that is retried at
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
