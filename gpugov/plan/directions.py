@@ -41,6 +41,7 @@ from gpugov.plan.risks import (
     QUOTA_RAISED,
     SCHEDULING_CHANGED,
 )
+from gpugov.plan.timeline import TIMELINE_WIDENED
 
 
 class Direction(Enum):
@@ -70,7 +71,8 @@ def widens(when: str, rule: Rule) -> Field:
 
 # Rules an older, dedicated check of plan/diff.py reports with its own wording (the department
 # move, the fair-sharing weight, a non-preemptible class): widening.py does not repeat them.
-REPORTED_ELSEWHERE = (DEPARTMENT_CHANGED.id, FAIR_SHARE_RAISED.id, PROTECTED_PRIORITY.id)
+# The quota timeline (plan/timeline.py) reports a grant or window that widens as one GP030 row.
+REPORTED_ELSEWHERE = (DEPARTMENT_CHANGED.id, FAIR_SHARE_RAISED.id, PROTECTED_PRIORITY.id, TIMELINE_WIDENED.id)
 
 _METADATA = {"metadata.labels.*": NEUTRAL, "metadata.annotations.*": NEUTRAL}
 
@@ -230,12 +232,27 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
     },
 }
 
+# A grant or window raises a tenant's quota for a while: whatever changes in one is asked about, but
+# who approved it and why (reviewed in the same pull request).
+_TIMELINE = widens("changed", TIMELINE_WIDENED)
+DIRECTIONS["QuotaGrant"] = {
+    **_METADATA, "spec.reason": NEUTRAL, "spec.approvedBy": NEUTRAL,
+    **{f"spec.{name}": _TIMELINE for name in ("tenant", "pool", "from", "until")},
+    "spec.resources.*": widens("up", TIMELINE_WIDENED),
+}
+DIRECTIONS["QuotaWindow"] = {
+    **_METADATA, "spec.reason": NEUTRAL, "spec.approvedBy": NEUTRAL,
+    **{f"spec.{name}": _TIMELINE for name in ("pool", "donor.tenant", "donor.department", "recipient.tenant",
+                                              "recipient.department", "weekdays", "start", "end", "timeZone")},
+    "spec.resources.*": widens("up", TIMELINE_WIDENED),
+}
+
 # A field the table lacks (a schema that grew before the table did) widens on any change: the
 # plan asks rather than stays quiet. tests/unit/test_plan_directions.py keeps this from happening.
 FALLBACK_RULE: dict[str, Rule] = {
     "Tenant": OWNERS_CHANGED, "Department": OWNERS_CHANGED, "PriorityClass": PRIORITY_RAISED,
     "SchedulingPolicy": SCHEDULING_CHANGED, "Guardrails": GUARDRAIL_LOOSENED, "Cluster": CLUSTER_CHANGED,
-    "GPUPool": _HW, "AcceleratorModel": _HW,
+    "GPUPool": _HW, "AcceleratorModel": _HW, "QuotaGrant": TIMELINE_WIDENED, "QuotaWindow": TIMELINE_WIDENED,
 }
 
 

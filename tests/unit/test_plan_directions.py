@@ -52,7 +52,10 @@ NEUTRAL = {"AcceleratorModel:spec.description", "AcceleratorModel:spec.sources.*
            "Department:spec.costCenter", "Department:spec.description", "GPUPool:spec.description",
            "GPUPool:spec.pricePerAcceleratorHour", "GPUPool:spec.currency", "Guardrails:spec.idle.utilizationBelowPercent",
            "Guardrails:spec.idle.window", "PriorityClass:spec.description", "Tenant:spec.costCenter",
-           "Tenant:spec.description"}
+           "Tenant:spec.description",
+           # who approved a grant or window, and why: words for the reviewers, never in an object
+           "QuotaGrant:spec.reason", "QuotaGrant:spec.approvedBy", "QuotaWindow:spec.reason",
+           "QuotaWindow:spec.approvedBy"}
 
 
 def test_only_the_argued_fields_widen_nothing() -> None:
