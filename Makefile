@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test lint tools bench clean wheelhouse
+.PHONY: demo test lint tools bench clean wheelhouse messages
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,15 @@ wheelhouse:
 	rm -rf "$(WHEELHOUSE)"
 	$(PYTHON) -m pip wheel -q --wheel-dir "$(WHEELHOUSE)" ".[$(WHEELHOUSE_EXTRAS)]"
 	@echo "$(WHEELHOUSE): $$(ls "$(WHEELHOUSE)" | wc -l) wheels"
+
+# Messages (README, "Languages"): extract every message into the template, merge it into each
+# language's catalogue (translate the new msgstr there), compile the .mo that gpugov ships.
+LOCALES := gpugov/locale
+messages: $(VENV)/.installed
+	pybabel -q extract -F babel.cfg -k Text -k Joined -k rule --no-location --sort-output \
+		--project gpugov --version 0.1.0 --copyright-holder "the gpugov authors" -o $(LOCALES)/gpugov.pot .
+	pybabel -q update -i $(LOCALES)/gpugov.pot -d $(LOCALES) -D gpugov -l zh_CN --init-missing --ignore-obsolete
+	pybabel -q compile -d $(LOCALES) -D gpugov --statistics
 
 bench: $(VENV)/.installed
 	python bench/bench.py

@@ -17,7 +17,7 @@ nodes, 150,000 pods): <= 1.5x the raw lists and <= 1 GiB.
 from __future__ import annotations
 
 import argparse
-import resource
+import os
 import shutil
 import subprocess
 import sys
@@ -29,9 +29,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kubernetes import client
+from kubernetes import config as kube_config
 
 from bench.synthetic import generate
-from gpugov.app.pipeline import validate_repo
+from gpugov.app.pipeline import gc_paused, validate_repo
 from gpugov.cluster.apply import apply_objects
 from gpugov.cluster.rest import Api, list_all
 from gpugov.compile import compile
@@ -95,8 +96,15 @@ def _load(api: client.ApiClient, objects: list[dict], model, pods: int, workload
 
 
 def raw_lists(api: client.ApiClient, objects: list[dict]) -> int:
-    """The requests drift's read makes, every page parsed and dropped; how many items came."""
-    raw, count = Api(api), 0
+    """The requests drift's read makes, every page parsed and dropped; how many items came.
+    With the cyclic collector paused, as drift reads: the collector scanning each parsed page
+    is no part of the reading, and counting it would flatter drift."""
+    with gc_paused():
+        return _raw_lists(Api(api), objects)
+
+
+def _raw_lists(raw: Api, objects: list[dict]) -> int:
+    count = 0
     for key in sorted({(o["apiVersion"], o["kind"]) for o in objects if o["kind"] != "Node"}):
         count += sum(1 for _ in list_all(raw, KINDS[key], label_selector=f"{MANAGED_BY}={MANAGER}"))
     # (drift also GETs a desired object the labelled lists missed: here every one is labelled)
@@ -106,10 +114,61 @@ def raw_lists(api: client.ApiClient, objects: list[dict]) -> int:
     return count
 
 
-def _timed(command: list[str]) -> float:
+def _timed(command: list[str]) -> tuple[float, float]:
+    """Seconds and peak RSS (MiB) of one process, its own rusage (os.wait4), not all children's."""
     started = time.perf_counter()
-    subprocess.run(command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)  # reaped above; keeps Popen from waiting again
+    if process.returncode not in (0, 1):  # 2 or 3: it did not check, its time means nothing
+        raise SystemExit(f"{' '.join(command[:4])}... exited {process.returncode}")
+    return time.perf_counter() - started, usage.ru_maxrss / 1024  # KiB -> MiB
+
+
+def measure(kubeconfig: Path, root: Path, objects: list[dict], repeat: int) -> tuple[dict[str, float], float, int]:
+    """Best of `repeat` for drift, kubectl and the raw lists, in one run; drift's peak RSS; items listed."""
+    api = kube_config.new_client_from_config(config_file=str(kubeconfig))
+    kinds = sorted({(o["apiVersion"], o["kind"]) for o in objects} | {("v1", "Pod")})
+    plural = ",".join(f"{KINDS[k].plural}.{KINDS[k].group}".rstrip(".") for k in kinds)
+    drift_cmd = [sys.executable, "-m", "gpugov", "drift", str(root), "--kubeconfig", str(kubeconfig),
+                 "--format", "json"]
+    kubectl = shutil.which("kubectl")
+    best = {"drift": float("inf"), "kubectl get -o json": float("inf"), "raw lists": float("inf")}
+    peak_rss, items = 0.0, 0
+    for _ in range(repeat):
+        seconds, rss = _timed(drift_cmd)
+        best["drift"], peak_rss = min(best["drift"], seconds), max(peak_rss, rss)
+        if kubectl:
+            seconds, _ = _timed([kubectl, "--kubeconfig", str(kubeconfig), "get", plural, "-A", "-o", "json"])
+            best["kubectl get -o json"] = min(best["kubectl get -o json"], seconds)
+        started = time.perf_counter()
+        items = raw_lists(api, objects)
+        best["raw lists"] = min(best["raw lists"], time.perf_counter() - started)
+    return best, peak_rss, items
+
+
+def report(args: argparse.Namespace, objects: list[dict], best: dict[str, float], peak_rss: float,
+           items: int) -> None:
+    sizes = (f"{args.cluster}" if args.cluster else f"{args.tenants} ClusterQueues, {args.nodes} nodes, "
+             f"{args.pods} pods, {args.workloads} Workloads")
+    print(f"cluster: {sizes}, {len(objects)} desired objects; the raw lists read {items} items")
+    for name, seconds in best.items():
+        if seconds != float("inf"):
+            print(f"{name:<22} {seconds:7.2f} s   drift/this = {best['drift'] / seconds:4.2f}x")
+    print(f"drift peak RSS: {peak_rss:.0f} MiB", flush=True)
+
+
+def hold(kubeconfig: Path, root: Path, folder: Path, again) -> None:  # type: ignore[no-untyped-def]
+    """Keep the loaded control plane for other benches: until <folder>/stop appears, measure
+    again whenever <folder>/again appears (removed once measured)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "cluster.env").write_text(f"KUBECONFIG={kubeconfig}\nORG={root}\n")
+    print(f"holding: KUBECONFIG={kubeconfig} ORG={root}; touch {folder}/again or {folder}/stop", flush=True)
+    while not (folder / "stop").exists():
+        if (folder / "again").exists():
+            again()
+            (folder / "again").unlink()
+        time.sleep(2)
 
 
 def main() -> int:
@@ -119,36 +178,26 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=150000)
     parser.add_argument("--workloads", type=int, default=100000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--hold", type=Path, help="after measuring, keep the cluster for other benches (see hold)")
+    parser.add_argument("--cluster", type=Path, help="measure the cluster.env of a --hold run instead of loading one")
     args = parser.parse_args()
+    if args.cluster:  # the org and the cluster a --hold run keeps: measured with this checkout's code
+        env = dict(line.split("=", 1) for line in args.cluster.read_text().split())
+        kubeconfig, root = Path(env["KUBECONFIG"]), Path(env["ORG"])
+        objects = compile(validate_repo(root).model)
+        report(args, objects, *measure(kubeconfig, root, objects, args.repeat))
+        return 0
     with tempfile.TemporaryDirectory() as tmp, ControlPlane() as cp:
         root = generate(Path(tmp) / "org", tenants=args.tenants, pools=50, nodes=args.nodes)
         model = validate_repo(root).model
         objects = compile(model)
         print("loading the control plane:", flush=True)
-        api = cp.api_client()
-        _load(api, objects, model, args.pods, args.workloads)
-        kinds = sorted({(o["apiVersion"], o["kind"]) for o in objects} | {("v1", "Pod")})
-        plural = ",".join(f"{KINDS[k].plural}.{KINDS[k].group}".rstrip(".") for k in kinds)
-        drift_cmd = [sys.executable, "-m", "gpugov", "drift", str(root), "--kubeconfig", str(cp.kubeconfig),
-                     "--format", "json"]
-        kubectl = shutil.which("kubectl")
-        best = {"drift": float("inf"), "kubectl get -o json": float("inf"), "raw lists": float("inf")}
-        best["drift"] = _timed(drift_cmd)  # first, alone: the children's peak RSS is drift's own
-        peak_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB -> MiB
-        for _ in range(args.repeat):
-            best["drift"] = min(best["drift"], _timed(drift_cmd))
-            if kubectl:
-                best["kubectl get -o json"] = min(best["kubectl get -o json"], _timed(
-                    [kubectl, "--kubeconfig", str(cp.kubeconfig), "get", plural, "-A", "-o", "json"]))
-            started = time.perf_counter()
-            raw_lists(api, objects)
-            best["raw lists"] = min(best["raw lists"], time.perf_counter() - started)
-    print(f"cluster: {args.tenants} ClusterQueues, {args.nodes} nodes, {args.pods} pods, {args.workloads} "
-          f"Workloads, {len(objects)} objects")
-    for name, seconds in best.items():
-        if seconds != float("inf"):
-            print(f"{name:<22} {seconds:7.2f} s   drift/this = {best['drift'] / seconds:4.2f}x")
-    print(f"drift peak RSS: {peak_rss:.0f} MiB")
+        _load(cp.api_client(), objects, model, args.pods, args.workloads)
+        kubeconfig = Path(cp.kubeconfig)
+        report(args, objects, *measure(kubeconfig, root, objects, args.repeat))
+        if args.hold:
+            hold(kubeconfig, root, args.hold, lambda: report(args, objects, *measure(kubeconfig, root, objects,
+                                                                                       args.repeat)))
     return 0
 
 

@@ -27,6 +27,7 @@ from gpugov.catalog import mig_resource_name
 from gpugov.compile.common import Backend, Scope, resource_order
 from gpugov.compile.core import accelerator_ceiling
 from gpugov.compile.mig import ALL_DISABLED
+from gpugov.declarations.equivalents import device_equivalents
 from gpugov.declarations.model import GPUPool, ResourceQuota
 from gpugov.drift.hardware import mig_geometry
 from gpugov.drift.usage import is_known_accelerator
@@ -35,6 +36,9 @@ from gpugov.kube.resources import is_accelerator
 
 CHRONIC_BORROWER_SHARE = Decimal("0.5")  # borrowed hours at least half of the hours it used
 NEAR_EXHAUSTION = Decimal("0.9")  # used hours at least 90% of the pool's capacity hours
+# Idle hours at least a fifth of the hours a tenant used: more than a reclaim policy lets stand, which
+# warns after its window and frees the cards after its grace (issue #26).
+IDLE_TOLERATED_SHARE = Decimal("0.2")
 ZERO = Decimal(0)
 
 
@@ -162,7 +166,7 @@ class ClusterReport:
 
 ADVICE_ORDER = (
     "oversubscribed", "unassigned", "live-short", "mig-carve", "mig-state", "mig-config",
-    "near-exhaustion", "never-used", "chronic-borrower", "ledger-unknown",
+    "near-exhaustion", "never-used", "chronic-borrower", "idle-over-policy", "ledger-unknown",
 )
 
 
@@ -388,10 +392,52 @@ def _usage(scope: Scope, ledger: Ledger, advice: list[Advice]) -> tuple[list[Usa
             advice.append(Advice("near-exhaustion", f"{entry.pool} {entry.resource}", f"pool {entry.pool}: "
                                  f"{percent(line.utilisation)} of its {entry.resource}-hours were used in the window: "
                                  f"near exhaustion, new guarantees or borrowing will queue; add nodes"))
+    advice += _idle_advice(scope, lines, hours)
     if unknown:
         advice.append(Advice("ledger-unknown", ledger.source, f"the ledger names what the declarations of cluster "
                              f"{scope.cluster.name} lack: {', '.join(sorted(unknown))} (counted as read)"))
     return lines, pools
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _idle_advice(scope: Scope, lines: list[UsageLine], hours: Decimal) -> list[Advice]:
+    """Tenants whose idle hours (the ledger's) are at least IDLE_TOLERATED_SHARE of the hours they used,
+    in device-hours (a MIG slice-hour weighs its share of the GPU), named with what their reclaim idle
+    policy does about it: none declared, notify only, or deactivate (then idle time outlives it:
+    exemptions, snoozes or a long window)."""
+    idle: dict[str, Decimal] = defaultdict(Decimal)
+    used: dict[str, Decimal] = defaultdict(Decimal)
+    for line in lines:
+        pool = scope.pools.get(line.pool)
+        weight = device_equivalents(pool).get(line.resource) if pool is not None else None
+        if is_accelerator(line.resource) and weight:
+            idle[line.tenant] += line.idle_hours * weight
+            used[line.tenant] += line.admitted_hours * weight
+    advice = []
+    for tenant in sorted(idle):
+        if not idle[tenant] or idle[tenant] < IDLE_TOLERATED_SHARE * used[tenant]:
+            continue
+        declared = scope.model.tenants.get(tenant)
+        policy = scope.model.reclaim_policy(declared) if declared is not None else None
+        said = (f"{tenant} held accelerators idle for {hours_text(idle[tenant])} of the {hours_text(used[tenant])} "
+                f"device-hours it used in the {hours_text(hours)} h window ({percent(idle[tenant] / used[tenant])})")
+        if policy is None or policy.idle is None:
+            text = f"{said} and declares no reclaim idle policy: declare reclaim.idle (Guardrails or the tenant)"
+        elif policy.idle.action != "deactivate":
+            text = (f"{said}; its reclaim idle policy only notifies (action: {policy.idle.action}): "
+                    "action: deactivate frees the cards after the grace")
+        else:
+            text = (f"{said}, more than its reclaim idle policy tolerates (warn after {_duration(policy.idle.window)} "
+                    f"below {q(policy.idle.below_percent)}%, deactivate {_duration(policy.idle.grace)} later): "
+                    "check its exemptions and snoozes, or shorten the window")
+        advice.append(Advice("idle-over-policy", tenant, text))
+    return advice
 
 
 def cluster_report(state: DesiredState, nodes: list[Node] | None = None, ledger: Ledger | None = None) -> ClusterReport:

@@ -8,11 +8,12 @@ ExitCode; expected failures are one `gpugov: ...` line, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpugov import __version__
+from gpugov import __version__, i18n
 from gpugov.agent.cli import register as agent_command
 from gpugov.app.exit import ExitCode
 from gpugov.cli import cluster, declarations
@@ -50,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
         "unreadable input, 3 could not check.",
     )
     parser.add_argument("--version", action="version", version=f"gpugov {__version__}")
+    parser.add_argument("--lang", dest="ui_language", metavar="LANG", type=language,
+                        help="language of the messages for people: en or zh_CN (default: from LC_ALL, LC_MESSAGES "
+                        "or LANG); rule ids, locations and JSON stay English")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     declarations.register(sub)
@@ -68,6 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox_command(sub)
     completion_command(sub, parser)
     return parser
+
+
+def language(text: str) -> str:
+    """An argparse type: a locale name gpugov has messages in (zh, zh_CN.UTF-8, en, C)."""
+    found = i18n.normalize(text)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"no messages in {text!r}: choose {' or '.join(i18n.LANGUAGES)}")
+    return found
 
 
 def completion_command(sub: argparse._SubParsersAction, root: argparse.ArgumentParser) -> None:
@@ -139,6 +151,7 @@ def _print_names(what: str, repo: str) -> ExitCode:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    i18n.use(args.ui_language or i18n.from_environment(os.environ))
     try:
         return int(args.func(args))
     except CommandFailed as exc:

@@ -209,9 +209,11 @@ def cmd_drift(args: argparse.Namespace) -> ExitCode:
     return ExitCode.FINDINGS if failing else ExitCode.OK
 
 
-def _notify(args: argparse.Namespace, findings: list[Finding], cluster: str, api: Any) -> ExitCode | None:
-    """Send the findings when --notify asks; an ExitCode only for a bad notification setup.
-    The state may live in a ConfigMap of the cluster (the CronJob's pods keep no files)."""
+def _notify(args: argparse.Namespace, findings: list[Finding], cluster: str, api: Any,
+            command: str = "drift") -> ExitCode | None:
+    """Send the findings when --notify asks, titled `gpugov <command>: <cluster>`; an ExitCode only
+    for a bad notification setup. The state may live in a ConfigMap of the cluster (the CronJob's
+    pods keep no files)."""
     from gpugov.notify.cli import notify_from_args, print_result
     from gpugov.notify.config import NotifyConfigError
 
@@ -226,7 +228,7 @@ def _notify(args: argparse.Namespace, findings: list[Finding], cluster: str, api
             raise NotifyConfigError(str(exc)) from None
 
     try:
-        sent = notify_from_args(args, findings, f"gpugov drift: {cluster}", configmap=configmap)
+        sent = notify_from_args(args, findings, f"gpugov {command}: {cluster}", configmap=configmap)
     except NotifyConfigError as exc:
         return fail(str(exc))
     if sent is not None:

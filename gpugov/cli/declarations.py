@@ -7,6 +7,7 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import at_arg, compile_target_args, default_format, desired, fail, instant, valid
@@ -41,9 +42,16 @@ def cmd_validate(args: argparse.Namespace) -> ExitCode:
 def cmd_render(args: argparse.Namespace) -> ExitCode:
     from gpugov.manifests import RenderError, dump_objects, manifest_files, write_tree
 
-    if not args.stdout and not args.out:
-        return fail("render needs --out DIR or --stdout")
+    if not args.stdout and not args.out and not args.kustomize:
+        return fail("render needs --out DIR, --kustomize DIR or --stdout")
+    values_given = [flag for flag, value in (("--image-registry", args.image_registry), ("--image-name", args.image_name),
+                                             ("--image-tag", args.image_tag), ("--pull-secret", args.pull_secret))
+                    if value is not None]
+    if values_given and not args.kustomize:
+        return fail(f"{', '.join(values_given)} only set the values of --kustomize DIR")
     state = desired(args)
+    if args.kustomize:
+        return _render_kustomize(args, state.objects)
     if args.stdout:
         sys.stdout.write(dump_objects(state.objects))
         return ExitCode.OK
@@ -53,6 +61,31 @@ def cmd_render(args: argparse.Namespace) -> ExitCode:
         return fail(f"cannot write {args.out}: {exc}")
     kinds = len({o["kind"] for o in state.objects})
     print(f"rendered {len(state.objects)} objects of {kinds} kinds to {args.out}")
+    return ExitCode.OK
+
+
+def _render_kustomize(args: argparse.Namespace, objects: list[dict[str, Any]]) -> ExitCode:
+    """--kustomize DIR: DIR/base (gpugov's in-cluster objects) and DIR/overlays/example, each
+    replaced atomically; other overlays under DIR/overlays are left alone."""
+    from gpugov.manifests import RenderError, write_tree
+    from gpugov.manifests.kustomize import DEFAULT_PULL_SECRET, KustomizeError, Values, kustomize_files
+
+    secrets = tuple(dict.fromkeys(s for s in args.pull_secret if s)) if args.pull_secret is not None else (
+        DEFAULT_PULL_SECRET,)
+    values = Values(registry=args.image_registry, name=args.image_name, tag=args.image_tag, pull_secrets=secrets)
+    try:
+        trees = kustomize_files(objects, values)
+    except KustomizeError as exc:
+        return fail(str(exc))
+    out = Path(args.kustomize)
+    try:
+        for folder, files in trees.items():
+            write_tree(out / folder, files)
+    except (RenderError, OSError) as exc:
+        return fail(f"cannot write {args.kustomize}: {exc}")
+    resources = sum(1 for name in trees["base"] if name != "kustomization.yaml")
+    print(f"rendered gpugov's in-cluster parts ({resources} files) to {out / 'base'} and an example overlay to "
+          f"{out / 'overlays' / 'example'}")
     return ExitCode.OK
 
 
@@ -206,12 +239,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "render", help="write Kueue or Volcano manifests for Argo CD, Flux or kubectl",
         description="Compile one cluster's declarations and write the objects, one file per kind in apply order with "
-        "a kustomization.yaml (byte-identical on rerun), or print them as one YAML stream. Exit 0 written, "
+        "a kustomization.yaml (byte-identical on rerun), or print them as one YAML stream; with --kustomize, gpugov's "
+        "own in-cluster parts as a versioned kustomize base and an example overlay for a private registry. Exit 0 written, "
         "1 the declarations have errors (printed, nothing written), 2 bad usage or unreadable input.")
     compile_target_args(p)
     target = p.add_mutually_exclusive_group()
     target.add_argument("--out", metavar="DIR", help="folder to (re)write, with a kustomization.yaml")
     target.add_argument("--stdout", action="store_true", help="print all objects as one YAML stream")
+    target.add_argument("--kustomize", metavar="DIR",
+                        help="write gpugov's own in-cluster parts (CronJobs, agent, RBAC, MIG config) as a kustomize "
+                        "base, DIR/base, and an example overlay for a private registry, DIR/overlays/example")
+    values = p.add_argument_group("--kustomize values (the overlay's; defaults: the Cluster's operations.image)")
+    values.add_argument("--image-registry", metavar="HOST", help="registry of gpugov's image, e.g. harbor.example.cn")
+    values.add_argument("--image-name", metavar="PATH", help="repository path in the registry, e.g. platform/gpugov")
+    values.add_argument("--image-tag", metavar="TAG", help="image tag (replaces a pinned digest)")
+    values.add_argument("--pull-secret", metavar="NAME", action="append",
+                        help="imagePullSecrets name, repeatable (default: gpugov-registry; '' for none)")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser(

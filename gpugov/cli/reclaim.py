@@ -45,8 +45,9 @@ def decisions_for(candidates: list[Any], series: dict[str, dict[tuple[str, str],
             out.append(Decision(c.subject.key, c.subject.tenant, "unknown", NONE, "no --prometheus given: "
                                 "utilisation unknown, nothing is done"))
             continue
-        by_pod = {pod: s for (ns, pod), s in (series or {}).get(idle.metric if idle else "", {}).items()
-                  if ns == c.namespace}
+        # Only its own pods' series: one lookup per pod, not a scan of every series per Workload.
+        of_metric = (series or {}).get(idle.metric if idle else "", {})
+        by_pod = {pod: of_metric[(c.namespace, pod)] for pod in c.subject.pods if (c.namespace, pod) in of_metric}
         out.append(decide(c.subject, idle, by_pod, now, timedelta(seconds=step), c.policy.snooze_maximum))
     return out
 
@@ -112,7 +113,7 @@ def cmd_reclaim(args: argparse.Namespace) -> ExitCode:
         sys.stdout.write(_text(rows, state.cluster, bool(args.apply)))
     if args.apply:
         done = [d for d, r in zip(decisions, rows, strict=True) if d.action and not r.get("error")]
-        code = _notify(args, findings(done), state.cluster, api) if findings(done) else None
+        code = _notify(args, findings(done), state.cluster, api, "reclaim") if findings(done) else None
         if code is not None:
             return code
         if failed:

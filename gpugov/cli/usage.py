@@ -41,6 +41,7 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
     from gpugov.usage.attribution import attribution
     from gpugov.usage.idle import idle
     from gpugov.usage.ledger import ledger
+    from gpugov.usage.reclaimed import reclaimed
     from gpugov.usage.segments import segments
     from gpugov.usage.window import WindowError, parse_window
 
@@ -60,15 +61,18 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
 
     show, clear = progress_printer("usage")
     try:
-        workloads = [from_object(w) for w in read_workloads(api_client(args), page_size=args.page_size,
-                                                            on_progress=show)]
+        workloads, marks = [], []  # only the annotations of the raw objects are kept (reclaim's)
+        for raw in read_workloads(api_client(args), page_size=args.page_size, on_progress=show):
+            workloads.append(from_object(raw))
+            marks.append(raw["metadata"].get("annotations") or {})
+        taken = reclaimed(zip(workloads, marks, strict=True), window, rules.tenant_of)
         found, unplaced = segments(workloads, window, now, rules.tenant_of, rules.offers)
         if unplaced:
             first = unplaced[0]
             raise CheckIncomplete(f"{len(unplaced)} earlier admission(s) cannot be placed in a pool, e.g. "
                                   f"{first.workload} ({first.seconds} s): {first.why}")
         idle_seconds: dict[tuple[str, str, str], Decimal] = {}
-        notes: list[str] = []
+        notes: list[str] = list(taken.notes)
         if args.prometheus:
             series = utilisation_series(args.prometheus, window.since, window.until, args.step, on_progress=show)
             measured = idle(workloads, found, series, timedelta(seconds=args.step), model.limits.idle_below_percent)
@@ -83,7 +87,7 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
         return fail(f"could not read the usage of cluster {state.cluster}: {' '.join(str(exc).split())}",
                     ExitCode.INCOMPLETE)
     clear()
-    book = ledger(model, state.cluster, window, found, idle_seconds, notes)
+    book = ledger(model, state.cluster, window, found, idle_seconds, notes, taken.rows)
     _write(args.out, formats.RENDER[args.format](book))
     if args.chart:
         _write(args.chart, chart.svg(found, window, pools, state.cluster))

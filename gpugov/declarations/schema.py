@@ -287,7 +287,8 @@ def _reclaim_spec(with_defaults: bool) -> dict[str, Any]:
 INSTANT_PATTERN = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]"
                    r"(:[0-5][0-9](\.[0-9]+)?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$")
 _INSTANT = {"type": "string", "pattern": INSTANT_PATTERN}
-_CLOCK = {"type": "string", "pattern": r"^([01][0-9]|2[0-3]):[0-5][0-9]$"}
+CLOCK_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+_CLOCK = {"type": "string", "pattern": CLOCK_PATTERN}
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _TIMELINE_RESOURCES = {
     "type": "object",
@@ -839,6 +840,9 @@ PATTERN_WORDS = {
     r"^[A-Z]{3}$": "an ISO 4217 currency code: three upper-case letters, such as USD, EUR or CNY",
     r"^0x[0-9A-F]{4}$": "a PCI vendor id: 0x and 4 upper-case hex digits, such as 0x10DE",
     r"^0x[0-9A-F]{8}$": "a PCI id pair: 0x and 8 upper-case hex digits, device then vendor, such as 0x20B210DE",
+    # QuotaGrant and QuotaWindow (issue #27)
+    INSTANT_PATTERN: "an RFC 3339 time with its zone, such as 2026-03-01T09:00:00+08:00 or 2026-03-01T01:00:00Z",
+    CLOCK_PATTERN: "a time of day HH:MM on a 24-hour clock, such as 08:00 or 20:30",
 }
 
 

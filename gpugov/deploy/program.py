@@ -6,11 +6,15 @@ Stack config (namespace `gpugov`, see Pulumi.east.yaml):
   gpugov:repo        the declarations' root (default: the project directory)
   gpugov:kubeconfig  path of a kubeconfig on the deploying machine, and
   gpugov:context     optionally its context;
+  gpugov:at          the instant quotas are compiled for where QuotaGrants or QuotaWindows are
+                     declared: RFC 3339 with a zone, or now (default: the clock, read once per run),
+                     as `gpugov apply --at`;
 or the kubeconfig itself as a secret: `pulumi config set --secret kubernetes:kubeconfig ...`.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pulumi
@@ -20,6 +24,7 @@ from gpugov.app.desired import CompileError, DesiredState, InputError, InvalidDe
 from gpugov.cluster.identity import WrongCluster
 from gpugov.cluster.ownership import ForeignObjects
 from gpugov.cluster.rest import Rejected
+from gpugov.declarations.timeline import desired_at, parse_instant
 from gpugov.deploy.components import Organisation
 from gpugov.deploy.guard import StackGuardError, check_stack_cluster, stack_client
 from gpugov.deploy.resources import DeployError
@@ -31,15 +36,29 @@ CONFIG = "gpugov"
 PROVIDER_NAME = "kubernetes"
 
 
-def load_objects(root: Path, cluster: str, backend: str | None = None) -> list[Object]:
-    """Compile's objects for `cluster`; pulumi.RunError (findings, no traceback) when invalid."""
-    return load_state(root, cluster, backend).objects
+def stack_instant(config: pulumi.Config) -> datetime:
+    """gpugov:at as `gpugov apply --at` reads it: `now` or unset is the clock, read here once per run;
+    pulumi.RunError for anything that is no RFC 3339 instant with a zone."""
+    text = config.get("at")
+    if text is None or text == "now":
+        return datetime.now(UTC)
+    parsed = parse_instant(text)
+    if parsed is None:
+        raise pulumi.RunError(f"gpugov: gpugov:at {text!r} is not an RFC 3339 instant with a zone "
+                              "(e.g. 2025-03-01T09:00:00Z) nor `now`; nothing was deployed")
+    return parsed
 
 
-def load_state(root: Path, cluster: str, backend: str | None = None) -> DesiredState:
-    """The desired state for `cluster`; pulumi.RunError (findings, no traceback) when invalid."""
+def load_objects(root: Path, cluster: str, backend: str | None = None, at: datetime | None = None) -> list[Object]:
+    """Compile's objects for `cluster` at `at`; pulumi.RunError (findings, no traceback) when invalid."""
+    return load_state(root, cluster, backend, at).objects
+
+
+def load_state(root: Path, cluster: str, backend: str | None = None, at: datetime | None = None) -> DesiredState:
+    """The desired state for `cluster` at the instant `at` (None: as declared, no grant or window
+    applied); pulumi.RunError (findings, no traceback) when invalid."""
     try:
-        state = desired_state(root, cluster=cluster, backend=backend)
+        state = desired_state(root, cluster=cluster, backend=backend, at=at)
     except (InputError, CompileError) as exc:
         raise pulumi.RunError(f"gpugov: {exc}") from None
     except InvalidDeclarations as exc:
@@ -101,7 +120,8 @@ def run(root: Path | str | None = None) -> Organisation:
     cluster = config.require("cluster")
     backend = config.get("backend")
     repo = Path(root if root is not None else config.get("repo") or ".").resolve()
-    state = load_state(repo, cluster, backend)
+    # The same instant `gpugov apply` compiles for, so that a stack and the timeline CronJob agree.
+    state = load_state(repo, cluster, backend, stack_instant(config))
     objects = state.objects
     guard_cluster(state)  # before any resource, the provider included
     provider = kubernetes_provider(cluster)
@@ -112,7 +132,10 @@ def run(root: Path | str | None = None) -> Organisation:
     pulumi.export("cluster", cluster)
     pulumi.export("objects", len(objects))
     pulumi.export("tenants", sorted(organisation.tenants))
+    span = desired_at(state.model)
+    if span is not None:  # the span of instants the quotas hold for (gpugov.io/desired-at), not the clock
+        pulumi.export("desiredAt", span)
     return organisation
 
 
-__all__ = ["guard_cluster", "kubernetes_provider", "load_objects", "load_state", "run"]
+__all__ = ["guard_cluster", "kubernetes_provider", "load_objects", "load_state", "run", "stack_instant"]

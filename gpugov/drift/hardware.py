@@ -60,6 +60,8 @@ def expected_allocatable(pool: GPUPool, config: str | None, geometry: dict[str, 
 def hardware_findings(model: Model, objects: list[Object], live: LiveState) -> list[Finding]:
     findings: list[Finding] = []
     geometry = mig_geometry(objects)
+    # (pool, node) -> the node's vNPU layout; reversed so the first entry of a name wins, as a search would
+    vnpu_layouts = {(p.name, n.name): n.vnpu_layout for p in model.pools.values() for n in reversed(p.nodes)}
     for patch in (o for o in objects if o["kind"] == "Node"):
         name = patch["metadata"]["name"]
         desired_labels = patch["metadata"]["labels"]
@@ -104,7 +106,7 @@ def hardware_findings(model: Model, objects: list[Object], live: LiveState) -> l
                                  f"for config {config}", where, object=f"Node {name}",
                                  live=str(labels.get(MIG_STATE_LABEL))))
         allocatable = status.get("allocatable") or {}
-        vnpu_layout = next((n.vnpu_layout for n in pool.nodes if n.name == name), None)
+        vnpu_layout = vnpu_layouts.get((pool.name, name))
         for resource, amount in expected_allocatable(pool, config, geometry, vnpu_layout).items():
             have = allocatable.get(resource, 0)
             if not quantities_equal(have, amount):

@@ -47,6 +47,8 @@ def _named(items: list[Any]) -> bool:
 
 def differences(desired: Any, live: Any, path: Path = ()) -> Iterator[tuple[Path, Any, Any]]:
     """(path, desired, live) for every value gpugov sets that the live object does not hold."""
+    if desired == live:  # compared in C, and nothing below would differ: most of a live object is as declared
+        return
     if isinstance(desired, dict):
         if not isinstance(live, dict):
             yield path, desired, live
@@ -80,6 +82,15 @@ def owned_view(obj: Object) -> Object:
     """The part of a desired object drift compares: everything but the source annotation."""
     meta = without_source({k: v for k, v in obj["metadata"].items() if k in ("labels", "annotations")})
     return {**{k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}, "metadata": meta}
+
+
+def compared_part(live: dict[str, Any], view: Object) -> dict[str, Any]:
+    """What of a live object `differences` can reach from the owned `view`: its top-level fields,
+    and labels and annotations of the metadata. with_defaults copies what it is given, and
+    managedFields and status are most of a live object."""
+    meta = live.get("metadata") or {}
+    return {"kind": live.get("kind"), **{k: live[k] for k in view if k != "metadata" and k in live},
+            "metadata": {k: v for k, v in meta.items() if k in ("labels", "annotations")}}
 
 
 def changed_by(live: dict[str, Any], path: Path) -> list[str]:
@@ -144,7 +155,8 @@ def object_findings(desired: list[Object], live: LiveState, model: Model | None 
         if current is None:
             findings.append(make(OBJECT_MISSING, f"{label} is missing", source_location(obj), object=label))
             continue
-        diffs = list(differences(canonical(owned_view(obj), kind), canonical(with_defaults(current))))
+        view = owned_view(obj)
+        diffs = list(differences(canonical(view, kind), canonical(with_defaults(compared_part(current, view)))))
         if not diffs:
             continue
         path, declared, actual = diffs[0]

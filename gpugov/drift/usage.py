@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from gpugov.catalog import MODELS
@@ -25,6 +26,8 @@ from gpugov.kube.resources import is_accelerator
 
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
 _WHOLE_DEVICES = frozenset(model.resource for model in MODELS.values())
+# The same few spellings ("1", "8") repeat across 150,000 pods: parse each once (typed: 1, 1.0 and True differ).
+_quantity = lru_cache(maxsize=1024, typed=True)(parse_quantity)
 
 
 def accelerator_resources(model: Model) -> frozenset[str]:
@@ -49,7 +52,7 @@ def accelerator_requests(pod: dict[str, Any], known: frozenset[str] = _WHOLE_DEV
         for resource, amount in amounts.items():
             if is_known_accelerator(resource, known):
                 try:
-                    totals[resource] += parse_quantity(amount)
+                    totals[resource] += _quantity(amount)
                 except QuantityError:
                     continue
     return {r: v for r, v in totals.items() if v}
@@ -76,6 +79,7 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
     used: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     ignored = SYSTEM_NAMESPACES | ignore_namespaces
     known = accelerator_resources(model)
+    pools_of = {name: {q.pool for q in tenant.quotas} for name, tenant in model.tenants.items()}
     for pod in live.pods:
         requests = accelerator_requests(pod, known)
         if not requests:
@@ -100,7 +104,7 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
                                  f"{how}", model.tenants[tenant].name_at(),
                                  object=f"Pod {name}"))
         pool = node_pool.get((pod.get("spec") or {}).get("nodeName", ""))
-        if pool is not None and pool not in {q.pool for q in model.tenants[tenant].quotas}:
+        if pool is not None and pool not in pools_of[tenant]:
             findings.append(make(POOL_WITHOUT_QUOTA, f"pod {name} of tenant {tenant} runs in pool {pool}, where "
                                  "the tenant has no quota", None, object=f"Pod {name}"))
     for tenant, amounts in sorted(used.items()):

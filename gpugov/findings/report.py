@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from gpugov.findings import Finding, Level
 from gpugov.findings.markdown import table
+from gpugov.i18n import _
 
 FORMATS = ("text", "json", "github", "markdown")
 
@@ -24,12 +25,12 @@ def _checked(files: int, checked: str | None) -> str:
 
 
 def text(findings: list[Finding], files: int, checked: str | None = None, title: str = "gpugov validate") -> str:
-    lines = []
+    lines, hint = [], _("hint")
     for f in findings:
         where = f"{f.location}: " if f.location else ""
         lines.append(f"{where}{f.level.value}: {f.message} [{f.rule}]")
-        if f.hint:
-            lines.append(f"  hint: {f.hint}")
+        if f.hint:  # a rule's hint, in the reader's language (JSON keeps the English)
+            lines.append(f"  {hint}: {_(f.hint)}")
     lines.append(f"{_checked(files, checked)}: {summary(findings)}")
     return "\n".join(lines) + "\n"
 
@@ -57,7 +58,7 @@ def _escape_property(text: str) -> str:
 
 def github(findings: list[Finding], files: int, checked: str | None = None, title: str = "gpugov validate") -> str:
     """GitHub Actions workflow commands: annotations on the lines a pull request changed."""
-    lines = []
+    lines, hint = [], _("hint")
     for f in findings:
         props = [f"title={_escape_property(f.rule)}"]
         if f.location:
@@ -65,7 +66,7 @@ def github(findings: list[Finding], files: int, checked: str | None = None, titl
             if f.location.line:
                 props.insert(1, f"line={f.location.line}")
                 props.insert(2, f"col={f.location.col}")
-        message = f.message + (f" (hint: {f.hint})" if f.hint else "")
+        message = f.message + (f" ({hint}: {_(f.hint)})" if f.hint else "")
         command = "notice" if f.level is Level.INFO else f.level.value
         lines.append(f"::{command} {','.join(props)}::{_escape_data(message)}")
     lines.append(f"{_checked(files, checked)}: {summary(findings)}")

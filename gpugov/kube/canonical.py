@@ -121,18 +121,20 @@ def _fill(target: Obj, defaults: Obj) -> None:
         if key not in target or target[key] is None:
             target[key] = copy.deepcopy(value)
         elif isinstance(value, dict) and isinstance(target[key], dict):
+            target[key] = dict(target[key])  # copied on the way down: the given object stays as it was
             _fill(target[key], value)
 
 
 def with_defaults(obj: Obj) -> Obj:
     """A copy of a Kueue object with every field its CRD defaults filled in where it is left out,
-    as the API server would store it (and as Kueue reads one stored before a default existed)."""
+    as the API server would store it (and as Kueue reads one stored before a default existed).
+    Only the maps on the defaults' paths are copied, the rest is shared: read it, never change it
+    (a deep copy of every live ClusterQueue cost drift more than comparing them)."""
     defaults = DEFAULTS.get(str(obj.get("kind")))
     if defaults is None:
         return obj
-    filled = copy.deepcopy(obj)
+    filled = dict(obj)
     spec = filled.get("spec")
-    if not isinstance(spec, dict):
-        spec = filled["spec"] = {}
+    spec = filled["spec"] = dict(spec) if isinstance(spec, dict) else {}
     _fill(spec, defaults)
     return filled

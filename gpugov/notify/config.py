@@ -3,6 +3,8 @@
 Settings are environment-variable names (GPUGOV_SLACK_WEBHOOK_URL...). A --notify-config file holds
 the same names, as NAME=VALUE lines or YAML, or YAML sections per platform; a value in the file
 wins over the environment. No error message here quotes a value, only the name it came from.
+A chat sink's language (GPUGOV_FEISHU_LANG=zh_CN, or `lang:` in its YAML section) sets the fixed
+words of its messages; without one it speaks the command's language (gpugov --lang, LANG).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from gpugov.i18n import LANGUAGES, normalize
 from gpugov.notify.sinks import SINKS, Sink
 from gpugov.notify.transport import Transport
 
@@ -27,6 +30,8 @@ SECRET_VARS = {
     "feishu": "GPUGOV_FEISHU_SECRET",  # the bot's "signature verification" secret
     "dingtalk": "GPUGOV_DINGTALK_SECRET",  # the robot's "additional signature" (加签) secret
 }
+# The chat sinks' languages (the webhook sends JSON, which stays English).
+LANG_VARS = {kind: f"GPUGOV_{kind.upper()}_LANG" for kind in ("slack", "feishu", "dingtalk", "wecom")}
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
 
 
@@ -127,7 +132,9 @@ def _section_var(path: Path, kind: str, field: str) -> str:
         return URL_VARS[kind]
     if field == "secret" and kind in SECRET_VARS:
         return SECRET_VARS[kind]
-    allowed = "url, secret" if kind in SECRET_VARS else "url"
+    if field in ("lang", "locale") and kind in LANG_VARS:
+        return LANG_VARS[kind]
+    allowed = ", ".join(["url", *(["secret"] if kind in SECRET_VARS else []), *(["lang"] if kind in LANG_VARS else [])])
     raise NotifyConfigError(f"{path}: unknown setting {kind}.{field} (allowed: {allowed})")
 
 
@@ -141,6 +148,19 @@ def _check_url(name: str, var: str, url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise NotifyConfigError(f"sink {name}: {var} is not an http(s) URL")
+
+
+def _language(name: str, kind: str, settings: Mapping[str, str]) -> str:
+    """The sink's own language, "" for the command's."""
+    var = LANG_VARS.get(kind, "")
+    value = (settings.get(var) or "").strip() if var else ""
+    if not value:
+        return ""
+    language = normalize(value)
+    if language is None:
+        raise NotifyConfigError(f"sink {name}: {var} names a language gpugov has no messages in "
+                                f"(choose {' or '.join(LANGUAGES)})")
+    return language
 
 
 def build_sinks(
@@ -165,5 +185,6 @@ def build_sinks(
         _check_url(name, var, url)
         secret = (settings.get(SECRET_VARS.get(kind, "")) or "").strip() or None
         extra = {"clock": clock} if clock else {}
-        sinks.append(SINKS[kind](name, url, format=fmt, secret=secret, transport=transport, **extra))
+        sinks.append(SINKS[kind](name, url, format=fmt, secret=secret, transport=transport,
+                                 language=_language(name, kind, settings), **extra))
     return sinks

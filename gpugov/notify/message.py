@@ -1,4 +1,7 @@
-"""What an alert says, independent of the platform: a title, counts by severity, the first findings."""
+"""What an alert says, independent of the platform: a title, counts by severity, the first findings.
+
+The fixed words (counts, levels, "…and N more") are told in the sink's language (a gpugov.i18n
+Translator); a finding's message and rule id stay as gpugov wrote them."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from gpugov.findings import Finding, Level
+from gpugov.i18n import Translator, _, ngettext
 
 TITLE_LIMIT = 100
 LINE_LIMIT = 300  # one finding; a long message must not crowd out the others
@@ -31,30 +35,47 @@ class Alert:
 
     @property
     def summary(self) -> str:
-        if self.resolved:
-            return "resolved: no findings any more"
-        # "2 errors, 1 warning, 3 info": info is a mass noun, as in gpugov.findings.report.summary
-        parts = [f"{n} {level}{'s' * (n != 1 and level != 'info')}" for level, n in self.counts.items() if n]
-        return ", ".join(parts)
+        return summary(self, ENGLISH)
 
     @property
     def status(self) -> str:
         return "resolved" if self.resolved else "firing"
 
 
+ENGLISH = Translator()
+
+
+def summary(alert: Alert, tr: Translator) -> str:
+    """"2 errors, 1 warning, 3 info" (info is a mass noun, as in gpugov.findings.report.summary)."""
+    if alert.resolved:
+        return _("resolved: no findings any more", tr)
+    counted = {
+        "error": lambda n: ngettext("{n} error", "{n} errors", n, tr),
+        "warning": lambda n: ngettext("{n} warning", "{n} warnings", n, tr),
+        "info": lambda n: ngettext("{n} info", "{n} info", n, tr),
+    }
+    parts = [counted[level](n).format(n=n) for level, n in alert.counts.items() if n]
+    return _(", ", tr).join(parts)
+
+
+def level_word(level: Level, tr: Translator) -> str:
+    words = {Level.ERROR: _("error", tr), Level.WARNING: _("warning", tr), Level.INFO: _("info", tr)}
+    return words[level]
+
+
 def where(finding: Finding) -> str:
     return str(finding.location) if finding.location else ""
 
 
-def finding_line(finding: Finding, limit: int = LINE_LIMIT) -> str:
+def finding_line(finding: Finding, limit: int = LINE_LIMIT, tr: Translator = ENGLISH) -> str:
     """`[error] GG012 tenants/ml.yaml:4:3: quota exceeds pool` on one line."""
     place = where(finding)
-    text = f"[{finding.level.value}] {finding.rule} " + (f"{place}: " if place else "") + finding.message
+    text = f"[{level_word(finding.level, tr)}] {finding.rule} " + (f"{place}: " if place else "") + finding.message
     return clip(" ".join(text.split()), limit)
 
 
-def more_line(omitted: int) -> str:
-    return f"…and {omitted} more finding{'s' * (omitted != 1)}"
+def more_line(omitted: int, tr: Translator = ENGLISH) -> str:
+    return ngettext("…and {n} more finding", "…and {n} more findings", omitted, tr).format(n=omitted)
 
 
 def clip(text: str, limit: int) -> str:

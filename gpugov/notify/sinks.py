@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 from urllib.parse import urlencode
 
-from gpugov.notify.message import Alert, finding_line, more_line
+from gpugov.i18n import current, translator
+from gpugov.notify.message import Alert, finding_line, more_line, summary
 from gpugov.notify.redact import redact, register_secrets, url_fragments
 from gpugov.notify.transport import Reply, SendError, Transport, snippet
 
@@ -51,8 +52,11 @@ class Sink:
         transport: Transport | None = None,
         max_findings: int | None = None,
         clock: Callable[[], float] = time.time,
+        language: str = "",
     ) -> None:
         self.name = name
+        self.language = language or current()  # the fixed words of its messages (gpugov.i18n); JSON stays English
+        self.tr = translator(self.language)
         self.format = format or self.formats[0]
         if self.format not in self.formats:
             raise ValueError(f"{self.kind} has no format {self.format!r}")
@@ -87,10 +91,13 @@ class Sink:
             shown -= 1
 
     def lines(self, alert: Alert, shown: int) -> list[str]:
-        lines = [finding_line(f) for f in alert.findings[:shown]]
+        lines = [finding_line(f, tr=self.tr) for f in alert.findings[:shown]]
         if len(alert.findings) > shown:
-            lines.append(more_line(len(alert.findings) - shown))
+            lines.append(more_line(len(alert.findings) - shown, self.tr))
         return lines
+
+    def summary(self, alert: Alert) -> str:
+        return summary(alert, self.tr)
 
     def payload(self, alert: Alert, shown: int) -> dict:
         raise NotImplementedError
@@ -158,7 +165,7 @@ class SlackSink(Sink):
 
     def payload(self, alert: Alert, shown: int) -> dict:
         items = [_slack_escape(line) for line in self.lines(alert, shown)]
-        title, summary = _slack_escape(alert.title), _slack_escape(alert.summary)
+        title, summary = _slack_escape(alert.title), _slack_escape(self.summary(alert))
         if self.format == "text":
             return {"text": "\n".join([f"*{title}*", summary, *(f"• {i}" for i in items)])}
         findings = [f"• {i}" for i in items[:shown]]
@@ -170,7 +177,7 @@ class SlackSink(Sink):
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(findings)}})
         if len(items) > shown:
             blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": items[-1]}]})
-        return {"text": f"{alert.title}: {alert.summary}", "blocks": blocks}
+        return {"text": f"{alert.title}: {self.summary(alert)}", "blocks": blocks}
 
     def fits(self, payload: dict, body: bytes) -> bool:
         if "blocks" not in payload:
@@ -190,9 +197,9 @@ class FeishuSink(Sink):
         lines = self.lines(alert, shown)
         payload: dict[str, Any]
         if self.format == "text":
-            payload = {"msg_type": "text", "content": {"text": "\n".join([alert.title, alert.summary, *lines])}}
+            payload = {"msg_type": "text", "content": {"text": "\n".join([alert.title, self.summary(alert), *lines])}}
         else:
-            rows = [[{"tag": "text", "text": text}] for text in [alert.summary, *lines]]
+            rows = [[{"tag": "text", "text": text}] for text in [self.summary(alert), *lines]]
             payload = {"msg_type": "post", "content": {"post": {"zh_cn": {"title": alert.title, "content": rows}}}}
         if self._secret:
             timestamp = str(int(self.clock()))  # seconds; Feishu rejects one more than an hour off
@@ -219,9 +226,9 @@ class DingTalkSink(Sink):
     def payload(self, alert: Alert, shown: int) -> dict:
         lines = self.lines(alert, shown)
         if self.format == "text":
-            return {"msgtype": "text", "text": {"content": "\n".join([alert.title, alert.summary, *lines])}}
+            return {"msgtype": "text", "text": {"content": "\n".join([alert.title, self.summary(alert), *lines])}}
         items = [f"- {line}" for line in lines]
-        text = "\n\n".join([f"#### {alert.title}", f"**{alert.summary}**", "\n".join(items)]).rstrip()
+        text = "\n\n".join([f"#### {alert.title}", f"**{self.summary(alert)}**", "\n".join(items)]).rstrip()
         return {"msgtype": "markdown", "markdown": {"title": alert.title, "text": text}}
 
     def fits(self, payload: dict, body: bytes) -> bool:
@@ -251,9 +258,9 @@ class WeComSink(Sink):
     def payload(self, alert: Alert, shown: int) -> dict:
         lines = self.lines(alert, shown)
         if self.format == "text":
-            return {"msgtype": "text", "text": {"content": "\n".join([alert.title, alert.summary, *lines])}}
+            return {"msgtype": "text", "text": {"content": "\n".join([alert.title, self.summary(alert), *lines])}}
         color = "info" if alert.resolved else "warning"
-        head = [f"**{alert.title}**", f'> <font color="{color}">{alert.summary}</font>']
+        head = [f"**{alert.title}**", f'> <font color="{color}">{self.summary(alert)}</font>']
         return {"msgtype": "markdown", "markdown": {"content": "\n".join([*head, *(f"- {line}" for line in lines)])}}
 
     def fits(self, payload: dict, body: bytes) -> bool:

@@ -23,6 +23,9 @@ Kueue counts quota, not nodes: a pod that asks more than any node of its pools h
 (view.node_sizes), so such a pod is told as never-fits, a finding, whatever Kueue says.
 A wait for unused quota is a borrowing limit when the tenant's own reservation plus the request
 exceeds its nominal quota plus borrowing limit on that flavor (read from its ClusterQueue).
+
+The explanations are gpugov.i18n Texts: English as strings (JSON, tests), and told again in the
+reader's language by the text and markdown reports; Kueue's own words are never translated.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 
+from gpugov.i18n import Joined, Text
 from gpugov.kube.quantity import QuantityError, format_quantity, parse_quantity
 from gpugov.queueing.clusterqueue import ClusterQueue
 from gpugov.queueing.workload import Workload
@@ -137,15 +141,15 @@ def parse_message(message: str) -> Parsed:
         total = None if request is None else previous + request
         found.append((m.start(), Fact("maximum", m["flavor"], m["resource"], total, _amount(m["maximum"]))))
     for m in _AFFINITY.finditer(message):
-        found.append((m.start(), Fact("affinity", m["flavor"], detail="its node affinity excludes the pool")))
+        found.append((m.start(), Fact("affinity", m["flavor"], detail=Text("its node affinity excludes the pool"))))
     for m in _TAINT.finditer(message):
-        found.append((m.start(), Fact("taint", m["flavor"], detail=f"it does not tolerate the taint {m['taint']}")))
+        found.append((m.start(), Fact("taint", m["flavor"], detail=Text("it does not tolerate the taint {taint}", taint=m["taint"]))))
     for m in _UNAVAILABLE.finditer(message):
         found.append((m.start(), Fact("unavailable", resource=m["resource"])))
     for m in _NOT_FOUND.finditer(message):
-        found.append((m.start(), Fact("not-found", m["flavor"], detail="the ResourceFlavor does not exist")))
+        found.append((m.start(), Fact("not-found", m["flavor"], detail=Text("the ResourceFlavor does not exist"))))
     for m in _TAS.finditer(message):
-        found.append((m.start(), Fact("tas", m["flavor"], detail=f"the pool {m['what'].replace('Flavor', '')}")))
+        found.append((m.start(), Fact("tas", m["flavor"], detail=Text("the pool {what}", what=m["what"].replace("Flavor", "")))))
     for m in _TOPOLOGY.finditer(message):
         total = int(m["total"] or m["total2"])
         fit = int(m["fit"] or 0)
@@ -163,7 +167,7 @@ def _q(amount: Decimal | None) -> str:
 
 
 def _or(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else "; or ".join(parts)
+    return parts[0] if len(parts) == 1 else Joined("; or ", parts)
 
 
 NodeSizes = Mapping[str, Mapping[str, Decimal]]  # pool -> resource -> the most one of its nodes offers
@@ -183,11 +187,15 @@ def too_big_for_nodes(workload: Workload, queue: ClusterQueue | None, node_sizes
             largest = {p: node_sizes[p].get(resource, Decimal(0)) for p in pools}
             if all(asked > size for size in largest.values()):
                 best = max(largest.values())
-                where = "; ".join(f"pool {p}: {_q(size)} per node" for p, size in largest.items())
-                split = f"; split it into pods of at most {_q(best)} {resource}" if best else ""
+                where = Joined("; ", [Text("pool {pool}: {size} per node", pool=p, size=_q(size))
+                                      for p, size in largest.items()])
+                split = Text("; split it into pods of at most {most} {resource}", most=_q(best),
+                             resource=resource) if best else ""
                 biggest = max(largest, key=lambda p: (largest[p], p))
-                return Reason(Why.NEVER_FITS, f"can never start: a pod of pod set {pod_set.name} asks {_q(asked)} "
-                              f"{resource}, more than any node offers ({where}){split}",
+                return Reason(Why.NEVER_FITS, Text("can never start: a pod of pod set {pod_set} asks {asked} "
+                                                   "{resource}, more than any node offers ({where}){split}",
+                                                   pod_set=pod_set.name, asked=_q(asked), resource=resource,
+                                                   where=where, split=split),
                               (Deficit(biggest, resource, asked - best),))
     return None
 
@@ -218,41 +226,44 @@ def admitted_too_big(workload: Workload, node_sizes: NodeSizes) -> Reason | None
             size = (node_sizes.get(flavor) or {}).get(resource)
             asked = pod_set.per_pod(resource)
             if size is not None and asked > size:
-                return Reason(Why.NEVER_FITS, f"admitted to pool {flavor}, but can never start: a pod of pod set "
-                              f"{pod_set.name} asks {_q(asked)} {resource}, more than any node of pool {flavor} "
-                              f"offers ({_q(size)} per node); it holds that quota meanwhile: split it into pods of "
-                              f"at most {_q(size)} {resource}", (Deficit(flavor, resource, asked - size),))
+                return Reason(Why.NEVER_FITS, Text(
+                    "admitted to pool {pool}, but can never start: a pod of pod set {pod_set} asks {asked} "
+                    "{resource}, more than any node of pool {pool} offers ({size} per node); it holds that quota "
+                    "meanwhile: split it into pods of at most {size} {resource}",
+                    pool=flavor, pod_set=pod_set.name, asked=_q(asked), resource=resource, size=_q(size)),
+                    (Deficit(flavor, resource, asked - size),))
     return None
 
 
 def _explain(workload: Workload, queue: ClusterQueue | None, queue_problem: str = "") -> Reason:
     state = workload.state
     if state == "finished":
-        return Reason(Why.FINISHED, "finished")
+        return Reason(Why.FINISHED, Text("finished"))
     if state == "admitted":
-        return Reason(Why.ADMITTED, f"admitted to pool {', '.join(workload.flavors) or '?'}")
+        return Reason(Why.ADMITTED, Text("admitted to pool {pools}", pools=", ".join(workload.flavors) or "?"))
     if state == "reserved":
-        return Reason(Why.RESERVED, "quota reserved; waiting for its admission checks")
+        return Reason(Why.RESERVED, Text("quota reserved; waiting for its admission checks"))
     reserved = workload.condition("QuotaReserved")
     message = reserved.message if reserved else ""
     if state == "inactive":
         evicted = workload.condition("Evicted")
         why = f": {evicted.message}" if evicted and evicted.message else ""
-        return Reason(Why.INACTIVE, f"deactivated (spec.active is false){why}", kueue=message)
+        return Reason(Why.INACTIVE, Text("deactivated (spec.active is false){why}", why=why), kueue=message)
     if queue_problem:
-        return Reason(Why.MISCONFIGURED, f"misconfigured queue: {queue_problem}", kueue=message)
+        return Reason(Why.MISCONFIGURED, Text("misconfigured queue: {problem}", problem=queue_problem), kueue=message)
     if reserved is None or not message:
         strict = queue is not None and queue.strategy == "StrictFIFO"
-        behind = " (StrictFIFO: Kueue considers only the head of the queue)" if strict else ""
-        return Reason(Why.NOT_CONSIDERED, f"not yet considered by Kueue{behind}")
+        behind = Text(" (StrictFIFO: Kueue considers only the head of the queue)") if strict else ""
+        return Reason(Why.NOT_CONSIDERED, Text("not yet considered by Kueue{behind}", behind=behind))
     parsed = parse_message(message)
     if parsed.misconfigured or reserved.reason == "Inadmissible":
-        return Reason(Why.MISCONFIGURED, f"misconfigured queue: {parsed.misconfigured or message}", kueue=message)
-    if parsed.preempting is not None:
-        return Reason(Why.PREEMPTION, f"waiting for the preemption of {parsed.preempting} workload(s) to make room",
+        return Reason(Why.MISCONFIGURED, Text("misconfigured queue: {problem}", problem=parsed.misconfigured or message),
                       kueue=message)
+    if parsed.preempting is not None:
+        return Reason(Why.PREEMPTION, Text("waiting for the preemption of {count} workload(s) to make room",
+                                           count=parsed.preempting), kueue=message)
     if "preemption targets" in message or "requires preemption, but it's gated" in message:
-        return Reason(Why.PREEMPTION, "waiting to preempt: " + message, kueue=message)
+        return Reason(Why.PREEMPTION, Text("waiting to preempt: {kueue}", kueue=message), kueue=message)
     return _from_facts(workload, queue, parsed, message)
 
 
@@ -270,42 +281,47 @@ def _borrowing_limit(workload: Workload, queue: ClusterQueue | None, fact: Fact)
 
 
 def _from_facts(workload: Workload, queue: ClusterQueue | None, parsed: Parsed, message: str) -> Reason:
-    tenant = queue.tenant if queue else workload.cluster_queue or "the tenant"
+    tenant = queue.tenant if queue else workload.cluster_queue or Text("the tenant")
     waiting = [f for f in parsed.facts if f.kind == "unused" and f.amount is not None]
     if waiting:
         limits = [(f, _borrowing_limit(workload, queue, f)) for f in waiting]
         if all(limit is not None for _, limit in limits):
             deficits = tuple(limit for _, limit in limits if limit is not None)
-            parts = [f"{tenant} holds {_q(d.held)} {d.resource} in pool {d.pool}, its nominal quota plus borrowing "
-                     f"limit is {_q(d.limit)}: {_q(d.more)} more than that limit" for d in deficits]
-            return Reason(Why.BORROWING_LIMIT, "borrowing limit reached: " + _or(parts)
-                          + "; it starts when the tenant's own jobs release that much", deficits, message)
+            parts = [Text("{tenant} holds {held} {resource} in pool {pool}, its nominal quota plus borrowing limit "
+                          "is {limit}: {more} more than that limit", tenant=tenant, held=_q(d.held),
+                          resource=d.resource, pool=d.pool, limit=_q(d.limit), more=_q(d.more)) for d in deficits]
+            return Reason(Why.BORROWING_LIMIT, Text("borrowing limit reached: {parts}; it starts when the tenant's "
+                                                    "own jobs release that much", parts=_or(parts)), deficits, message)
         cohort = [f for f, limit in limits if limit is None]
         deficits = tuple(Deficit(f.flavor, f.resource, f.amount or Decimal(0)) for f in cohort)
-        parts = [f"{_q(d.more)} more {d.resource} needed in pool {d.pool}" for d in deficits]
-        return Reason(Why.QUOTA, "waiting for quota: " + _or(parts), deficits, message)
+        parts = [Text("{more} more {resource} needed in pool {pool}", more=_q(d.more), resource=d.resource,
+                      pool=d.pool) for d in deficits]
+        return Reason(Why.QUOTA, Text("waiting for quota: {parts}", parts=_or(parts)), deficits, message)
     if "no longer fits after processing another workload" in message:
-        return Reason(Why.QUOTA, "waiting for quota: another workload took it in the same scheduling cycle",
+        return Reason(Why.QUOTA, Text("waiting for quota: another workload took it in the same scheduling cycle"),
                       kueue=message)
     topology = [f for f in parsed.facts if f.kind == "topology"]
     if topology:
-        parts = [f"pool {f.flavor} fits {_q(f.amount)} of its {_q(f.maximum)} {f.detail}s within the required "
-                 "topology domain" for f in topology]
-        return Reason(Why.TOPOLOGY, "waiting for room in one topology domain: " + _or(parts), kueue=message)
+        parts = [Text("pool {pool} fits {fit} of its {total} {unit}s within the required topology domain",
+                      pool=f.flavor, fit=_q(f.amount), total=_q(f.maximum), unit=f.detail) for f in topology]
+        return Reason(Why.TOPOLOGY, Text("waiting for room in one topology domain: {parts}", parts=_or(parts)),
+                      kueue=message)
     maximum = [f for f in parsed.facts if f.kind == "maximum"]
     if maximum:
         possible = [f for f in maximum if f.maximum] or maximum
         deficits = tuple(Deficit(f.flavor, f.resource, (f.amount or Decimal(0)) - (f.maximum or Decimal(0)))
                          for f in possible)
-        parts = [f"it asks {_q(f.amount)} {f.resource}, at most {_q(f.maximum)} in pool {f.flavor}" for f in possible]
-        return Reason(Why.NEVER_FITS, f"exceeds {tenant}'s maximum, can never fit as declared: " + _or(parts),
-                      deficits, message)
+        parts = [Text("it asks {asked} {resource}, at most {most} in pool {pool}", asked=_q(f.amount),
+                      resource=f.resource, most=_q(f.maximum), pool=f.flavor) for f in possible]
+        return Reason(Why.NEVER_FITS, Text("exceeds {tenant}'s maximum, can never fit as declared: {parts}",
+                                           tenant=tenant, parts=_or(parts)), deficits, message)
     mismatch = [f for f in parsed.facts if f.kind in ("affinity", "taint", "tas", "unavailable", "not-found")]
     if mismatch:
-        parts = [f"{tenant}'s queue offers no {f.resource}" if f.kind == "unavailable" else f"pool {f.flavor}: {f.detail}"
+        parts = [Text("{tenant}'s queue offers no {resource}", tenant=tenant, resource=f.resource)
+                 if f.kind == "unavailable" else Text("pool {pool}: {detail}", pool=f.flavor, detail=f.detail)
                  for f in mismatch]
-        return Reason(Why.NO_FLAVOR, "no matching pool: " + "; ".join(parts), kueue=message)
+        return Reason(Why.NO_FLAVOR, Text("no matching pool: {parts}", parts=Joined("; ", parts)), kueue=message)
     if "PodsReady" in message:
-        return Reason(Why.OTHER, "waiting for earlier admitted workloads' pods to be ready (waitForPodsReady)",
+        return Reason(Why.OTHER, Text("waiting for earlier admitted workloads' pods to be ready (waitForPodsReady)"),
                       kueue=message)
-    return Reason(Why.OTHER, f"Kueue says: {message}", kueue=message)
+    return Reason(Why.OTHER, Text("Kueue says: {kueue}", kueue=message), kueue=message)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpugov.findings.markdown import table
+from gpugov.i18n import _, localized
 from gpugov.kube.quantity import format_quantity
 from gpugov.queueing.view import Entry, Explanation, Gaps
 
@@ -39,7 +40,7 @@ def _priority(e: Entry) -> str:
 def _why(e: Entry, now: datetime) -> str:
     if e.state in ("admitted", "reserved"):
         return f"ends by {timestamp(e.expected_end)}" if e.expected_end else ""
-    text = e.reason.text
+    text = localized(e.reason.text)  # in the reader's language; JSON keeps the English
     if e.estimate is not None and e.estimate.at is not None:
         text += f" [estimated start {timestamp(e.estimate.at)}, {_in(e.estimate.at, now)}]"
     return text
@@ -133,26 +134,30 @@ def why_json(explanation: Explanation, now: datetime, cluster: str) -> str:
 def why_text(explanation: Explanation, now: datetime, markdown: bool = False) -> str:
     e = explanation.entry
     bullet = "- " if markdown else "  "
+    state, size, priority, why = _("state"), _("size"), _("priority"), _("why")
     lines = [f"{'### ' if markdown else ''}{e.label} (Workload {e.workload.partition('/')[2]}, tenant {e.tenant or '?'}, "
              f"LocalQueue {e.local_queue}, ClusterQueue {e.cluster_queue or '?'})"]
     if markdown:
         lines.append("")
     where = f", position {e.position.in_cluster_queue + 1} in ClusterQueue {e.position.cluster_queue}, " \
             f"{e.position.in_local_queue + 1} in LocalQueue {e.position.local_queue}" if e.position else ""
-    lines.append(f"{bullet}state: {e.state}{where}")
-    lines.append(f"{bullet}size: {e.size_text}; priority {_priority(e)}")
-    lines.append(f"{bullet}why: {e.reason.text}")
+    lines.append(f"{bullet}{state}: {e.state}{where}")
+    lines.append(f"{bullet}{size}: {e.size_text}; {priority} {_priority(e)}")
+    lines.append(f"{bullet}{why}: {localized(e.reason.text)}")
     if e.reason.kueue:
         lines.append(f"{bullet}Kueue: {e.reason.kueue}")
     if e.state not in ("admitted", "reserved", "finished"):
-        ahead = ", ".join(f"{a.label} ({a.size_text})" for a in explanation.ahead) or "nothing"
-        lines.append(f"{bullet}ahead of it in its ClusterQueue: {ahead}")
+        ahead = ", ".join(f"{a.label} ({a.size_text})" for a in explanation.ahead) or _("nothing")
+        ahead_label = _("ahead of it in its ClusterQueue")
+        lines.append(f"{bullet}{ahead_label}: {ahead}")
         if explanation.holding:
             held = ", ".join(f"{h.label} ({h.size_text}, "
                              f"{'ends by ' + str(timestamp(h.expected_end)) if h.expected_end else 'no expected end'})"
                              for h in explanation.holding)
-            lines.append(f"{bullet}running where it waits: {held}")
+            running = _("running where it waits")
+            lines.append(f"{bullet}{running}: {held}")
         if e.estimate is not None:
             at = f"{timestamp(e.estimate.at)} ({_in(e.estimate.at, now)}), " if e.estimate.at else ""
-            lines.append(f"{bullet}estimated start: {at}{e.estimate.text}")
+            estimated = _("estimated start")
+            lines.append(f"{bullet}{estimated}: {at}{e.estimate.text}")
     return "\n".join(lines) + "\n"

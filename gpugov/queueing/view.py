@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from gpugov.declarations.model import Model
+from gpugov.i18n import Text
 from gpugov.kube.quantity import format_quantity
 from gpugov.queueing.access import Denied, NotShown, contacts, denial_lines
 from gpugov.queueing.clusterqueue import ClusterQueue, LocalQueue, cluster_queue, local_queue
@@ -237,7 +238,7 @@ def unreadable_entry(snapshot: Snapshot, key: tuple[str, str], position: Positio
         tenant=_tenant(snapshot, position.cluster_queue, key[0]), namespace=HIDDEN, job=HIDDEN, workload=HIDDEN,
         local_queue=position.local_queue, cluster_queue=position.cluster_queue, state="pending", size={}, flavors=(),
         priority=position.priority, priority_class="", position=position,
-        reason=Reason(Why.OTHER, "you may not read this tenant's Workloads"), estimate=None, hidden=True,
+        reason=Reason(Why.OTHER, Text("you may not read this tenant's Workloads")), estimate=None, hidden=True,
     )
 
 

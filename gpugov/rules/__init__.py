@@ -16,6 +16,7 @@ from gpugov.doctor.checks import CHECKS
 from gpugov.drift import rules as drift_rules
 from gpugov.findings import Rule
 from gpugov.findings.markdown import table
+from gpugov.i18n import _
 from gpugov.plan import risks
 from gpugov.plan import timeline as plan_timeline
 from gpugov.policy import FAMILIES
@@ -64,9 +65,9 @@ def all_rules() -> list[Entry]:
 
 
 def text_table() -> str:
-    return "".join(f"{e.id}  {e.level:<7}  {e.name}: {e.summary}\n" for e in all_rules())
+    return "".join(f"{e.id}  {e.level:<7}  {e.name}: {_(e.summary)}\n" for e in all_rules())  # reader's language
 
 
-def markdown_table() -> str:
+def markdown_table() -> str:  # English: the README's table
     rows = ((e.id, e.name, str(e.level), e.summary) for e in all_rules())
     return "\n".join(table(("id", "name", "level", "what it finds"), rows)) + "\n"

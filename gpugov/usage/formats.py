@@ -1,5 +1,5 @@
 """The ledger as a table, csv, json (the documented shape) or markdown, with totals per tenant
-and cost centre and the closure line."""
+and cost centre, what `gpugov reclaim` took back per tenant, and the closure line."""
 
 from __future__ import annotations
 
@@ -59,6 +59,13 @@ def _pool_cells(book: Ledger) -> list[list[str]]:
             for c, u in zip(book.capacity, book.unallocated, strict=True)]
 
 
+RECLAIMED_HEADER = ("tenant", "resource", "deactivations", "reclaimed hours")
+
+
+def _reclaimed_cells(book: Ledger) -> list[list[str]]:
+    return [[r.tenant, r.resource, str(r.deactivations), _h(r.hours)] for r in book.reclaimed]
+
+
 def _total_cells(book: Ledger, by: str) -> list[list[str]]:
     """Per tenant or cost centre: admitted hours and cost, per currency where pools price in several."""
     costs: dict[str, list[tuple[Decimal, str | None]]] = defaultdict(list)
@@ -106,6 +113,9 @@ def table(book: Ledger) -> str:
     for by in ("tenant", "cost_center"):
         lines += ["", f"per {by.replace('_', ' ')}:"]
         lines += _table([by.upper().replace("_", "-"), "ADMITTED-HOURS", "COST"], _total_cells(book, by))
+    if book.reclaimed:
+        lines += ["", "reclaimed by gpugov reclaim (idle from the warning to the deactivation):"]
+        lines += _table([h.upper().replace(" ", "-") for h in RECLAIMED_HEADER], _reclaimed_cells(book))
     lines += ["", closure_line(book)]
     return "\n".join(lines) + "\n"
 
@@ -121,30 +131,37 @@ def markdown(book: Ledger) -> str:
     for by in ("tenant", "cost_center"):
         lines += ["", f"#### Per {by.replace('_', ' ')}", ""]
         lines += md([by.replace("_", " "), "admitted hours", "cost"], _total_cells(book, by))
+    if book.reclaimed:
+        lines += ["", "#### Reclaimed by gpugov reclaim (idle from the warning to the deactivation)", ""]
+        lines += md(list(RECLAIMED_HEADER), _reclaimed_cells(book))
     lines += ["", closure_line(book)]
     return "\n".join(lines) + "\n"
 
 
 def csv_text(book: Ledger) -> str:
-    """One table: `section` tenant (a row of the ledger), unallocated or capacity; `hours` is the
-    admitted hours of a tenant row and the hours of the others; exact numbers, and the currency of the
-    pool's price where it declares one. Empty cells for what does not apply."""
+    """One table: `section` tenant (a row of the ledger), unallocated, capacity or reclaimed; `hours` is
+    the admitted hours of a tenant row, the reclaimed hours of a reclaimed row (with its `deactivations`)
+    and the hours of the others; exact numbers, and the currency of the pool's price where it declares
+    one. Empty cells for what does not apply."""
     def cell(value: Decimal | None) -> str:
         return "" if value is None else decimal_string(value)
 
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["section", *ROW_COLUMNS[:6], "hours", *ROW_COLUMNS[7:], "currency"])
+    writer.writerow(["section", *ROW_COLUMNS[:6], "hours", *ROW_COLUMNS[7:], "currency", "deactivations"])
     for r in book.rows:
         writer.writerow(["tenant", r.tenant, r.department or "", r.cost_center or "", r.pool, r.resource, r.unit,
                          cell(r.admitted_hours), cell(r.in_quota_hours), cell(r.borrowed_hours), cell(r.idle_hours),
-                         cell(r.rate), cell(r.cost), book.currency(r.pool) or ""])
+                         cell(r.rate), cell(r.cost), book.currency(r.pool) or "", ""])
     for c, u in zip(book.capacity, book.unallocated, strict=True):
         code = book.currency(c.pool) or ""
         writer.writerow(["unallocated", "", "", "", u.pool, u.resource, "", cell(u.hours), "", "", "", "", cell(u.cost),
-                         code])
+                         code, ""])
         writer.writerow(["capacity", "", "", "", c.pool, c.resource, "", cell(c.hours), "", "", "", cell(c.rate),
-                         cell(c.cost), code])
+                         cell(c.cost), code, ""])
+    for t in book.reclaimed:
+        writer.writerow(["reclaimed", t.tenant, "", "", "", t.resource, "", cell(t.hours), "", "", "", "", "", "",
+                         str(t.deactivations)])
     return out.getvalue()
 
 

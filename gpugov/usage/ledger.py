@@ -14,6 +14,10 @@ exact. Unallocated = capacity hours minus the rows' hours of that pool resource,
     sum(rows' cost) + unallocated cost = capacity hours x rate = capacity cost
 
 holds to the last digit for every priced pool resource (`closure` checks it).
+
+`reclaimed`: per tenant and resource, the Workloads `gpugov reclaim` deactivated in the window and
+the hours they held idle from the warning to the deactivation (usage.reclaimed); part of the rows'
+admitted (and idle) hours, not added to them.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from gpugov.catalog import mig_resource_name
 from gpugov.declarations.equivalents import device_equivalents, hami_views
 from gpugov.declarations.model import GPUPool, Model, Tenant
 from gpugov.kube.resources import is_accelerator
+from gpugov.usage.reclaimed import Reclaimed
 from gpugov.usage.segments import Segment
 from gpugov.usage.window import Window, seconds
 
@@ -75,6 +80,16 @@ class PoolHours:
 
 
 @dataclass(frozen=True)
+class ReclaimedRow:
+    """What `gpugov reclaim` took back from a tenant on one accelerator resource (usage.reclaimed)."""
+
+    tenant: str
+    resource: str
+    deactivations: int
+    hours: Decimal  # held idle from the warning to the deactivation
+
+
+@dataclass(frozen=True)
 class Ledger:
     cluster: str
     window: Window
@@ -83,6 +98,7 @@ class Ledger:
     capacity: tuple[PoolHours, ...]
     notes: tuple[str, ...] = ()
     currencies: tuple[tuple[str, str], ...] = ()  # (pool, ISO 4217 code of its price) where the pool declares one
+    reclaimed: tuple[ReclaimedRow, ...] = ()
 
     def currency(self, pool: str) -> str | None:
         return dict(self.currencies).get(pool)
@@ -111,6 +127,8 @@ class Ledger:
                             for u in self.unallocated],
             "capacity": [{"pool": c.pool, "resource": c.resource, "hours": number(c.hours), "rate": number(c.rate),
                           "cost": number(c.cost)} for c in self.capacity],
+            "reclaimed": [{"tenant": r.tenant, "resource": r.resource, "deactivations": r.deactivations,
+                           "hours": number(r.hours)} for r in self.reclaimed],
         }
         for section in ("rows", "unallocated", "capacity"):
             data[section] = [priced(entry, entry["pool"]) for entry in data[section]]
@@ -182,7 +200,8 @@ def cluster_pools(model: Model, cluster: str) -> dict[str, GPUPool]:
 
 
 def ledger(model: Model, cluster: str, window: Window, found: list[Segment],
-           idle_seconds: dict[tuple[str, str, str], Decimal] | None = None, notes: Iterable[str] = ()) -> Ledger:
+           idle_seconds: dict[tuple[str, str, str], Decimal] | None = None, notes: Iterable[str] = (),
+           reclaimed: Iterable[Reclaimed] = ()) -> Ledger:
     pools = cluster_pools(model, cluster)
     idle_seconds = idle_seconds or {}
     by_row: dict[tuple[str, str, str], list[Segment]] = defaultdict(list)
@@ -224,7 +243,9 @@ def ledger(model: Model, cluster: str, window: Window, found: list[Segment],
                              f"declared capacity of {decimal_string(hours)} over the window")
             unallocated.append(PoolHours(pool_name, resource, left, None, None if rate is None else left * rate))
     currencies = tuple(sorted((name, pool.currency) for name, pool in pools.items() if pool.currency))
-    return Ledger(cluster, window, tuple(rows), tuple(unallocated), tuple(capacity), tuple(extra), currencies)
+    taken = tuple(ReclaimedRow(r.tenant, r.resource, r.deactivations, to_hours(r.accelerator_seconds))
+                  for r in reclaimed)
+    return Ledger(cluster, window, tuple(rows), tuple(unallocated), tuple(capacity), tuple(extra), currencies, taken)
 
 
 def closure(book: Ledger) -> list[str]:

@@ -14,7 +14,7 @@ from gpugov.compile import compile
 from gpugov.declarations.equivalents import gpu_equivalents
 from gpugov.declarations.model import Model
 from gpugov.whatif.report import Run
-from gpugov.whatif.setup import FR, Placement, Setup, read_setup
+from gpugov.whatif.setup import FR, Placement, Setup, cap_runtimes, read_setup
 from gpugov.whatif.simulate import Options, Simulator
 from gpugov.whatif.trace import Job
 
@@ -44,6 +44,7 @@ def kueue_setup(model: Model, cluster: str) -> Setup:
 
 def replay(model: Model, cluster: str, jobs: list[Job], label: str, options: Options) -> Run:
     setup = kueue_setup(model, cluster)
+    jobs, cut = cap_runtimes(setup, jobs)  # Kueue ends a job at its queue's maximum runtime
     simulator = Simulator(setup, jobs, options, placement_of(model))
     outcome = simulator.run()
-    return Run(label, setup, outcome, simulator.never, weights_of(model))
+    return Run(label, setup, outcome, simulator.never, weights_of(model), cut)

@@ -32,6 +32,7 @@ class Run:
     outcome: Outcome
     never: dict[int, str]  # workload index -> why it can never be admitted
     weights: dict[FR, Decimal]  # GPU equivalents of one unit; absent: 1 for accelerators
+    runtime_cut: int = 0  # jobs ended at their queue's maximum runtime (reclaim.maxRuntime)
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,9 @@ def markdown(comparison: Comparison) -> str:
             notes.append(f"- {side}: {len(never):,} jobs can never be admitted: {listed}")
         if pending:
             notes.append(f"- {side}: {len(pending):,} jobs still wait when the trace ends (no flavor can ever hold them)")
+        if run.runtime_cut:
+            notes.append(f"- {side}: {run.runtime_cut:,} jobs run longer than their queue's maximum runtime "
+                         "(reclaim.maxRuntime): Kueue ends them at the limit, and so does the replay")
         if run.outcome.unconverged_instants:
             notes.append(f"- {side}: {run.outcome.unconverged_instants} instants hit the cycle limit")
     lines += ["", *notes] if notes else []
@@ -294,6 +298,7 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
             "total": _metrics_json(metrics[ALL], c.window_ms),
             "never_admitted": never_admitted(run),
             "scheduling_cycles": run.outcome.cycles,
+            "cut_at_max_runtime": run.runtime_cut,
         }
 
     return {

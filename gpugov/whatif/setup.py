@@ -8,15 +8,23 @@ with the API server's defaults filled in where a field is absent.
 
 Quantities become integers the way Kueue counts them (resources.ResourceValue): cpu in
 millicores, everything else in whole units, rounded up.
+
+The maximum runtime per namespace and priority class is read from compile's admission policy
+`gpugov-max-runtime` (its `limits` variable, a JSON-shaped CEL map): a job there must carry Kueue's
+max-exec-time label at most that limit, and Kueue ends it once it has run that long, so
+`cap_runtimes` ends a trace's job there at the limit (the job names none: it is taken to ask for
+the most its queue allows).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gpugov.compile.admission import MAX_RUNTIME
 from gpugov.kube.names import KUEUE_API
 from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES, LABEL_TENANT
 from gpugov.kube.quantity import QuantityError, parse_quantity
@@ -111,6 +119,8 @@ class Setup:
     allowed_priority_classes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # LocalQueue -> classes
     priority_classes: dict[str, int] = field(default_factory=dict)
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    # namespace -> priority class ('*': any class not listed) -> the longest a job there may run, seconds
+    max_runtime_s: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def queue_for(self, tenant: str = "", namespace: str = "", queue: str = "") -> str | None:
         """The LocalQueue (namespace/name) a job goes to: the named one, else the first of its
@@ -205,6 +215,7 @@ def read_setup(objects: Iterable[dict[str, Any]]) -> Setup:
             tenant = (meta.get("labels") or {}).get(LABEL_TENANT)
             if tenant:
                 setup.local_queues_of_tenant.setdefault(tenant, []).append(key)
+    setup.max_runtime_s = max_runtimes(objects)
     for obj in sorted((o for o in kueue if o["kind"] == "ClusterQueue"), key=lambda o: o["metadata"]["name"]):
         setup.cluster_queues[obj["metadata"]["name"]] = _cluster_queue(obj, setup)
     for queues in setup.local_queues_of_tenant.values():
@@ -216,6 +227,46 @@ def read_setup(objects: Iterable[dict[str, Any]]) -> Setup:
         setup.cohorts[name] = CohortSpec(name, None, {}, 1.0)
     _check_no_cycle(setup)
     return setup
+
+
+def max_runtimes(objects: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """namespace -> priority class -> seconds, from the max-runtime admission policies (one, or its shards)."""
+    limits: dict[str, dict[str, int]] = {}
+    for obj in objects:
+        name = (obj.get("metadata") or {}).get("name", "")
+        if obj.get("kind") != "ValidatingAdmissionPolicy" or not (name == MAX_RUNTIME or
+                                                                  name.startswith(f"{MAX_RUNTIME}-")):
+            continue
+        for variable in (obj.get("spec") or {}).get("variables") or []:
+            if variable.get("name") != "limits":
+                continue
+            try:
+                shard = json.loads(variable["expression"])
+            except (KeyError, ValueError):
+                raise SetupError(f"ValidatingAdmissionPolicy {name}: its limits are not a JSON-shaped map") from None
+            limits.update({ns: {pc: int(sec) for pc, sec in per.items()} for ns, per in shard.items()})
+    return dict(sorted(limits.items()))
+
+
+def runtime_limit_s(setup: Setup, job: Job) -> int | None:
+    """The longest the job's queue lets it run (seconds), None where no maximum is declared."""
+    queue = setup.queue_for(job.tenant, job.namespace, job.queue)
+    per_class = setup.max_runtime_s.get(queue.split("/", 1)[0]) if queue else None
+    if not per_class:
+        return None
+    return per_class.get(job.priority_class if job.priority_class in per_class else "*")
+
+
+def cap_runtimes(setup: Setup, jobs: list[Job]) -> tuple[list[Job], int]:
+    """The jobs with each one that runs past its queue's maximum runtime ended at it, and how many were."""
+    capped, cut = [], 0
+    for job in jobs:
+        limit = runtime_limit_s(setup, job)
+        if limit is not None and job.duration_ms > limit * 1000:
+            job = replace(job, duration_ms=limit * 1000)
+            cut += 1
+        capped.append(job)
+    return capped, cut
 
 
 def _cluster_queue(obj: dict[str, Any], setup: Setup) -> ClusterQueueSpec:

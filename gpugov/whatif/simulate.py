@@ -284,8 +284,13 @@ class Simulator:
         for queue in (node.subtree_cqs() if not node.is_cq else [node]):
             parked: ClusterQueue = queue.owner
             if parked.inadmissible:
+                # _push for each, in one heapify: entries are unique, so the pop order is the same.
+                heap = parked.heap
                 for wl in parked.inadmissible.values():
-                    self._push(wl)
+                    wl.state = PENDING
+                    wl.heap_token += 1
+                    heap.append((-wl.priority, wl.created_s, wl.uid, wl.index, wl.heap_token, wl))
+                heapq.heapify(heap)
                 parked.inadmissible.clear()
 
     # -- usage and accounting -----------------------------------------------------------------
@@ -570,10 +575,12 @@ class Simulator:
         for cq, taken in zip(best_effort, popped, strict=True):
             for item, _ in taken[limit:]:
                 heapq.heappush(cq.heap, item)
+            inadmissible = cq.inadmissible
             for item, reason in taken[:limit]:
-                wl = item[-1]
+                wl = item[-1]  # parked, as _park does
                 wl.waiting_for = reason
-                self._park(wl)
+                wl.state = INADMISSIBLE
+                inadmissible[wl.index] = wl
         for wl, reason in kept:
             wl.waiting_for = reason
         if waiting is not None:

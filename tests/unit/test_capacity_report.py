@@ -155,6 +155,7 @@ def test_usage_window_numbers_and_advice(capsys: pytest.CaptureFixture[str]) -> 
         ("near-exhaustion", "h100 nvidia.com/gpu"),
         ("never-used", "archive h100 nvidia.com/gpu"),
         ("chronic-borrower", "vision h100 nvidia.com/gpu"),
+        ("idle-over-policy", "solo"),  # 1900 of 1920 hours idle, no reclaim idle policy
     ]
     texts = {a["kind"] + " " + a["subject"]: a["text"] for a in cluster["advice"]}
     assert "borrowed 1440 of its 2400 nvidia.com/gpu-hours on h100 (60.0%), 6.00 on average" in texts[

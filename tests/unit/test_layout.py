@@ -86,6 +86,7 @@ def test_the_rule_table_holds_every_declared_rule() -> None:
 # The floors of the house, ground first: a package imports only packages on lower floors, so no
 # arrow runs up and none runs sideways (issue #24). A new package gets its floor here.
 FLOORS: tuple[tuple[str, ...], ...] = (
+    ("i18n",),  # messages in the reader's language: below findings, whose reports translate hints
     ("findings", "kube"),
     ("yamlpos",),
     ("catalog",),
@@ -167,9 +168,9 @@ def test_every_import_runs_down_the_floors() -> None:
     declared = [package for names in FLOORS for package in names]
     assert sorted(declared) == sorted(edges), "every package on exactly one floor"
     assert upward_imports(edges, FLOORS) == []
-    # The check can fail: kube importing findings (floor 0 to floor 0) is an arrow sideways.
+    # The check can fail: kube importing findings (floor 1 to floor 1) is an arrow sideways.
     assert upward_imports({"kube": {"findings": ["x.py:1"]}, "findings": {}}, FLOORS) == [
-        "kube (floor 0) imports findings (floor 0) at x.py:1"]
+        "kube (floor 1) imports findings (floor 1) at x.py:1"]
 
 
 def _returns_int_literal(function: ast.FunctionDef) -> list[int]:
