@@ -1,22 +1,21 @@
-"""`gpugov import --kubeconfig` on the living sandbox: the round trip the issue (#25) asks for.
+"""`gpugov import --kubeconfig` on the living sandbox: the round trip the issue (#25) asks for, for
+every hand-written shape of tests/helpers/adopt_shapes.py (a flat list of queues without cohorts, a
+two-level cohort tree with borrowing and lending limits, several flavors per queue, CPU-only queues,
+v1beta1 objects, names outside gpugov's scheme).
 
-One living sandbox for the module holds, written by hand as platform teams write them (applied
-under the field manager `kubectl`, never labelled by gpugov), two shapes side by side:
-
-- a two-level cohort tree (org-root -> research -> nlp, vision) with borrowing and lending
-  limits, a cohort holding quota of its own and a fair-sharing weight;
-- a flat list of queues without a cohort (team-a-cq, team-b-cq: quantities spelled "4",
-  "68719476736"), and a queue with several flavors (training: h100 then a100);
-
-on KWOK nodes with GPU Feature Discovery labels, and a Job admitted and running in nlp. Then:
-import from the cluster, validate, drift (no semantic drift of any ClusterQueue, Cohort or
-LocalQueue: only what gpugov adds), the documented take-over step, apply --dry-run (nothing
-written), apply (gpugov owns the fields), drift clean, and the Job's Workload still admitted with
-the same UID, never evicted, its pod still running.
+One living sandbox for the module holds one shape at a time: its objects applied as platform teams
+write them (field manager `kubectl`, in the apiVersion they are written in, never labelled by
+gpugov), on KWOK nodes with GPU Feature Discovery labels, and a Job admitted and running in one of
+its queues (a CPU Job in the CPU-only shape). Then: import from the cluster, validate, drift (no
+semantic drift of any ClusterQueue, Cohort or LocalQueue: only what gpugov adds), the take-over
+declared in spec.adopt (refused without its entry), apply --dry-run (nothing written), apply (gpugov
+owns the fields), drift clean, and the Job's Workload still admitted with the same UID, never
+evicted, its pod still running. Between shapes everything is removed again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from collections.abc import Iterator
@@ -27,152 +26,32 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from gpugov.cli import main
-from gpugov.kube.names import KUEUE_API, KUEUE_QUEUE_LABEL
+from gpugov.kube.kinds import KINDS
+from gpugov.kube.names import KUEUE_API, KUEUE_GROUP, KUEUE_QUEUE_LABEL
 from gpugov.kube.objects import LABEL_TENANT, MANAGED_BY, MANAGER
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.nodes import create_nodes
+from tests.helpers.adopt_shapes import RUNS, SHAPES, Run, documents, kwok_nodes, namespaces
 from tests.helpers.waiting import condition, wait_for
 
 pytestmark = pytest.mark.e2e
 
 CLUSTER = "lab"
-NAMESPACES = ("nlp", "vision", "training", "team-a", "team-b")
-COMMON = """
-  preemption: {reclaimWithinCohort: Any, withinClusterQueue: LowerPriority}
-  flavorFungibility: {whenCanBorrow: TryNextFlavor}
-"""
-HAND_WRITTEN = f"""
-apiVersion: {KUEUE_API}
-kind: ResourceFlavor
-metadata: {{name: h100}}
-spec: {{nodeLabels: {{node-pool: h100}}}}
----
-apiVersion: {KUEUE_API}
-kind: ResourceFlavor
-metadata: {{name: a100}}
-spec: {{nodeLabels: {{node-pool: a100}}}}
----
-apiVersion: {KUEUE_API}
-kind: Cohort
-metadata: {{name: org-root}}
-spec:
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors: [{{name: a100, resources: [{{name: nvidia.com/gpu, nominalQuota: 2}}]}}]
----
-apiVersion: {KUEUE_API}
-kind: Cohort
-metadata: {{name: research}}
-spec: {{parentName: org-root, fairSharing: {{weight: "3"}}}}
----
-apiVersion: {KUEUE_API}
-kind: ClusterQueue
-metadata: {{name: nlp}}
-spec:
-  cohortName: research
-  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: nlp}}}}{COMMON}
-  resourceGroups:
-  - coveredResources: [cpu, memory, nvidia.com/gpu]
-    flavors:
-    - name: a100
-      resources:
-      - {{name: cpu, nominalQuota: 64000m}}
-      - {{name: memory, nominalQuota: 512Gi, lendingLimit: 0}}
-      - {{name: nvidia.com/gpu, nominalQuota: 8, borrowingLimit: 4, lendingLimit: 2}}
----
-apiVersion: {KUEUE_API}
-kind: ClusterQueue
-metadata: {{name: vision}}
-spec:
-  cohortName: research
-  namespaceSelector:
-    matchExpressions: [{{key: kubernetes.io/metadata.name, operator: In, values: [vision]}}]{COMMON}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu, cpu, memory]
-    flavors:
-    - name: a100
-      resources:
-      - {{name: nvidia.com/gpu, nominalQuota: 4, borrowingLimit: 0}}
-      - {{name: cpu, nominalQuota: 32}}
-      - {{name: memory, nominalQuota: 256Gi}}
----
-apiVersion: {KUEUE_API}
-kind: ClusterQueue
-metadata: {{name: training}}
-spec:
-  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: training}}}}{COMMON}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu, cpu, memory]
-    flavors:
-    - name: h100
-      resources:
-      - {{name: nvidia.com/gpu, nominalQuota: 8}}
-      - {{name: cpu, nominalQuota: 96}}
-      - {{name: memory, nominalQuota: 1Ti}}
-    - name: a100
-      resources:
-      - {{name: nvidia.com/gpu, nominalQuota: 2}}
-      - {{name: cpu, nominalQuota: 16}}
-      - {{name: memory, nominalQuota: 128Gi}}
----
-apiVersion: {KUEUE_API}
-kind: ClusterQueue
-metadata: {{name: team-a-cq}}
-spec:
-  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: team-a}}}}{COMMON}
-  resourceGroups:
-  - coveredResources: [cpu, memory, nvidia.com/gpu]
-    flavors:
-    - name: h100
-      resources:
-      - {{name: cpu, nominalQuota: "16"}}
-      - {{name: memory, nominalQuota: "68719476736"}}
-      - {{name: nvidia.com/gpu, nominalQuota: "4"}}
----
-apiVersion: {KUEUE_API}
-kind: ClusterQueue
-metadata: {{name: team-b-cq}}
-spec:
-  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: team-b}}}}{COMMON}
-  resourceGroups:
-  - coveredResources: [cpu, memory, nvidia.com/gpu]
-    flavors:
-    - name: h100
-      resources:
-      - {{name: cpu, nominalQuota: 16}}
-      - {{name: memory, nominalQuota: 64Gi}}
-      - {{name: nvidia.com/gpu, nominalQuota: 4}}
----
-apiVersion: {KUEUE_API}
-kind: WorkloadPriorityClass
-metadata: {{name: high}}
-value: 1000
-""" + "".join(f"""---
-apiVersion: {KUEUE_API}
-kind: LocalQueue
-metadata: {{name: {queue}, namespace: {namespace}}}
-spec: {{clusterQueue: {target}}}
-""" for namespace, queue, target in (("nlp", "nlp-jobs", "nlp"), ("vision", "vision-jobs", "vision"),
-                                    ("training", "default", "training"), ("team-a", "user-queue", "team-a-cq"),
-                                    ("team-b", "user-queue", "team-b-cq")))
-PRODUCTS = {"h100": "NVIDIA-H100-80GB-HBM3", "a100": "NVIDIA-A100-SXM4-80GB"}
 SCHEDULER_KINDS = ("ClusterQueue", "Cohort", "LocalQueue")
+HAND_WRITTEN_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
+KUEUE_V1BETA1 = f"{KUEUE_GROUP}/v1beta1"
+# What gpugov adds to a cluster it takes over, beyond the objects it adopts.
+ADDED_KINDS = {"Topology", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ClusterRole",
+               "ClusterRoleBinding", "Role", "RoleBinding"}
 
 
-def gfd_node(name: str, pool: str) -> dict[str, Any]:
-    """A GPU server as GPU Feature Discovery labels it, with 8 devices."""
-    resources = {"nvidia.com/gpu": "8", "cpu": "128", "memory": "1Ti", "pods": "110"}
-    return {"metadata": {"name": name, "labels": {"node-pool": pool, "kubernetes.io/hostname": name,
-                                                  "nvidia.com/gpu.product": PRODUCTS[pool], "nvidia.com/gpu.count": "8"}},
-            "status": {"capacity": resources, "allocatable": resources}}
-
-
-def job(namespace: str, queue: str, name: str) -> dict[str, Any]:
-    requests = {"nvidia.com/gpu": "1", "cpu": "1", "memory": "1Gi"}
+def job(run: Run, name: str) -> dict[str, Any]:
+    requests = {"cpu": "1", "memory": "1Gi", **({"nvidia.com/gpu": "1"} if run.gpu else {})}
     return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "labels": {KUEUE_QUEUE_LABEL: queue}},
+            "metadata": {"name": name, "namespace": run.namespace, "labels": {KUEUE_QUEUE_LABEL: run.queue}},
             "spec": {"suspend": True, "parallelism": 1, "completions": 1, "backoffLimit": 0, "template": {"spec": {
                 "restartPolicy": "Never", "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
                                                           "resources": {"requests": requests, "limits": requests}}]}}}}
@@ -180,42 +59,91 @@ def job(namespace: str, queue: str, name: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def lab(sandbox_binaries: dict[str, Path]) -> Iterator[Sandbox]:
-    """A living sandbox of its own holding the hand-written objects, the nodes and one running Job."""
+    """A living sandbox of its own, holding one shape at a time."""
     with Sandbox() as sandbox:
-        api = sandbox.cp.api_client()
-        create_nodes(api, [gfd_node(f"{pool}-{i}", pool) for pool in PRODUCTS for i in (1, 2)], kwok=True)
-        core = client.CoreV1Api(api)
-        for namespace in NAMESPACES:
-            # The sandbox's Kueue manages Jobs only in namespaces with a gpugov.io/tenant label
-            # (gpugov.sandbox.kueue: managedJobsNamespaceSelector); a cluster's own Kueue would have its own.
-            core.create_namespace({"metadata": {"name": namespace, "labels": {LABEL_TENANT: namespace}}})
-        dynamic = DynamicClient(api)
-        for obj in yaml.safe_load_all(HAND_WRITTEN):
-            resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-            dynamic.server_side_apply(resource, body=obj, namespace=obj["metadata"].get("namespace"),
-                                      field_manager="kubectl")
-        client.BatchV1Api(api).create_namespaced_job("nlp", job("nlp", "nlp-jobs", "train"))
-        try:
-            wait_for(lambda: running(api) is not None, "the Job in nlp to be admitted and its pod to run", timeout=120)
-        except AssertionError as exc:  # say why: the Workload's conditions and the pods' phases
-            pods = [(p.metadata.name, p.status.phase, p.spec.node_name) for p in client.CoreV1Api(api).list_namespaced_pod("nlp").items]
-            raise AssertionError(f"{exc}: {(workload(api) or {}).get('status')}, pods {pods}") from None
         yield sandbox
         problems = sandbox.problems()
     assert not problems, "\n".join(problems)
 
 
-def workload(api: client.ApiClient) -> dict[str, Any] | None:
-    items = DynamicClient(api).resources.get(api_version=KUEUE_API, kind="Workload").get(namespace="nlp").to_dict()
+@pytest.fixture(params=sorted(SHAPES))
+def shape(lab: Sandbox, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The shape's hand-written objects applied as a platform team does (field manager kubectl, in the
+    apiVersion they are written in, never labelled by gpugov), on its KWOK nodes, with its Job admitted
+    and running; afterwards everything of the shape and of gpugov's apply is removed for the next one."""
+    name, api = request.param, lab.cp.api_client()
+    run = RUNS[name]
+    create_nodes(api, kwok_nodes(name), kwok=True)
+    core = client.CoreV1Api(api)
+    for namespace in namespaces(name):
+        # The sandbox's Kueue manages Jobs only in namespaces with a gpugov.io/tenant label
+        # (gpugov.sandbox.kueue: managedJobsNamespaceSelector); a cluster's own Kueue would have its own.
+        core.create_namespace({"metadata": {"name": namespace, "labels": {LABEL_TENANT: namespace}}})
+    dynamic = DynamicClient(api)
+    try:
+        for obj in (d for d in documents(name) if d["kind"] != "Node"):
+            resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+            dynamic.server_side_apply(resource, body=obj, namespace=obj["metadata"].get("namespace"),
+                                      field_manager="kubectl")
+        client.BatchV1Api(api).create_namespaced_job(run.namespace, job(run, "train"))
+        try:
+            wait_for(lambda: running(api, run.namespace) is not None, f"the Job in {run.namespace} to run", timeout=120)
+        except AssertionError as exc:  # say why: the Workload's conditions and the pods' phases
+            pods = [(p.metadata.name, p.status.phase, p.spec.node_name) for p in core.list_namespaced_pod(run.namespace).items]
+            raise AssertionError(f"{exc}: {(workload(api, run.namespace) or {}).get('status')}, pods {pods}") from None
+        yield name
+    finally:
+        clear(api, namespaces(name))
+
+
+def owned(dynamic: DynamicClient) -> list[tuple[Any, str, str | None]]:
+    """(resource, name, namespace) of every object gpugov labelled and of every hand-written Kueue kind
+    (Namespaces and Nodes aside)."""
+    found = []
+    for kind in KINDS.values():
+        if kind.kind in ("Namespace", "Node"):
+            continue
+        try:
+            resource = dynamic.resources.get(api_version=kind.api_version, kind=kind.kind)
+        except ResourceNotFoundError:  # a kind the sandbox does not serve (Volcano without its CRDs)
+            continue
+        every = kind.group == KUEUE_GROUP and kind.kind in (*HAND_WRITTEN_KINDS, "Topology")
+        listed = resource.get(**({} if every else {"label_selector": f"{MANAGED_BY}={MANAGER}"}))
+        found += [(resource, obj.metadata.name, obj.metadata.namespace) for obj in listed.items]
+    return found
+
+
+def clear(api: client.ApiClient, shape_namespaces: list[str]) -> None:
+    """Remove the shape's Jobs (their Workloads and pods with them), nodes, Kueue objects and whatever
+    gpugov's apply created, and release its namespaces (deleting them takes the namespace controller
+    most of a minute): the next shape starts on a cluster without queues, nodes or gpugov objects."""
+    core, dynamic = client.CoreV1Api(api), DynamicClient(api)
+    batch, workloads = client.BatchV1Api(api), dynamic.resources.get(api_version=KUEUE_API, kind="Workload")
+    for namespace in shape_namespaces:
+        batch.delete_collection_namespaced_job(namespace, propagation_policy="Background")
+    wait_for(lambda: not any(workloads.get(namespace=n).items or core.list_namespaced_pod(n).items
+                             for n in shape_namespaces), "the shape's Workloads and pods to be gone", timeout=60)
+    for resource, name, namespace in owned(dynamic):
+        with contextlib.suppress(NotFoundError):
+            resource.delete(name=name, namespace=namespace)
+    for node in core.list_node().items:
+        core.delete_node(node.metadata.name)
+    for namespace in core.list_namespace(label_selector=f"{MANAGED_BY}={MANAGER}").items:
+        core.patch_namespace(namespace.metadata.name, {"metadata": {"labels": {MANAGED_BY: None}}})
+    wait_for(lambda: not owned(dynamic) and not core.list_node().items, "the shape's objects to be gone", timeout=60)
+
+
+def workload(api: client.ApiClient, namespace: str) -> dict[str, Any] | None:
+    items = DynamicClient(api).resources.get(api_version=KUEUE_API, kind="Workload").get(namespace=namespace).to_dict()
     return next(iter(items["items"]), None)
 
 
-def running(api: client.ApiClient) -> tuple[str, str] | None:
-    """(Workload UID, pod UID) while the nlp Job is admitted and its pod runs."""
-    found = workload(api)
+def running(api: client.ApiClient, namespace: str) -> tuple[str, str] | None:
+    """(Workload UID, pod UID) while the shape's Job is admitted and its pod runs."""
+    found = workload(api, namespace)
     if found is None or condition(found, "Admitted").get("status") != "True":
         return None
-    pods = client.CoreV1Api(api).list_namespaced_pod("nlp").items
+    pods = client.CoreV1Api(api).list_namespaced_pod(namespace).items
     if len(pods) != 1 or pods[0].status.phase != "Running":
         return None
     return found["metadata"]["uid"], pods[0].metadata.uid
@@ -243,10 +171,21 @@ def resource_versions(api: client.ApiClient) -> dict[str, str]:
     return found
 
 
-def test_import_drift_and_take_over_keep_the_running_workload(lab: Sandbox, tmp_path: Path, capsys) -> None:
-    api, kubeconfig = lab.cp.api_client(), str(lab.cp.kubeconfig)
-    before = running(api)
+def hand_written(shape: str) -> set[tuple[str, str, str]]:
+    """(kind, namespace, name) of the shape's Kueue objects."""
+    return {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])
+            for d in documents(shape) if d["kind"] in HAND_WRITTEN_KINDS}
+
+
+def label(kind: str, namespace: str, name: str) -> str:
+    return f"{kind} {namespace + '/' if namespace else ''}{name}"
+
+
+def test_import_drift_and_take_over_keep_the_running_workload(shape: str, lab: Sandbox, tmp_path: Path, capsys) -> None:
+    api, kubeconfig, run = lab.cp.api_client(), str(lab.cp.kubeconfig), RUNS[shape]
+    before = running(api, run.namespace)
     assert before is not None
+    objects = hand_written(shape)
     repo = tmp_path / "repo"
 
     code, out, err = gpugov(capsys, "import", "--kubeconfig", kubeconfig, "--cluster", CLUSTER, "--out", str(repo),
@@ -257,26 +196,23 @@ def test_import_drift_and_take_over_keep_the_running_workload(lab: Sandbox, tmp_
     clusters = yaml.safe_load((repo / "policies" / "clusters.yaml").read_text())
     kube_system = client.CoreV1Api(api).read_namespace("kube-system").metadata.uid
     assert clusters["spec"]["identity"] == {"kubeSystemUID": kube_system}  # pinned to the cluster it read
-    tenant = yaml.safe_load((repo / "tenants" / "nlp.yaml").read_text())["spec"]
-    assert tenant["department"] == "research" and tenant["namespaces"] == ["nlp"]
     assert (gpugov(capsys, "validate", str(repo))[0]) == 0
 
     # Drift straight after import. What it may report is only what gpugov adds to the cluster:
     # - objects missing: a Topology per pool (gpugov makes every flavor topology-aware), the tenant
-    #   admission policies and their bindings, the tenant roles;
+    #   admission policies and their bindings, the tenant roles, and a Cohort a queue names that
+    #   nobody created (Kueue runs such a cohort implicitly; gpugov declares it as a department);
     # - on Namespaces, ClusterQueues, Cohorts, LocalQueues and ResourceFlavors: gpugov's own labels
     #   (managed-by, tenant, department, pool; metadata.*), and on a ResourceFlavor its topologyName.
     # Nothing of what decides admission: every spec field of every ClusterQueue, Cohort and LocalQueue
-    # matches (matchLabels against matchExpressions, "4" against 4, left-out defaults).
+    # matches (matchLabels against matchExpressions, "4" against 4, left-out defaults, v1beta1's cohort).
     code, findings = drift(capsys, lab, repo)
-    added_kinds = {"Topology", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ClusterRole",
-                   "ClusterRoleBinding", "Role", "RoleBinding"}
-    changed = [f for f in findings if f["rule"] == "GD002"]
-    assert {f["object"].split()[0] for f in changed} >= {"ClusterQueue", "LocalQueue", "Cohort"}  # labels differ
+    changed = {f["object"] for f in findings if f["rule"] == "GD002"}
+    assert {label(*o) for o in objects if o[0] in SCHEDULER_KINDS} <= changed  # each one found, labels differ
     for finding in findings:
         kind = finding["object"].split()[0]
         if finding["rule"] == "GD001":
-            assert kind in added_kinds, finding
+            assert kind in ADDED_KINDS or (kind == "Cohort" and ("Cohort", "", finding["object"].split()[1]) not in objects), finding
             continue
         assert finding["rule"] == "GD002", finding
         allowed = ("metadata.", "spec.topologyName") if kind == "ResourceFlavor" else ("metadata.",)
@@ -284,44 +220,62 @@ def test_import_drift_and_take_over_keep_the_running_workload(lab: Sandbox, tmp_
     assert code == 1
 
     # The take-over is declared, not a manual step: the Cluster adopts (spec.adopt) exactly the objects
-    # the cluster holds and the declarations compile to again, and apply takes over those and nothing else
-    # that lacks gpugov's mark (gpugov.cluster.ownership).
+    # the cluster holds and the declarations compile to again - here every hand-written one of the shape -
+    # and apply takes over those and nothing else that lacks gpugov's mark (gpugov.cluster.ownership).
     take_over = {(t["kind"], t["namespace"], t["name"]) for t in report["takeOver"]}
-    assert {(k, "", n) for k, n in (("ClusterQueue", "nlp"), ("Cohort", "research"), ("ResourceFlavor", "a100"))} <= take_over
-    assert ("LocalQueue", "team-a", "user-queue") in take_over and report["adoptedIn"].startswith("policies/clusters.yaml")
+    assert take_over == objects and report["adoptedIn"].startswith("policies/clusters.yaml")
     assert {(e["kind"], e.get("namespace", ""), e["name"]) for e in clusters["spec"]["adopt"]} == take_over
     assert "kubectl" not in json.dumps(report)  # no manual labelling step
     versions = resource_versions(api)
 
     # Without its entry, the same hand-made ClusterQueue is refused: nothing written.
+    queue_name = min(name for kind, _, name in objects if kind == "ClusterQueue")
     unadopted = tmp_path / "unadopted"
     shutil.copytree(repo, unadopted)
     clusters_file = unadopted / "policies" / "clusters.yaml"
     doc = yaml.safe_load(clusters_file.read_text())
-    doc["spec"]["adopt"] = [e for e in doc["spec"]["adopt"] if (e["kind"], e["name"]) != ("ClusterQueue", "nlp")]
+    doc["spec"]["adopt"] = [e for e in doc["spec"]["adopt"] if (e["kind"], e["name"]) != ("ClusterQueue", queue_name)]
     clusters_file.write_text(yaml.safe_dump(doc))
     code, out, err = gpugov(capsys, "apply", str(unadopted), "--cluster", CLUSTER, "--kubeconfig", kubeconfig)
-    assert code == 2 and "refusing to take over 1 object(s)" in err and "ClusterQueue nlp " in err, out + err
+    assert code == 2 and "refusing to take over 1 object(s)" in err and f"ClusterQueue {queue_name} " in err, out + err
     assert resource_versions(api) == versions
 
     code, out, err = gpugov(capsys, "apply", str(repo), "--cluster", CLUSTER, "--kubeconfig", kubeconfig, "--dry-run")
     assert code == 0, out + err
     assert "nothing was changed" in out
     for kind, namespace, name in take_over:
-        assert f"adopting {kind} {namespace + '/' if namespace else ''}{name} (Cluster spec.adopt)" in out, out
+        assert f"adopting {label(kind, namespace, name)} (Cluster spec.adopt)" in out, out
     assert resource_versions(api) == versions  # a dry run writes nothing
     dynamic = DynamicClient(api)
 
     code, out, err = gpugov(capsys, "apply", str(repo), "--cluster", CLUSTER, "--kubeconfig", kubeconfig)
     assert code == 0, out + err
-    queue = dynamic.resources.get(api_version=KUEUE_API, kind="ClusterQueue").get(name="nlp").to_dict()
-    assert "gpugov" in {m["manager"] for m in queue["metadata"]["managedFields"]}
-    assert queue["metadata"]["labels"][MANAGED_BY] == MANAGER  # gpugov's now: prune owns it from here on
+    for kind, namespace, name in sorted(objects):
+        obj = dynamic.resources.get(api_version=KUEUE_API, kind=kind).get(name=name, namespace=namespace or None).to_dict()
+        assert "gpugov" in {m["manager"] for m in obj["metadata"]["managedFields"]}, (kind, name)
+        assert obj["metadata"]["labels"][MANAGED_BY] == MANAGER  # gpugov's now: prune owns it from here on
     code, findings = drift(capsys, lab, repo)
     assert (code, findings) == (0, [])
 
     # The admitted workload went through all of it untouched: same Workload, never evicted, pod running.
-    assert running(api) == before
-    found = workload(api)
+    assert running(api, run.namespace) == before
+    found = workload(api, run.namespace)
     assert found is not None and condition(found, "Evicted").get("status") != "True"
     assert condition(found, "Preempted").get("status") != "True"
+
+
+def test_v1beta1_objects_are_served_and_read_back_as_v1beta2(lab: Sandbox) -> None:
+    """The v1beta1 shape is written as v1beta1: the sandbox's Kueue serves that version and converts it
+    (its conversion webhook: spec.cohort <-> spec.cohortName), which is what import reads back."""
+    api = lab.cp.api_client()
+    dynamic = DynamicClient(api)
+    queue = next(d for d in documents("v1beta1") if d["kind"] == "ClusterQueue")
+    assert queue["apiVersion"] == KUEUE_V1BETA1 and queue["spec"]["cohort"] == "ml"
+    old = dynamic.resources.get(api_version=KUEUE_V1BETA1, kind="ClusterQueue")
+    try:
+        dynamic.server_side_apply(old, body={**queue, "metadata": {"name": "v1beta1-probe"}}, field_manager="kubectl")
+        assert old.get(name="v1beta1-probe").to_dict()["spec"]["cohort"] == "ml"
+        new = dynamic.resources.get(api_version=KUEUE_API, kind="ClusterQueue").get(name="v1beta1-probe").to_dict()
+        assert new["spec"]["cohortName"] == "ml" and "cohort" not in new["spec"]
+    finally:
+        old.delete(name="v1beta1-probe")
