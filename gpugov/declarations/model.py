@@ -516,6 +516,8 @@ class Model:
     # The instant the quotas are for (declarations.timeline.model_at); None: as declared, no grant or
     # window applied.
     instant: datetime | None = None
+    # The model as declared, of which this one is the state at `instant` (None: this is it).
+    declared: Model | None = None
     # When the command runs (the CLI reads the clock once): validate checks the timeline from then on and
     # warns of grants that have ended. None: every instant counts, nothing has ended.
     now: datetime | None = None

@@ -202,4 +202,5 @@ def model_at(model: Model, at: datetime) -> Model:
             change(window.recipient, window.pool, window.resources, 1)
     effective = copy.copy(model)
     effective.tenants, effective.departments, effective.instant = tenants, departments, at
+    effective.declared = model.declared or model
     return effective

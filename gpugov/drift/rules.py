@@ -40,6 +40,13 @@ MIG_ALLOCATABLE = rule("GD017", "mig-allocatable-mismatch", Level.ERROR,
 OVER_QUOTA = rule("GD020", "tenant-over-quota", Level.ERROR,
                   "A tenant's running pods request more accelerators than its nominal quota plus what it may borrow.",
                   "Find pods that bypass the queues; check the admission policies (Kueue) or the ResourceQuota backstop (Volcano).")
+HELD_FROM_HIGHER_QUOTA = rule(
+    "GD026", "held-from-a-higher-quota", Level.INFO,
+    "A tenant's running pods hold more accelerators than its quota allows now, each having started within "
+    "the quota of its time: a QuotaGrant ended or a QuotaWindow closed under them.",
+    "Kueue does not evict admitted workloads when quota drops: they finish on their own, or are preempted "
+    "when another queue reclaims its quota (reclaimWithinCohort) or a pending workload of the same queue "
+    "outranks them (withinClusterQueue).")
 QUEUE_BYPASS = rule("GD021", "queue-bypass", Level.ERROR,
                     "A GPU pod in a tenant namespace is not submitted through a queue.",
                     "Kueue: label it kueue.x-k8s.io/queue-name; Volcano: schedulerName volcano.")

@@ -7,7 +7,9 @@ comes from the compiled node patches.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -17,8 +19,17 @@ from gpugov.compile import Object
 from gpugov.compile.common import LABEL_POOL, select
 from gpugov.compile.core import accelerator_ceiling
 from gpugov.declarations.model import Model
+from gpugov.declarations.timeline import boundaries, model_at, parse_instant
 from gpugov.drift.live import LiveState
-from gpugov.drift.rules import BORROWING, FOREIGN_NAMESPACE, OVER_QUOTA, PENDING, POOL_WITHOUT_QUOTA, QUEUE_BYPASS
+from gpugov.drift.rules import (
+    BORROWING,
+    FOREIGN_NAMESPACE,
+    HELD_FROM_HIGHER_QUOTA,
+    OVER_QUOTA,
+    PENDING,
+    POOL_WITHOUT_QUOTA,
+    QUEUE_BYPASS,
+)
 from gpugov.findings import Finding, make
 from gpugov.kube.names import KUEUE_ADMITTED_LABEL, KUEUE_QUEUE_LABEL, KUEUE_WORKLOAD_ANNOTATION
 from gpugov.kube.quantity import QuantityError, format_quantity, parse_quantity
@@ -77,6 +88,7 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
     scope = select(model, cluster=cluster, backend=backend)
     ceilings = {name: accelerator_ceiling(scope, tenant) for name, tenant in scope.tenants.items()}
     used: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+    starts: dict[str, list[tuple[datetime, dict[str, Decimal]]]] = defaultdict(list)  # running pods' start, requests
     ignored = SYSTEM_NAMESPACES | ignore_namespaces
     known = accelerator_resources(model)
     pools_of = {name: {q.pool for q in tenant.quotas} for name, tenant in model.tenants.items()}
@@ -96,6 +108,8 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
         if phase == "Running":
             for resource, amount in requests.items():
                 used[tenant][resource] += amount
+            started = parse_instant((pod.get("status") or {}).get("startTime") or "")
+            starts[tenant].append((started or NEVER, requests))  # unknown: it cannot have started under more
         bypass = not went_through_kueue(pod) if backend == "kueue" else (pod.get("spec") or {}).get(
             "schedulerName") != "volcano"
         if bypass:
@@ -111,13 +125,51 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
         ceiling = ceilings.get(tenant, {})
         for resource, amount in sorted(amounts.items()):
             limit = ceiling.get(resource, Decimal(0))
-            if amount > limit:
+            if amount <= limit:
+                continue
+            if _each_started_within_its_quota(model, tenant, resource, starts[tenant], cluster, backend):
+                since = min(start for start, _ in starts[tenant])
+                findings.append(make(HELD_FROM_HIGHER_QUOTA, f"tenant {tenant}: running pods request "
+                                     f"{format_quantity(amount)} {resource}, its quota allows {format_quantity(limit)} "
+                                     f"now; each started within the quota of its time (the first at "
+                                     f"{_rfc3339(since)})",
+                                     model.tenants[tenant].at("quotas"), object=f"Tenant {tenant}",
+                                     declared=format_quantity(limit), live=format_quantity(amount)))
+            else:
                 findings.append(make(OVER_QUOTA, f"tenant {tenant}: running pods request {format_quantity(amount)} "
                                      f"{resource}, its quota allows at most {format_quantity(limit)}",
                                      model.tenants[tenant].at("quotas"), object=f"Tenant {tenant}",
                                      declared=format_quantity(limit), live=format_quantity(amount)))
     findings.extend(queue_status_findings(live))
     return findings
+
+
+NEVER = datetime.max.replace(tzinfo=UTC)
+
+
+def _each_started_within_its_quota(model: Model, tenant: str, resource: str,
+                                   starts: list[tuple[datetime, dict[str, Decimal]]], cluster: str, backend: str) -> bool:
+    """Whether the tenant's running pods hold more than its quota now only because the quota dropped
+    under them (a grant ended, a window closed): when each started, it and the pods running since
+    before it fit the quota of that instant. Never where quotas do not change with time, or a start
+    is unknown."""
+    if model.instant is None or not model.has_timeline or any(start == NEVER for start, _ in starts):
+        return False
+    declared = model.declared or model
+    ordered = sorted(starts, key=lambda s: s[0])
+    edges = [ordered[0][0], *boundaries(declared, ordered[0][0], model.instant)]
+    ceilings = [accelerator_ceiling(select(shifted := model_at(declared, t), cluster=cluster, backend=backend),
+                                    shifted.tenants[tenant]).get(resource, Decimal(0)) for t in edges]
+    held = Decimal(0)
+    for start, requests in ordered:
+        held += requests.get(resource, Decimal(0))
+        if held > ceilings[bisect_right(edges, start) - 1]:
+            return False
+    return True
+
+
+def _rfc3339(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _amounts(requests: dict[str, Decimal]) -> str:

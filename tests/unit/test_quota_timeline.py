@@ -162,3 +162,40 @@ def test_the_timeline_cronjob_applies_the_quotas_of_its_instant_and_may_patch_on
     # Without a grant or window: no timeline CronJob.
     plain = desired_state(_with_operations(overlay_repo(tmp_path / "plain")), at=DURING).objects
     assert all(o["metadata"]["name"] != TIMELINE for o in plain)
+
+
+def _pods(tenant_namespace: str, resource: str, amount: Decimal, started: datetime) -> list[dict]:
+    """Running pods of one tenant that went through Kueue, `amount` of `resource` in all (one a device)."""
+    return [{"metadata": {"name": f"p{i}", "namespace": tenant_namespace,
+                          "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+             "spec": {"schedulerName": "default-scheduler",
+                      "containers": [{"resources": {"limits": {resource: "1"}}}]},
+             "status": {"phase": "Running", "startTime": started.isoformat().replace("+00:00", "Z")}}
+            for i in range(int(amount))]
+
+
+def test_pods_admitted_under_a_grant_that_ended_are_no_quota_breach(tmp_path: Path) -> None:
+    """Kueue does not evict admitted workloads when quota drops: after a grant ends, the pods that
+    started under it are GD026 (info), not GD020; pods that started after the end, or before the
+    grant began, over the quota of their time are GD020."""
+    from gpugov.compile.core import accelerator_ceiling
+    from gpugov.drift.usage import usage_findings
+
+    repo = _repo(tmp_path)
+    after = desired_state(repo, at=AFTER)
+    during = desired_state(repo, at=DURING)
+    tenant = after.model.tenants["beta"]
+    resource = next(r for r in accelerator_ceiling(during.scope, during.model.tenants["beta"]) if "1g.10gb" in r)
+    held = accelerator_ceiling(during.scope, during.model.tenants["beta"])[resource]
+    allowed = accelerator_ceiling(after.scope, tenant).get(resource, Decimal(0))
+    assert held > allowed  # the grant raised what beta may hold
+    namespace = tenant.namespaces[0]
+
+    def rules(started: datetime) -> list[str]:
+        live = LiveState(pods=_pods(namespace, resource, held, started))
+        found = usage_findings(after.model, after.objects, live, after.scope.backend, after.scope.cluster.name)
+        return sorted(f.rule for f in found if f.rule in ("GD020", "GD026"))
+
+    assert rules(DURING) == ["GD026"]  # started under the grant
+    assert rules(AFTER) == ["GD020"]  # started after it ended: a breach
+    assert rules(BEFORE) == ["GD020"]  # as much held before the grant began: a breach then already
