@@ -18,6 +18,7 @@ from gpugov.agent.cli import register as agent_command
 from gpugov.app.exit import ExitCode
 from gpugov.cli import cluster, declarations
 from gpugov.cli.adopt import register as import_command
+from gpugov.cli.budget import register as budget_command
 from gpugov.cli.capacity import register as capacity_command
 from gpugov.cli.common import CommandFailed, fail
 from gpugov.cli.doctor import register as doctor_command
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     capacity_command(sub)
     queue_commands(sub)
     usage_command(sub)
+    budget_command(sub)
     doctor_command(sub)
     whatif_commands(sub)
     reclaim_command(sub)

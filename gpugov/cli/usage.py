@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -39,6 +40,7 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
     from gpugov.sources.prometheus import utilisation_series
     from gpugov.usage import chart, formats
     from gpugov.usage.attribution import attribution
+    from gpugov.usage.budget import UnplacedAdmission, budget_holders, budget_statuses, period_rows
     from gpugov.usage.idle import idle
     from gpugov.usage.ledger import ledger
     from gpugov.usage.reclaimed import reclaimed
@@ -88,6 +90,12 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
                     ExitCode.INCOMPLETE)
     clear()
     book = ledger(model, state.cluster, window, found, idle_seconds, notes, taken.rows)
+    if budget_holders(model):  # spent / budget of the current period, whatever the window
+        try:
+            rows = period_rows(model, state.cluster, workloads, rules, now)
+        except UnplacedAdmission as exc:
+            return fail(f"could not read the budgets of cluster {state.cluster}: {exc}", ExitCode.INCOMPLETE)
+        book = replace(book, budgets=tuple(s.line() for s in budget_statuses(model, rows, now)))
     _write(args.out, formats.RENDER[args.format](book))
     if args.chart:
         _write(args.chart, chart.svg(found, window, pools, state.cluster))

@@ -14,6 +14,7 @@ from typing import Any
 from gpugov.catalog import MODELS, AcceleratorModel, model_from_spec
 from gpugov.declarations.loader import SourceDoc
 from gpugov.declarations.model import (
+    Budget,
     DeclaredModel,
     Department,
     GPUPool,
@@ -200,6 +201,7 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
             spec.get("costCenter"),
             _pool_quotas(spec, model.pools),
             _weight(spec),
+            Budget.of(defaulted("Department", spec)),
         )
     for name, doc in unique("Tenant"):
         spec = doc.data["spec"]
@@ -222,6 +224,7 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
             quotas=_pool_quotas(spec, model.pools),
             weight=_weight(spec),
             reclaim_spec=spec.get("reclaim") or {},
+            budget=Budget.of(filled),
         )
     for name, doc in unique("PriorityClass"):
         spec = defaulted("PriorityClass", doc.data["spec"])

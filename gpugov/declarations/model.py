@@ -304,6 +304,25 @@ class GPUPool(Decl):
         return charged
 
 
+@dataclass(frozen=True)
+class Budget:
+    """spec.budget of a Tenant or Department (gpugov.usage.budget reads it against the ledger)."""
+
+    accelerator_hours: Decimal
+    period: str = "month"  # month | week, in UTC
+    alerts: tuple[int, ...] = (80, 100)  # percent, sorted
+    action: str = "none"  # none | hold (stopPolicy Hold at 100%)
+
+    @classmethod
+    def of(cls, spec: dict[str, Any]) -> Budget | None:
+        """From a defaulted spec (schema.defaulted): None where no budget is declared."""
+        budget = spec.get("budget")
+        if not isinstance(budget, dict):
+            return None
+        return cls(Decimal(str(budget["acceleratorHours"])), budget["period"], tuple(sorted(budget["alerts"])),
+                   budget["action"])
+
+
 @dataclass(frozen=True, eq=False)
 class Department(Decl):
     KIND: ClassVar[str] = "Department"
@@ -312,6 +331,7 @@ class Department(Decl):
     cost_center: str | None = None
     quotas: tuple[PoolQuota, ...] = ()
     weight: int | None = None
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -329,6 +349,7 @@ class Tenant(Decl):
     quotas: tuple[PoolQuota, ...] = ()
     weight: int | None = None
     reclaim_spec: dict[str, Any] = field(default_factory=dict)  # spec.reclaim as declared (over Guardrails')
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True)

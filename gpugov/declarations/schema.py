@@ -173,6 +173,45 @@ def _opt_in(properties: dict[str, Any]) -> dict[str, Any]:
     return {**_spec(properties), OPT_IN: True}
 
 
+# GPU-hour budgets (issue #27, gpugov.usage.budget): declaring one is the opt-in, its defaults fill it only then.
+BUDGET_PERIODS = ("month", "week")
+BUDGET_ACTIONS = ("none", "hold")
+_BUDGET = {
+    **_opt_in(
+        {
+            "acceleratorHours": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "Accelerator-hours admitted per period (a MIG slice or a HAMi vGPU counts as its "
+                "share of a device), from the usage ledger (`gpugov usage`).",
+            },
+            "period": {
+                "enum": list(BUDGET_PERIODS),
+                "default": "month",
+                "description": "The calendar period the budget renews in, in UTC: month (from the 1st) or week "
+                "(from Monday).",
+            },
+            "alerts": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 1, "maximum": 1000},
+                "uniqueItems": True,
+                "default": [80, 100],
+                "description": "Percentages of the budget at which `gpugov budget --notify` alerts, each once a period.",
+            },
+            "action": {
+                "enum": list(BUDGET_ACTIONS),
+                "default": "none",
+                "description": "At 100%: none (alerts only) or hold: `gpugov budget --apply` sets the tenant's "
+                "ClusterQueues (a department's: those of its tenants) to stopPolicy Hold, so nothing new is "
+                "admitted while what runs finishes; a new period releases them.",
+            },
+        }
+    ),
+    "required": ["acceleratorHours"],
+    "description": "A GPU-hour budget: alerts at thresholds and an optional hold at 100%.",
+}
+
+
 # Guardrails.isolation: what the admission policies (compile.admission) and the tenant namespaces'
 # Pod Security labels hold against a tenant who tries to escape its queues (README: Threat model).
 # The cluster's admins (system:masters) are not among them: what they submit is checked like a tenant's.
@@ -413,6 +452,7 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "costCenter": {"type": "string"},
                 "quotas": _POOL_QUOTAS,
                 "fairSharing": _FAIR_SHARING,
+                "budget": _BUDGET,
             }
         ),
     ),
@@ -450,6 +490,7 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "quotas": _POOL_QUOTAS,
                 "fairSharing": _FAIR_SHARING,
                 "reclaim": _reclaim_spec(with_defaults=False),
+                "budget": _BUDGET,
             },
             ["namespaces"],
         ),

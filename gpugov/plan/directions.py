@@ -113,6 +113,15 @@ def _reclaim() -> dict[str, Field]:
     }
     return {f"spec.reclaim.{name}": entry for name, entry in fields.items()}
 
+# spec.budget (Tenant and Department): more hours, a longer period, fewer alerts or no hold give more.
+# Removing the whole budget is a change of each of its fields (fields.py walks leaves).
+_BUDGET = {
+    "spec.budget.acceleratorHours": widens("up", QUOTA_RAISED),
+    "spec.budget.period": widens("changed", GUARDRAIL_LOOSENED),  # month <-> week: more hours a month, or sooner back
+    "spec.budget.alerts": widens("removed", GUARDRAIL_LOOSENED),
+    "spec.budget.action": widens("changed", GUARDRAIL_LOOSENED),  # hold -> none lets admissions run on
+}
+
 DIRECTIONS: dict[str, dict[str, Field]] = {
     "Tenant": {
         **_METADATA,
@@ -132,6 +141,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         **_quotas(),
         "spec.fairSharing.weight": widens("up", FAIR_SHARE_RAISED),
         **_reclaim(),
+        **_BUDGET,
     },
     "Department": {
         **_METADATA,
@@ -141,6 +151,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         **_OWNERS,
         **_quotas(),
         "spec.fairSharing.weight": widens("up", FAIR_SHARE_RAISED),
+        **_BUDGET,
     },
     "PriorityClass": {
         **_METADATA,

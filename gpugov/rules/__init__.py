@@ -21,6 +21,7 @@ from gpugov.plan import risks
 from gpugov.plan import timeline as plan_timeline
 from gpugov.policy import FAMILIES
 from gpugov.reclaim import rules as reclaim_rules
+from gpugov.usage import budget
 from gpugov.yamlpos import reader
 
 RULE_MODULES: tuple[ModuleType, ...] = (
@@ -31,6 +32,7 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     *FAMILIES,  # GG011-GG160: policy on the model
     drift_rules,  # GD: the live cluster against the declarations
     reclaim_rules,  # GD040, GD041: gpugov reclaim's warnings and deactivations
+    budget,  # GD050, GD051: gpugov budget's thresholds
     risks,  # GP: risks of a change, in the pull request's plan
     plan_timeline,  # GP030: a grant or window added or widened
 )

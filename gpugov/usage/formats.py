@@ -66,6 +66,14 @@ def _reclaimed_cells(book: Ledger) -> list[list[str]]:
     return [[r.tenant, r.resource, str(r.deactivations), _h(r.hours)] for r in book.reclaimed]
 
 
+BUDGET_HEADER = ("holder", "period", "since", "spent hours", "budget hours", "percent", "action", "held")
+
+
+def _budget_cells(book: Ledger) -> list[list[str]]:
+    return [[b.holder, b.period, b.since, decimal_string(b.spent_hours), decimal_string(b.budget_hours),
+             f"{decimal_string(b.percent)}%", b.action, "yes" if b.held else "no"] for b in book.budgets]
+
+
 def _total_cells(book: Ledger, by: str) -> list[list[str]]:
     """Per tenant or cost centre: admitted hours and cost, per currency where pools price in several."""
     costs: dict[str, list[tuple[Decimal, str | None]]] = defaultdict(list)
@@ -116,6 +124,9 @@ def table(book: Ledger) -> str:
     if book.reclaimed:
         lines += ["", "reclaimed by gpugov reclaim (idle from the warning to the deactivation):"]
         lines += _table([h.upper().replace(" ", "-") for h in RECLAIMED_HEADER], _reclaimed_cells(book))
+    if book.budgets:
+        lines += ["", "GPU-hour budgets, spent this period (not this window):"]
+        lines += _table([h.upper().replace(" ", "-") for h in BUDGET_HEADER], _budget_cells(book))
     lines += ["", closure_line(book)]
     return "\n".join(lines) + "\n"
 
@@ -134,6 +145,9 @@ def markdown(book: Ledger) -> str:
     if book.reclaimed:
         lines += ["", "#### Reclaimed by gpugov reclaim (idle from the warning to the deactivation)", ""]
         lines += md(list(RECLAIMED_HEADER), _reclaimed_cells(book))
+    if book.budgets:
+        lines += ["", "#### GPU-hour budgets, spent this period (not this window)", ""]
+        lines += md(list(BUDGET_HEADER), _budget_cells(book))
     lines += ["", closure_line(book)]
     return "\n".join(lines) + "\n"
 

@@ -90,6 +90,21 @@ class ReclaimedRow:
 
 
 @dataclass(frozen=True)
+class BudgetLine:
+    """A declared GPU-hour budget against what its holder spent this period (usage.budget), whatever
+    the ledger's own window."""
+
+    holder: str  # "tenant 'a'" / "department 'b'"
+    period: str  # 2026-12, 2026-W49
+    since: str  # the period's start, UTC
+    spent_hours: Decimal  # accelerator-hours
+    budget_hours: Decimal
+    percent: Decimal
+    action: str  # none | hold
+    held: bool  # spent, with action hold
+
+
+@dataclass(frozen=True)
 class Ledger:
     cluster: str
     window: Window
@@ -99,6 +114,7 @@ class Ledger:
     notes: tuple[str, ...] = ()
     currencies: tuple[tuple[str, str], ...] = ()  # (pool, ISO 4217 code of its price) where the pool declares one
     reclaimed: tuple[ReclaimedRow, ...] = ()
+    budgets: tuple[BudgetLine, ...] = ()  # spent / budget per period, where budgets are declared
 
     def currency(self, pool: str) -> str | None:
         return dict(self.currencies).get(pool)
@@ -129,6 +145,9 @@ class Ledger:
                           "cost": number(c.cost)} for c in self.capacity],
             "reclaimed": [{"tenant": r.tenant, "resource": r.resource, "deactivations": r.deactivations,
                            "hours": number(r.hours)} for r in self.reclaimed],
+            "budgets": [{"holder": b.holder, "period": b.period, "since": b.since, "spent_hours": number(b.spent_hours),
+                         "budget_hours": number(b.budget_hours), "percent": number(b.percent), "action": b.action,
+                         "held": b.held} for b in self.budgets],
         }
         for section in ("rows", "unallocated", "capacity"):
             data[section] = [priced(entry, entry["pool"]) for entry in data[section]]

@@ -1,0 +1,201 @@
+"""`gpugov budget`: each declared GPU-hour budget against what its holder spent this period.
+
+Reads every Workload (as `gpugov usage`), tells the sinks of each alert threshold crossed, once per
+holder, period and threshold, and with --apply holds the ClusterQueues of a holder whose budget with
+`action: hold` is spent (`spec.stopPolicy: Hold`, under its own field manager `gpugov-budget`:
+compile never declares stopPolicy, so `gpugov apply` never takes it back), and releases them when
+the budget is no longer spent (a new period, a larger budget).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from gpugov.app.exit import ExitCode
+from gpugov.cli.common import compile_target_args, desired, fail, kubeconfig_args
+from gpugov.cli.queue import positive, progress_printer
+
+FIELD_MANAGER = "gpugov-budget"
+HOLD, RUN = "Hold", "None"
+ONCE = timedelta(days=400)  # the dedup window of one threshold's alert: longer than any period
+
+
+def _stop_policy_ours(live: dict[str, Any]) -> bool:
+    """Whether `gpugov budget` set the live stopPolicy (and nobody has changed it since)."""
+    for entry in live.get("metadata", {}).get("managedFields") or []:
+        spec = ((entry.get("fieldsV1") or {}).get("f:spec") or {})
+        if entry.get("manager") == FIELD_MANAGER and "f:stopPolicy" in spec:
+            return True
+    return False
+
+
+def hold_queues(api_client: Any, objects: list[dict[str, Any]], held: frozenset[str]) -> list[str]:
+    """Set Hold on the ClusterQueues of the held tenants, and None on the others where gpugov budget
+    had set Hold; never touch a HoldAndDrain (prune's drain) or a stop set by someone else.
+    Returns one line per change."""
+    from gpugov.cluster.rest import Api, read_object, server_side_apply
+    from gpugov.kube.kinds import kind_of
+    from gpugov.kube.objects import LABEL_TENANT
+
+    api = Api(api_client)
+    changes = []
+    for obj in objects:
+        if obj["kind"] != "ClusterQueue" or LABEL_TENANT not in (obj["metadata"].get("labels") or {}):
+            continue
+        tenant, name, kind = obj["metadata"]["labels"][LABEL_TENANT], obj["metadata"]["name"], kind_of(obj)
+        live = read_object(api, kind, name)
+        if live is None:
+            continue  # not applied yet: nothing to hold
+        current = (live.get("spec") or {}).get("stopPolicy") or RUN
+        if tenant in held and current == RUN:
+            wanted = HOLD
+        elif tenant not in held and current == HOLD and _stop_policy_ours(live):
+            wanted = RUN
+        else:
+            continue
+        body = {"apiVersion": obj["apiVersion"], "kind": "ClusterQueue", "metadata": {"name": name},
+                "spec": {"stopPolicy": wanted}}
+        server_side_apply(api, kind, body, field_manager=FIELD_MANAGER)
+        changes.append(f"ClusterQueue {name} (tenant {tenant}): stopPolicy {current} -> {wanted}")
+    return changes
+
+
+def _text(statuses: list[Any]) -> str:
+    from gpugov.usage.ledger import decimal_string
+
+    if not statuses:
+        return "no GPU-hour budgets declared\n"
+    lines = []
+    for s in statuses:
+        crossed = ", ".join(f"{t}%" for t in s.crossed) or "-"
+        lines.append(f"{s.holder}: {decimal_string(s.spent)} of {decimal_string(s.budget.accelerator_hours)} "
+                     f"accelerator-hours in {s.period.label} ({decimal_string(s.percent)}%), alerts crossed: {crossed}"
+                     f"{', held' if s.hold else ''}")
+    return "\n".join(lines) + "\n"
+
+
+def _json(statuses: list[Any], changes: list[str]) -> str:
+    from gpugov.usage.ledger import decimal_string
+
+    return json.dumps({"budgets": [{"holder": s.holder.name, "kind": s.holder.kind, "period": s.period.label,
+                                    "since": f"{s.period.since:%Y-%m-%dT%H:%M:%SZ}",
+                                    "spent_hours": decimal_string(s.spent),
+                                    "budget_hours": decimal_string(s.budget.accelerator_hours),
+                                    "percent": decimal_string(s.percent), "crossed": list(s.crossed),
+                                    "action": s.budget.action, "held": s.hold, "tenants": list(s.tenants)}
+                                   for s in statuses],
+                       "changes": changes}, indent=2) + "\n"
+
+
+def _notify(args: argparse.Namespace, alerts: list[Any], cluster: str, api: Any) -> ExitCode | None:
+    """Each alert as its own one-finding notification, under its own dedup key: once each."""
+    from gpugov.cluster.notify_state import ConfigMapState
+    from gpugov.notify.cli import NOTIFY_ENV, print_result, state_store
+    from gpugov.notify.config import NotifyConfigError, build_sinks
+    from gpugov.notify.dedup import FileState
+    from gpugov.notify.dispatch import notify
+    from gpugov.notify.keyed import KeyedState
+
+    specs = args.notify or ([os.environ[NOTIFY_ENV]] if os.environ.get(NOTIFY_ENV, "").strip() else [])
+    if not specs or not alerts:
+        return None
+
+    def configmap(where: str) -> Any:
+        try:
+            return ConfigMapState.parse(api, where)
+        except ValueError as exc:
+            raise NotifyConfigError(str(exc)) from None
+
+    try:
+        sinks = build_sinks(specs, os.environ, Path(args.notify_config) if args.notify_config else None)
+        where = state_store(args.notify_state, os.environ, configmap)
+        store = FileState(where) if isinstance(where, Path) else where
+    except NotifyConfigError as exc:
+        return fail(str(exc))
+    except ImportError:
+        return fail("requests is not installed (pip install 'gpugov[notify]')")
+    for alert in alerts:
+        result = notify([alert.finding], sinks, KeyedState(store, f"budget/{cluster}/{alert.key}"), ONCE,
+                        f"gpugov budget: {cluster}")
+        print_result(result)
+    return None
+
+
+def cmd_budget(args: argparse.Namespace) -> ExitCode:
+    from kubernetes import config as kube_config
+
+    from gpugov.cli.cluster import api_client
+    from gpugov.cluster.queues import read_workloads
+    from gpugov.compile import Backend
+    from gpugov.queueing.workload import WorkloadError, from_object
+    from gpugov.sources import CheckIncomplete
+    from gpugov.usage.attribution import attribution
+    from gpugov.usage.budget import (
+        UnplacedAdmission,
+        alerts,
+        budget_holders,
+        budget_statuses,
+        held_tenants,
+        period_rows,
+    )
+
+    now = datetime.now(UTC)
+    state = desired(args)
+    if state.backend is not Backend.KUEUE:
+        return fail(f"budgets read Kueue's Workloads; cluster {state.cluster} is scheduled by {state.backend}")
+    model = state.model
+    if not budget_holders(model):
+        sys.stdout.write(_json([], []) if args.format == "json" else _text([]))
+        return ExitCode.OK
+    api = api_client(args, in_cluster=True)
+    show, clear = progress_printer("budget")
+    try:
+        workloads = [from_object(raw) for raw in read_workloads(api, page_size=args.page_size, on_progress=show)]
+        rows = period_rows(model, state.cluster, workloads, attribution(model, state.cluster, state.objects), now)
+        statuses = budget_statuses(model, rows, now)
+        changes = hold_queues(api, state.objects, held_tenants(statuses)) if args.apply else []
+    except (CheckIncomplete, WorkloadError, UnplacedAdmission, kube_config.ConfigException, OSError) as exc:
+        clear()
+        return fail(f"could not check the budgets of cluster {state.cluster}: {' '.join(str(exc).split())}",
+                    ExitCode.INCOMPLETE)
+    clear()
+    sys.stdout.write(_json(statuses, changes) if args.format == "json" else _text(statuses))
+    for change in changes:
+        print(f"gpugov budget: {change}", file=sys.stderr)
+    found = alerts(model, statuses)
+    bad = _notify(args, found, state.cluster, api)
+    if bad is not None:
+        return bad
+    return ExitCode.FINDINGS if found else ExitCode.OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "budget",
+        help="GPU-hour budgets: spent this period, alerts once per threshold, hold at 100%%",
+        description="Each Tenant's and Department's spec.budget against the accelerator-hours admitted since its "
+        "period began (from Kueue's Workloads, as gpugov usage). --notify tells each crossed threshold once per "
+        "period; --apply sets stopPolicy Hold on the ClusterQueues of a spent budget with action hold (running "
+        "work finishes) and None again when it is no longer spent. "
+        "Exit 0 under every threshold, 1 a threshold crossed, 2 bad usage, 3 could not read the cluster.",
+    )
+    compile_target_args(p)
+    kubeconfig_args(p, in_cluster=True)
+    p.add_argument("--apply", action="store_true", help="hold (and release) the ClusterQueues of hold budgets")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--page-size", type=positive, default=500, metavar="N", help="objects per list request (default 500)")
+    group = p.add_argument_group("notifications")
+    group.add_argument("--notify", action="append", metavar="SINK",
+                       help="tell SINK of each threshold crossed, once per period (default $GPUGOV_NOTIFY); as "
+                       "gpugov notify's --notify")
+    group.add_argument("--notify-config", metavar="FILE", help="webhook URLs and secrets (as gpugov notify)")
+    group.add_argument("--notify-state", metavar="FILE",
+                       help="what was sent (default: $GPUGOV_NOTIFY_STATE or ~/.local/state/gpugov/), or "
+                       "configmap:NAMESPACE/NAME")
+    p.set_defaults(func=cmd_budget)

@@ -1,0 +1,173 @@
+"""GPU-hour budgets (issue #27) on a living sandbox of its own: the real kube-apiserver, Kueue v0.17 and
+KWOK pods, and a webhook receiver on 127.0.0.1.
+
+Tenant alpha's budget is 0.01 accelerator-hours (36 accelerator-seconds) a month, alerts at 50% and
+100%, action hold. A 4-GPU job runs past it; `gpugov budget --apply --notify webhook` sends both alerts
+and sets alpha's ClusterQueue to stopPolicy Hold. A new job then stays pending though the quota has
+room, while the running job runs on and finishes; a second run sends nothing again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from gpugov.app.pipeline import validate_repo
+from gpugov.cluster.apply import apply_objects
+from gpugov.compile import compile
+from gpugov.kube.names import KUEUE_GROUP, KUEUE_VERSION
+from gpugov.sandbox import samples
+from gpugov.sandbox.cluster import Sandbox
+from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
+from gpugov.sandbox.simulated import simulated_nodes
+from tests.e2e.conftest import SMALL_ORG_POLICIES
+from tests.helpers.local_http import serving
+from tests.helpers.waiting import condition, wait_for
+
+pytestmark = pytest.mark.e2e
+
+ORG = {
+    "policies/org.yaml": SMALL_ORG_POLICIES,
+    "hardware/pools.yaml": """\
+apiVersion: gpugov.io/v1alpha1
+kind: GPUPool
+metadata: {name: whole}
+spec:
+  accelerator: {model: H100-80GB}
+  acceleratorsPerNode: 8
+  nodeResources: {cpu: 64, memory: 512Gi}
+  nodes: [{name: whole-1}]
+""",
+    "tenants/alpha.yaml": """\
+apiVersion: gpugov.io/v1alpha1
+kind: Tenant
+metadata: {name: alpha}
+spec:
+  owners: {users: [alpha@example.com]}
+  costCenter: CC-ALPHA
+  namespaces: [alpha]
+  queues: [{name: main, namespace: alpha}]
+  quotas: [{pool: whole, resources: {accelerators: 8}}]
+  budget: {acceleratorHours: 0.01, alerts: [50, 100], action: hold}
+""",
+}
+BUDGET_SECONDS = 36  # 0.01 accelerator-hours
+GPUS = 4
+RUN_FOR = "40s"  # the running job's length, from its pod's start
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("budget-org")
+
+
+@pytest.fixture(scope="module")
+def sandbox(sandbox_binaries: dict[str, Path], root: Path) -> Iterator[Sandbox]:
+    for rel, text in ORG.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    result = validate_repo(root)
+    assert result.model is not None and not result.errors, result.errors
+    with Sandbox() as running:
+        api = running.cp.api_client()
+        create_nodes(api, simulated_nodes(result.model), kwok=True)
+        create_gpu_operator_footprint(api)
+        assert not apply_objects(api, compile(result.model, backend="kueue")).missing
+        yield running
+        problems = running.problems()
+    assert not problems, "\n".join(problems)
+
+
+@pytest.fixture(scope="module")
+def api(sandbox: Sandbox) -> client.ApiClient:
+    return sandbox.cp.api_client()
+
+
+@pytest.fixture(scope="module")
+def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    seen: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with serving(Handler) as url:
+        yield f"{url}/hook", seen
+
+
+def workloads(api: client.ApiClient) -> dict[str, dict[str, Any]]:
+    items = client.CustomObjectsApi(api).list_namespaced_custom_object(
+        KUEUE_GROUP, KUEUE_VERSION, "alpha", "workloads")["items"]
+    return {o["name"]: w for w in items for o in w["metadata"].get("ownerReferences", []) if o["kind"] == "Job"}
+
+
+def status(api: client.ApiClient, job: str, kind: str) -> bool:
+    return condition(workloads(api).get(job, {}), kind).get("status") == "True"
+
+
+def create(api: client.ApiClient, name: str, amount: int, run_for: str | None) -> None:
+    sample = samples.SampleJob("alpha", "alpha", name, "main", "alpha", "", "nvidia.com/gpu")
+    client.BatchV1Api(api).create_namespaced_job("alpha", samples.job_manifest(sample, run_for, amount=amount,
+                                                                               priority_class="batch"))
+
+
+def budget(root: Path, kubeconfig: Path, hook: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GPUGOV_WEBHOOK_URL": hook, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+    return subprocess.run([sys.executable, "-m", "gpugov", "budget", str(root), "--kubeconfig", str(kubeconfig),
+                           "--apply", "--format", "json", "--notify", "webhook",
+                           "--notify-state", str(root / "notify-state.json")],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def stop_policy(api: client.ApiClient) -> str:
+    cq = client.CustomObjectsApi(api).get_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", "alpha")
+    return cq["spec"].get("stopPolicy", "None")
+
+
+def test_over_budget_alerts_once_and_holds_new_admissions_while_running_work_finishes(
+        sandbox: Sandbox, api: client.ApiClient, root: Path, webhook: tuple[str, list[dict[str, Any]]]) -> None:
+    hook, sent = webhook
+    kubeconfig = sandbox.cp.kubeconfig
+    create(api, "first", GPUS, RUN_FOR)
+    wait_for(lambda: status(api, "first", "Admitted"), "the first job admitted")
+    admitted_at = datetime.fromisoformat(condition(workloads(api)["first"], "Admitted")["lastTransitionTime"]
+                                         .replace("Z", "+00:00"))
+    while datetime.now(UTC) < admitted_at + timedelta(seconds=BUDGET_SECONDS / GPUS + 3):
+        time.sleep(0.5)  # past 100% of the budget
+
+    over = budget(root, kubeconfig, hook)
+    assert over.returncode == 1, over.stderr
+    (alpha,) = json.loads(over.stdout)["budgets"]
+    assert alpha["crossed"] == [50, 100] and alpha["held"] is True, over.stdout
+    assert sorted(f["rule"] for body in sent for f in body["findings"]) == ["GD050", "GD051"]
+    assert stop_policy(api) == "Hold"
+    assert not status(api, "first", "Finished")  # the hold came while it ran
+
+    create(api, "second", 1, None)  # room in the quota: only the hold keeps it out
+    wait_for(lambda: status(api, "first", "Finished"), "the running job to finish under the hold", timeout=90)
+    assert status(api, "first", "Admitted") or status(api, "first", "Finished")
+    assert "second" in workloads(api) and not status(api, "second", "QuotaReserved")
+    time.sleep(3)
+    assert not status(api, "second", "Admitted"), workloads(api)["second"]["status"]
+
+    again = budget(root, kubeconfig, hook)
+    assert again.returncode == 1, again.stderr
+    assert len(sent) == 2  # each threshold was told once
+    assert stop_policy(api) == "Hold"
