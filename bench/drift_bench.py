@@ -1,17 +1,24 @@
 """Benchmark: gpugov drift on a loaded control plane, against listing the same kinds.
 
     python bench/drift_bench.py [--tenants 1000 --nodes 5000 --pods 150000 --workloads 100000] [--repeat 3]
+                                [--no-kubectl] [--hold DIR]
+    python bench/drift_bench.py --cluster DIR/cluster.env [--grow FIRST --pods N --workloads N] [--repeat 3]
 
 Starts the local control plane (tools/build k8s), applies the synthetic organisation
 (1,000 ClusterQueues), creates its 5,000 GPU nodes, the pods and Kueue Workloads (one per
 job, as a Kueue cluster keeps them: drift does not read them, but the API server holds
 them), then times, in one run, best of --repeat:
-  - `gpugov drift` (a separate process, reading and comparing),
-  - `kubectl get <the same kinds> -A -o json` (if kubectl is installed),
-  - the raw paginated lists alone: the same requests drift makes, every page parsed and
-    dropped (in-process),
+  - `gpugov drift` (a separate process, reading and comparing; its own peak RSS, os.wait4),
+  - `kubectl get <the same kinds> -A -o json` (if kubectl is installed, unless --no-kubectl),
+  - the raw paginated lists alone: the same requests drift makes, one after another, every
+    page parsed and dropped (in-process, the cyclic collector paused as drift pauses it),
 and prints drift's ratio to each and its peak RSS. Targets (Kubernetes' ceiling: 5,000
 nodes, 150,000 pods): <= 1.5x the raw lists and <= 1 GiB.
+
+Loading the ceiling takes long on a small machine: --hold DIR keeps the loaded control plane
+after measuring (DIR/cluster.env names it; touch DIR/again to measure again, DIR/stop to end),
+and --cluster DIR/cluster.env measures that cluster with the code of this checkout, or with
+--grow FIRST first adds --pods pods and --workloads Workloads to it (numbered from FIRST).
 """
 
 from __future__ import annotations
@@ -70,8 +77,13 @@ def _load(api: client.ApiClient, objects: list[dict], model, pods: int, workload
     started = time.perf_counter()
     apply_objects(api, objects)
     print(f"  {len(objects)} objects applied in {time.perf_counter() - started:.0f} s", flush=True)
+    add_jobs(api, objects, [n["metadata"]["name"] for n in nodes], pods, workloads)
+
+
+def add_jobs(api: client.ApiClient, objects: list[dict], names: list[str], pods: int, workloads: int,
+             first: int = 0) -> None:
+    """Pods (on the nodes, in turn) and Workloads (one per job) over the LocalQueues, numbered from `first`."""
     queues = [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects if o["kind"] == "LocalQueue"]
-    names = [n["metadata"]["name"] for n in nodes]
     raw = Api(api)
     container = {"name": "main", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
 
@@ -91,8 +103,8 @@ def _load(api: client.ApiClient, objects: list[dict], model, pods: int, workload
                 {"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}]},
         })
 
-    _many("pods", pods, pod)
-    _many("workloads", workloads, workload)
+    _many("pods", pods, lambda i: pod(first + i))
+    _many("workloads", workloads, lambda i: workload(first + i))
 
 
 def raw_lists(api: client.ApiClient, objects: list[dict]) -> int:
@@ -125,14 +137,14 @@ def _timed(command: list[str]) -> tuple[float, float]:
     return time.perf_counter() - started, usage.ru_maxrss / 1024  # KiB -> MiB
 
 
-def measure(kubeconfig: Path, root: Path, objects: list[dict], repeat: int) -> tuple[dict[str, float], float, int]:
+def measure(kubeconfig: Path, root: Path, objects: list[dict], repeat: int,
+            kubectl: str | None) -> tuple[dict[str, float], float, int]:
     """Best of `repeat` for drift, kubectl and the raw lists, in one run; drift's peak RSS; items listed."""
     api = kube_config.new_client_from_config(config_file=str(kubeconfig))
     kinds = sorted({(o["apiVersion"], o["kind"]) for o in objects} | {("v1", "Pod")})
     plural = ",".join(f"{KINDS[k].plural}.{KINDS[k].group}".rstrip(".") for k in kinds)
     drift_cmd = [sys.executable, "-m", "gpugov", "drift", str(root), "--kubeconfig", str(kubeconfig),
                  "--format", "json"]
-    kubectl = shutil.which("kubectl")
     best = {"drift": float("inf"), "kubectl get -o json": float("inf"), "raw lists": float("inf")}
     peak_rss, items = 0.0, 0
     for _ in range(repeat):
@@ -178,14 +190,24 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=150000)
     parser.add_argument("--workloads", type=int, default=100000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-kubectl", action="store_true", help="leave kubectl out (minutes at the ceiling)")
     parser.add_argument("--hold", type=Path, help="after measuring, keep the cluster for other benches (see hold)")
     parser.add_argument("--cluster", type=Path, help="measure the cluster.env of a --hold run instead of loading one")
+    parser.add_argument("--grow", type=int, default=0, metavar="FIRST",
+                        help="with --cluster: first add --pods pods and --workloads Workloads, numbered from FIRST")
     args = parser.parse_args()
+    kubectl = None if args.no_kubectl else shutil.which("kubectl")
     if args.cluster:  # the org and the cluster a --hold run keeps: measured with this checkout's code
         env = dict(line.split("=", 1) for line in args.cluster.read_text().split())
         kubeconfig, root = Path(env["KUBECONFIG"]), Path(env["ORG"])
-        objects = compile(validate_repo(root).model)
-        report(args, objects, *measure(kubeconfig, root, objects, args.repeat))
+        model = validate_repo(root).model
+        objects = compile(model)
+        if args.grow:
+            names = [n["metadata"]["name"] for n in simulated_nodes(model)]
+            add_jobs(kube_config.new_client_from_config(config_file=str(kubeconfig)), objects, names, args.pods,
+                     args.workloads, first=args.grow)
+            return 0
+        report(args, objects, *measure(kubeconfig, root, objects, args.repeat, kubectl))
         return 0
     with tempfile.TemporaryDirectory() as tmp, ControlPlane() as cp:
         root = generate(Path(tmp) / "org", tenants=args.tenants, pools=50, nodes=args.nodes)
@@ -194,10 +216,10 @@ def main() -> int:
         print("loading the control plane:", flush=True)
         _load(cp.api_client(), objects, model, args.pods, args.workloads)
         kubeconfig = Path(cp.kubeconfig)
-        report(args, objects, *measure(kubeconfig, root, objects, args.repeat))
+        report(args, objects, *measure(kubeconfig, root, objects, args.repeat, kubectl))
         if args.hold:
             hold(kubeconfig, root, args.hold, lambda: report(args, objects, *measure(kubeconfig, root, objects,
-                                                                                       args.repeat)))
+                                                                                       args.repeat, kubectl)))
     return 0
 
 
