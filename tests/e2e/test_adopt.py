@@ -162,12 +162,18 @@ def drift(capsys: pytest.CaptureFixture[str], sandbox: Sandbox, repo: Path) -> t
     return code, [f for f in json.loads(out)["findings"] if f["level"] != "info"]
 
 
-def resource_versions(api: client.ApiClient) -> dict[str, str]:
+def resource_versions(api: client.ApiClient) -> dict[str, Any]:
+    """What a write by apply would change of each scheduler object: its spec (generation), labels,
+    annotations and field managers. Not resourceVersion: Kueue keeps writing the status of the
+    queues a running workload uses."""
     dynamic, found = DynamicClient(api), {}
     for kind in (*SCHEDULER_KINDS, "ResourceFlavor"):
         for obj in dynamic.resources.get(api_version=KUEUE_API, kind=kind).get().to_dict()["items"]:
             meta = obj["metadata"]
-            found[f"{kind} {meta.get('namespace', '')}/{meta['name']}"] = meta["resourceVersion"]
+            managers = sorted({(m.get("manager"), m.get("operation")) for m in meta.get("managedFields") or []
+                               if m.get("subresource") != "status"})
+            found[f"{kind} {meta.get('namespace', '')}/{meta['name']}"] = (
+                meta.get("generation"), meta.get("labels"), meta.get("annotations"), managers)
     return found
 
 
