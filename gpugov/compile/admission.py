@@ -236,9 +236,9 @@ def _by_kind(choose: Any, default: str, root: str = "object", kinds: tuple[Workl
     return expr
 
 
-def _labels_expr(root: str = "object") -> str:
+def _labels_expr(root: str = "object", kinds: tuple[WorkloadKind, ...] = WORKLOAD_KINDS) -> str:
     """The labels a workload's queue label is read from (see WorkloadKind.labels)."""
-    return _by_kind(lambda k: _guarded(root, k.labels, "{}"), "{}", root)
+    return _by_kind(lambda k: _guarded(root, k.labels, "{}"), "{}", root, kinds)
 
 
 def _pod_specs_expr(kinds: tuple[WorkloadKind, ...] = WORKLOAD_KINDS) -> str:
@@ -694,8 +694,11 @@ def _job_pod_need_a_queue_policy(scope: Scope) -> Object:
 
 
 MAX_RUNTIME = "gpugov-max-runtime"
-# The kinds Kueue runs whose own labels carry the max-exec-time label (Kueue reads the object's labels).
-MAX_RUNTIME_KINDS = tuple(k for k in WORKLOAD_KINDS if k.integration and k.labels == "metadata.labels")
+# Every kind that runs: Kueue reads the max-exec-time label where it reads the queue label (the object's
+# own labels, or the pod template's that every pod of a Deployment gets). A CronJob's Jobs and a
+# Deployment's Pods are created by trusted controllers and not checked themselves, so their parent's
+# template is: checking only the kinds Kueue integrates let those children run unbounded.
+MAX_RUNTIME_KINDS = tuple(k for k in WORKLOAD_KINDS if k.queued)
 
 
 def _shown(seconds: int) -> str:
@@ -729,6 +732,7 @@ def max_runtime_policy(scope: Scope, limits: dict[str, dict[str, int]], name: st
     built kube-apiserver serves no MutatingAdmissionPolicy (alpha, off by default), so the message says
     which label to set and to what."""
     label = KUEUE_MAX_EXEC_TIME_LABEL
+    labels = _labels_expr(kinds=MAX_RUNTIME_KINDS)
     shown = {ns: {pc: _shown(sec) for pc, sec in per.items()} for ns, per in limits.items()}
     return _policy(
         scope,
@@ -739,13 +743,12 @@ def max_runtime_policy(scope: Scope, limits: dict[str, dict[str, int]], name: st
             "matchConditions": [
                 _not_trusted(scope),
                 {"name": "limited-namespace", "expression": f"request.namespace in {_cel(sorted(limits))}"},
-                {"name": "has-queue", "expression": f"has(object.metadata.labels) && "
-                 f"'{KUEUE_QUEUE_LABEL}' in object.metadata.labels"},
+                {"name": "has-queue", "expression": f"'{KUEUE_QUEUE_LABEL}' in {labels}"},
             ],
             "variables": [
                 {"name": "limits", "expression": _cel(limits)},
                 {"name": "shown", "expression": _cel(shown)},
-                {"name": "labels", "expression": "object.metadata.labels"},
+                {"name": "labels", "expression": labels},
                 {"name": "priorityClass", "expression": f"'{KUEUE_PRIORITY_LABEL}' in variables.labels ? "
                  f"variables.labels['{KUEUE_PRIORITY_LABEL}'] : ''"},
                 {"name": "perClass", "expression": "variables.limits[request.namespace]"},
@@ -839,6 +842,56 @@ def volcano_need_volcano_policy(scope: Scope) -> Object:
     return policy
 
 
+VOLCANO_POD_PRIORITY = "gpugov-volcano-pod-priority"
+
+
+def volcano_priority_classes(scope: Scope) -> dict[str, list[str]]:
+    """namespace -> the PriorityClasses its pods may name on Volcano: the classes of the namespace's
+    declared queues (see allowed_classes) and Guardrails.isolation.podPriorityClasses."""
+    extra = set(scope.model.limits.isolation.pod_priority_classes)
+    per_namespace: dict[str, set[str]] = {}
+    for key, classes in allowed_classes(scope).items():
+        per_namespace.setdefault(key.split("/", 1)[0], set(extra)).update(classes)
+    return {namespace: sorted(classes) for namespace, classes in sorted(per_namespace.items())}
+
+
+def volcano_pod_priority_policy(scope: Scope) -> Object:
+    """Class 4 on Volcano: its scheduler orders and preempts by the PriorityClass of a Pod, a PodGroup
+    or a Volcano Job (and its tasks). Every pod is checked itself (Volcano's controllers are not
+    trusted here), so whatever creates it, a tenant namespace names only its queues' classes and any
+    other namespace only Guardrails.isolation.podPriorityClasses: never system-node-critical."""
+    named = ("(has(object.spec.priorityClassName) ? [object.spec.priorityClassName] : []) + "
+             "(object.kind == 'Job' && has(object.spec.tasks) ? object.spec.tasks.filter(t, has(t.template) && "
+             "has(t.template.spec) && has(t.template.spec.priorityClassName)).map(t, t.template.spec.priorityClassName)"
+             " : [])")
+    return _policy(
+        scope,
+        VOLCANO_POD_PRIORITY,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _VOLCANO_RULES},
+            "variables": [
+                {"name": "perNamespace", "expression": _cel(volcano_priority_classes(scope))},
+                {"name": "anywhere", "expression": _cel(sorted(scope.model.limits.isolation.pod_priority_classes))},
+                {"name": "allowed", "expression": "request.namespace in variables.perNamespace ? "
+                 "variables.perNamespace[request.namespace] : variables.anywhere"},
+                {"name": "named", "expression": f"({named}).filter(n, !(n in variables.allowed))"},
+            ],
+            "validations": [
+                {
+                    "expression": "variables.named.size() == 0",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' may not use priorityClassName ' + variables.named[0] + '; allowed here: ' + "
+                    "(variables.allowed.size() == 0 ? '(none)' : variables.allowed.join(', ')) + ' (gpugov: the "
+                    "classes of the namespace\\'s queues in tenants/, Guardrails.isolation.podPriorityClasses; "
+                    f"ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    )
+
+
 def admission_objects(scope: Scope) -> list[Object]:
     if not scope.tenants:
         return []
@@ -850,6 +903,10 @@ def admission_objects(scope: Scope) -> list[Object]:
             _binding(scope, VOLCANO_QUEUE_ACCESS),
             volcano_need_volcano_policy(scope),
             _binding(scope, VOLCANO_NEED_VOLCANO, not_system),
+            device_access_policy(scope),
+            _binding(scope, DEVICE_ACCESS, not_system),
+            volcano_pod_priority_policy(scope),
+            _binding(scope, VOLCANO_POD_PRIORITY, not_system),
         ]
     return [
         *queue_access_objects(scope),

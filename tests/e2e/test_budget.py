@@ -171,3 +171,46 @@ def test_over_budget_alerts_once_and_holds_new_admissions_while_running_work_fin
     assert again.returncode == 1, again.stderr
     assert len(sent) == 2  # each threshold was told once
     assert stop_policy(api) == "Hold"
+
+
+def test_a_held_tenant_cannot_lift_its_hold_or_run_around_it(sandbox: Sandbox, api: client.ApiClient) -> None:
+    """Sent as alpha@example.com (alpha's owner) through impersonation, with exactly the roles gpugov
+    binds, after the hold above: the ClusterQueue, a LocalQueue of its own, its Workloads and a job
+    without a queue are each refused, and the waiting job still waits."""
+    from kubernetes.client.exceptions import ApiException
+
+    from gpugov.cluster.impersonate import impersonate
+
+    assert stop_policy(api) == "Hold"
+    tenant = impersonate(sandbox.cp.api_client(), "alpha@example.com")
+    custom, batch = client.CustomObjectsApi(tenant), client.BatchV1Api(tenant)
+    second = workloads(api)["second"]["metadata"]["name"]
+    attempts = {
+        "lift the hold": lambda: custom.patch_cluster_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", "alpha", {"spec": {"stopPolicy": "None"}}),
+        "raise its own quota": lambda: custom.patch_cluster_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", "alpha", {"spec": {"resourceGroups": []}}),
+        "make a ClusterQueue of its own": lambda: custom.create_cluster_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+                                                          "kind": "ClusterQueue", "metadata": {"name": "mine"},
+                                                          "spec": {}}),
+        "point a LocalQueue elsewhere": lambda: custom.create_namespaced_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, "alpha", "localqueues", {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+                                                                 "kind": "LocalQueue", "metadata": {"name": "side"},
+                                                                 "spec": {"clusterQueue": "alpha"}}),
+        "admit its own Workload": lambda: custom.patch_namespaced_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, "alpha", "workloads", second, {"spec": {"active": True, "priority": 1000000}}),
+        "delete its Workload for a fresh one": lambda: custom.delete_namespaced_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, "alpha", "workloads", second),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(ApiException) as refused:
+            attempt()
+        assert refused.value.status == 403, what
+    unqueued = samples.job_manifest(samples.SampleJob("alpha", "alpha", "sideways", "main", "alpha", "", "nvidia.com/gpu"),
+                                    None, amount=1, priority_class="batch")
+    del unqueued["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    with pytest.raises(ApiException) as refused:
+        batch.create_namespaced_job("alpha", unqueued, dry_run="All")
+    assert "gpugov-accelerators-need-a-queue" in json.loads(refused.value.body)["message"]
+    assert stop_policy(api) == "Hold" and not status(api, "second", "QuotaReserved")

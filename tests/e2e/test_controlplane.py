@@ -243,6 +243,7 @@ def test_the_queue_access_policies_of_1200_tenants_are_accepted_and_enforced(
 def _queue_access_at_scale(api_client: client.ApiClient, dynamic: DynamicClient, tmp_path: Path) -> None:
     from bench.synthetic import generate
     from gpugov.app.pipeline import validate_repo
+    from gpugov.cluster.impersonate import impersonate
     from gpugov.compile import compile
 
     model = validate_repo(generate(tmp_path / "org", tenants=1200, pools=4, nodes=40, departments=10)).model
@@ -261,14 +262,29 @@ def _queue_access_at_scale(api_client: client.ApiClient, dynamic: DynamicClient,
     core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
     for ns in (own, "nobody-declares-this"):
         core.create_namespace({"metadata": {"name": ns}})
+    # the roles gpugov binds to the owner of the last shard's tenant, who then tries another shard's queue
+    owner_tenant = next(t for t in model.tenants.values() if own in t.namespaces)
+    roles = [o for o in compile(model, backend="kueue")
+             if (o["kind"] == "ClusterRole" and o["metadata"]["name"].startswith("gpugov-tenant-"))
+             or (o["kind"] == "RoleBinding" and o["metadata"].get("namespace") == own)]
+    assert any(o["kind"] == "RoleBinding" for o in roles)
+    for obj in roles:
+        _apply(dynamic, obj)
+    first_shard = next(o for o in objects if o["metadata"]["name"] == shards[1]
+                       and o["kind"] == "ValidatingAdmissionPolicyBinding")
+    other_ns = first_shard["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"][0]
+    others_queue = next(q for t in model.tenants.values() for q in t.queues if q.namespace == other_ns).name
 
-    def dry_run(namespace: str, queue_name: str) -> str:
+    def dry_run(namespace: str, queue_name: str, as_tenant: bool = False) -> str:
         body = {"apiVersion": "batch/v1", "kind": "Job",
                 "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/queue-name": queue_name}},
                 "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
                     {"name": "main", "image": "pause", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
+        sender = client.BatchV1Api(impersonate(client.ApiClient(api_client.configuration),
+                                               owner_tenant.owners.users[0], owner_tenant.owners.groups)) \
+            if as_tenant else batch
         try:
-            batch.create_namespaced_job(namespace, body, dry_run="All")
+            sender.create_namespaced_job(namespace, body, dry_run="All")
         except ApiException as exc:
             return str(json.loads(exc.body).get("message", exc.body))
         return ""
@@ -281,3 +297,8 @@ def _queue_access_at_scale(api_client: client.ApiClient, dynamic: DynamicClient,
     assert dry_run(own, queue) == ""
     foreign = dry_run(own, "someone-elses")
     assert shards[-1] in foreign and f"queue {own}/someone-elses is not declared" in foreign, foreign
+    # as the tenant's owner: its own queue, never another shard's tenant's queue, nor that tenant's namespace
+    assert dry_run(own, queue, as_tenant=True) == ""
+    crossed = dry_run(own, others_queue, as_tenant=True)
+    assert shards[-1] in crossed and f"queue {own}/{others_queue} is not declared" in crossed, crossed
+    assert "forbidden" in dry_run(other_ns, others_queue, as_tenant=True)

@@ -378,6 +378,54 @@ def test_a_job_asking_more_than_its_queue_allows_is_refused(lab: Lab) -> None:
     assert "allows at most 3600 seconds (1h, reclaim.maxRuntime)" in json.loads(over.value.body)["message"]
 
 
+def test_a_tenant_cannot_carry_work_past_its_maximum_runtime(lab: Lab) -> None:
+    """Sent as beta@example.com (beta's owner) through impersonation, with exactly the roles gpugov binds.
+    A CronJob's Jobs and a Deployment's Pods are created by trusted controllers and so not checked
+    themselves: before the policy read their templates, a CronJob or Deployment without the label ran
+    unbounded. After creation, the label may neither rise nor go."""
+    from gpugov.cluster.impersonate import impersonate
+    from gpugov.kube.names import KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL
+
+    tenant = impersonate(lab.sandbox.cp.api_client(), "beta@example.com")
+    batch, apps = client.BatchV1Api(tenant), client.AppsV1Api(tenant)
+    labels = {KUEUE_QUEUE_LABEL: "main", KUEUE_PRIORITY_LABEL: "batch"}
+    template = job("beta", "t", "main", "batch", None)["spec"]["template"]
+
+    def refusal(create: Any) -> str:
+        with pytest.raises(ApiException) as refused:
+            create()
+        assert refused.value.status in (403, 422), refused.value
+        return str(json.loads(refused.value.body)["message"])
+
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly"},
+            "spec": {"schedule": "0 0 31 2 *", "jobTemplate": {"metadata": {"labels": dict(labels)},
+                                                               "spec": {"template": template}}}}
+    assert "CronJob beta/nightly has no kueue.x-k8s.io/max-exec-time-seconds label" in refusal(
+        lambda: batch.create_namespaced_cron_job("beta", cron, dry_run="All"))
+    pod_template = {"metadata": {"labels": {**labels, "app": "serve"}},
+                    "spec": {**template["spec"], "restartPolicy": "Always"}}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "forever"},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "serve"}}, "template": pod_template}}
+    assert "Deployment beta/forever has no kueue.x-k8s.io/max-exec-time-seconds label" in refusal(
+        lambda: apps.create_namespaced_deployment("beta", deployment, dry_run="All"))
+    pod_template["metadata"]["labels"][KUEUE_MAX_EXEC_TIME_LABEL] = "99999"
+    assert "allows at most 1800 seconds" in refusal(
+        lambda: apps.create_namespaced_deployment("beta", deployment, dry_run="All"))
+
+    # within the limit it is accepted; then neither raised nor removed
+    cron["spec"]["jobTemplate"]["metadata"]["labels"][KUEUE_MAX_EXEC_TIME_LABEL] = "1800"
+    batch.create_namespaced_cron_job("beta", cron)
+    try:
+        raised = {"spec": {"jobTemplate": {"metadata": {"labels": {KUEUE_MAX_EXEC_TIME_LABEL: "99999"}}}}}
+        assert "allows at most 1800 seconds" in refusal(lambda: batch.patch_namespaced_cron_job("nightly", "beta", raised))
+        removed = {"spec": {"jobTemplate": {"metadata": {"labels": {KUEUE_MAX_EXEC_TIME_LABEL: None}}}}}
+        assert "has no kueue.x-k8s.io/max-exec-time-seconds label" in refusal(
+            lambda: batch.patch_namespaced_cron_job("nightly", "beta", removed))
+    finally:
+        client.BatchV1Api(lab.api).delete_namespaced_cron_job("nightly", "beta")
+    batch.create_namespaced_job("beta", job("beta", "bounded", "main", "batch", 600), dry_run="All")
+
+
 def test_a_job_past_its_maximum_runtime_is_deactivated_by_kueue(lab: Lab, runtime_job: float) -> None:
     def ended() -> bool:
         w = workloads(lab.api, "beta").get("short")

@@ -89,3 +89,45 @@ def test_accelerator_pods_must_be_scheduled_by_volcano(api: client.ApiClient) ->
     assert "requests accelerators but is not scheduled by volcano" in message
     created = core.create_namespaced_pod("vision", pod("volcano"))
     assert created.spec.scheduler_name == "volcano"
+
+
+def test_a_tenant_cannot_outrank_or_take_devices_on_volcano(api: client.ApiClient) -> None:
+    """Classes 3 and 4 of issue #21 on Volcano, sent as alice@example.com of nlp-team (an owner of
+    tenant nlp) through impersonation, so the apiserver applies exactly the roles gpugov binds.
+    Volcano's scheduler preempts by the PriorityClass of a Pod or a PodGroup: without
+    gpugov-volcano-pod-priority a tenant's system-node-critical pod was accepted, and
+    without gpugov-device-access so was NVIDIA_VISIBLE_DEVICES=all on a pod that requests no GPU."""
+    from gpugov.cluster.impersonate import impersonate
+    from gpugov.kube.names import VOLCANO_QUEUE_ANNOTATION
+
+    tenant = impersonate(client.ApiClient(api.configuration), "alice@example.com", ["nlp-team"])
+    core, custom = client.CoreV1Api(tenant), client.CustomObjectsApi(tenant)
+
+    def pod(priority: str | None = None, env: list[dict[str, str]] | None = None, gpus: int = 1) -> dict[str, Any]:
+        container: dict[str, Any] = {"name": "main", "image": "registry.k8s.io/pause:3.10"}
+        if gpus:
+            container["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
+        if env:
+            container["env"] = env
+        spec: dict[str, Any] = {"schedulerName": "volcano", "containers": [container]}
+        if priority:
+            spec["priorityClassName"] = priority
+        return {"metadata": {"name": f"p-{uuid.uuid4().hex[:6]}", "annotations": {VOLCANO_QUEUE_ANNOTATION: "nlp"}},
+                "spec": spec}
+
+    for cls in ("system-node-critical", "inference-critical"):  # the latter is inference's, not nlp's
+        message = refused(lambda cls=cls: core.create_namespaced_pod("nlp-train", pod(cls)))
+        assert "gpugov-volcano-pod-priority" in message and f"may not use priorityClassName {cls}" in message
+        # a PodGroup is Volcano's controller's to write (from a Volcano Job, whose own class and tasks'
+        # classes the same policy checks: tests/unit/test_tenant_isolation.py): the tenant's roles hold none
+        group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                 "metadata": {"name": f"pg-{uuid.uuid4().hex[:6]}"},
+                 "spec": {"minMember": 1, "queue": "nlp", "priorityClassName": cls}}
+        with pytest.raises(ApiException) as forbidden:
+            custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "nlp-train", "podgroups", group)
+        assert forbidden.value.status == 403 and "cannot create resource" in str(forbidden.value.body)
+    message = refused(lambda: core.create_namespaced_pod(
+        "nlp-train", pod(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}], gpus=0)))
+    assert "gpugov-device-access" in message and "sets a device runtime variable" in message
+    # the honest path: a class of nlp's queues
+    assert core.create_namespaced_pod("nlp-train", pod("training-high")).spec.priority_class_name == "training-high"

@@ -156,3 +156,36 @@ def test_split_max_runtime_policies_refuse_as_the_single_one(tmp_path: Path, mon
                                                                       *TENANT), obj) if m.startswith(MAX_RUNTIME)]
         assert one == many, (obj["metadata"], one, many)
     assert refused(single, job("alpha", "main", "batch", "5401"))  # the comparison covers refusals too
+
+
+def _wrapped(kind: str, inner: dict[str, Any]) -> tuple[Request, dict[str, Any]]:
+    """The job's labels and pod template carried by a parent whose children a trusted controller
+    creates (the CronJob controller's Jobs, the ReplicaSet controller's Pods): where its children's
+    labels come from is where the maximum runtime must be checked."""
+    meta, template = inner["metadata"], inner["spec"]["template"]
+    base = {"metadata": {"name": "train", "namespace": meta["namespace"]}}
+    if kind == "CronJob":
+        return (Request("CREATE", "batch", "cronjobs", meta["namespace"], *TENANT),
+                {**base, "apiVersion": "batch/v1", "kind": "CronJob", "spec": {"schedule": "* * * * *", "jobTemplate": {
+                    "metadata": {"labels": meta["labels"]}, "spec": inner["spec"]}}})
+    resource = {"Deployment": "deployments", "StatefulSet": "statefulsets", "ReplicaSet": "replicasets"}[kind]
+    return (Request("CREATE", "apps", resource, meta["namespace"], *TENANT),
+            {**base, "apiVersion": "apps/v1", "kind": kind, "spec": {"replicas": 1, "template": {
+                "metadata": {"labels": meta["labels"]}, "spec": {**template["spec"], "restartPolicy": "Always"}}}})
+
+
+@pytest.mark.parametrize("kind", ["CronJob", "Deployment", "StatefulSet", "ReplicaSet"])
+def test_a_parent_whose_children_a_controller_creates_cannot_carry_them_past_the_limit(
+        policies: list[dict[str, Any]], kind: str) -> None:
+    """The controllers are trusted, so their children are not checked: the parent's template is.
+    A CronJob's Jobs or a Deployment's Pods without the label (or over the limit) would run unbounded."""
+    def denials(obj: dict[str, Any]) -> list[str]:
+        request, wrapped = _wrapped(kind, obj)
+        return [m for m in evaluate(policies, request, wrapped) if m.startswith(MAX_RUNTIME + ":")]
+
+    missing = denials(job("alpha", "main", "batch"))
+    assert len(missing) == 1 and f"{kind} alpha/train has no {KUEUE_MAX_EXEC_TIME_LABEL} label" in missing[0], missing
+    over = denials(job("alpha", "main", "batch", "5401"))
+    assert len(over) == 1 and "allows at most 5400 seconds (90m" in over[0], over
+    assert denials(job("alpha", "main", "batch", "5400")) == []
+    assert denials(job("gamma", "main", "batch", "999999")) == []  # no limit declared there

@@ -249,3 +249,49 @@ def test_the_sandbox_admin_is_checked_like_a_tenant(policies: list[dict[str, Any
     """Cluster admins are not trusted controllers by default: what they submit by hand is checked."""
     admin = ("gpugov-admin", ("system:masters", "system:authenticated"))
     assert by(NEED_A_QUEUE, denied(policies, pod(), who=admin))
+
+
+@pytest.fixture(scope="module")
+def volcano_policies() -> list[dict[str, Any]]:
+    model = validate_repo(REPO).model
+    assert model is not None
+    return compile(model, backend="volcano", cluster="west")
+
+
+def test_on_volcano_no_pod_podgroup_or_job_outranks_what_its_queues_declare(
+        volcano_policies: list[dict[str, Any]]) -> None:
+    """Classes 3 and 4 on Volcano: its scheduler preempts by the PriorityClass of a Pod, a PodGroup or a
+    Volcano Job's tasks, and the device runtime's variables hand out NPUs and GPUs there too. recsys'
+    queues declare batch-low and training-high; llm-pretrain's only training-high."""
+    from gpugov.compile.admission import VOLCANO_POD_PRIORITY
+
+    def refused(namespace: str, resource: str, obj: dict[str, Any]) -> list[str]:
+        group = {"pods": "", "podgroups": "scheduling.volcano.sh", "jobs": "batch.volcano.sh"}[resource]
+        return evaluate(volcano_policies, Request("CREATE", group, resource, namespace, *TENANT), obj)
+
+    def volcano_pod(namespace: str, **spec: Any) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace},
+                "spec": {"schedulerName": "volcano", "containers": [container({"huawei.com/Ascend910": "1"})], **spec}}
+
+    for cls in ("system-node-critical", "system-cluster-critical", "inference-critical", "made-up"):
+        assert by(VOLCANO_POD_PRIORITY, refused("recsys", "pods", volcano_pod("recsys", priorityClassName=cls))), cls
+        group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                 "metadata": {"name": "g", "namespace": "recsys"}, "spec": {"minMember": 1, "priorityClassName": cls}}
+        assert by(VOLCANO_POD_PRIORITY, refused("recsys", "podgroups", group)), cls
+        vjob = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j", "namespace": "recsys"},
+                "spec": {"tasks": [{"name": "t", "template": {"spec": {"priorityClassName": cls, "containers": []}}}]}}
+        assert by(VOLCANO_POD_PRIORITY, refused("recsys", "jobs", vjob)), cls
+        assert by(VOLCANO_POD_PRIORITY, refused("default", "pods", volcano_pod("default", priorityClassName=cls))), cls
+    message = refused("llm-pretrain", "pods", volcano_pod("llm-pretrain", priorityClassName="batch-low"))
+    assert [m for m in message if m.startswith(VOLCANO_POD_PRIORITY)] == [
+        f"{VOLCANO_POD_PRIORITY}: Pod llm-pretrain/p may not use priorityClassName batch-low; allowed here: "
+        "training-high (gpugov: the classes of the namespace's queues in tenants/, "
+        "Guardrails.isolation.podPriorityClasses; ask @example-org/gpu-platform)"], message
+    # the honest paths: a declared class of the namespace's queues, or none at all
+    assert refused("recsys", "pods", volcano_pod("recsys", priorityClassName="batch-low")) == []
+    assert refused("llm-pretrain", "pods", volcano_pod("llm-pretrain", priorityClassName="training-high")) == []
+    assert refused("recsys", "pods", volcano_pod("recsys")) == []
+    # class 3: the device runtime's variables
+    env = volcano_pod("recsys")
+    env["spec"]["containers"] = [container(env=[{"name": "ASCEND_VISIBLE_DEVICES", "value": "0-7"}])]
+    assert by(DEVICE_ACCESS, refused("recsys", "pods", env))
