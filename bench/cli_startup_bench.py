@@ -3,10 +3,16 @@
     python bench/cli_startup_bench.py [--repeat 15] [--repo .] [--baseline DIR]
 
 Times, interleaved so machine noise hits all alike, the median wall time and CPU time (user + system,
-steadier than wall time on a shared machine) of `python -c pass`, `gpugov --help` and
-`gpugov validate REPO` (the example organisation at the repository root by default), each a fresh
-process. --baseline DIR runs the same commands on another checkout of
-gpugov (e.g. `git archive HEAD~1 | tar -x -C DIR`) for a before/after in one run.
+steadier than wall time on a shared machine) of `python -c pass`, `gpugov --help`, the start of
+`gpugov validate REPO` (the process up to the moment validate's own work begins: the interpreter,
+gpugov's parser, the options parsed) and the whole of `gpugov validate REPO` (the example
+organisation at the repository root by default), each a fresh process. --baseline DIR runs the same
+commands on another checkout of gpugov (e.g. `git worktree add /tmp/base HEAD~1`) for a
+before/after in one run.
+
+Bytecode is written and used as after `pip install` (PYTHONDONTWRITEBYTECODE is dropped for the
+runs, and one untimed round writes it first): otherwise every changed module would be compiled
+anew at each start, which no installed gpugov does.
 """
 
 from __future__ import annotations
@@ -23,10 +29,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# The start of validate: what `gpugov validate REPO` runs before cmd_validate (a tree from before
+# gpugov.cli.parse builds the whole parser, as its main did).
+VALIDATE_START = """import sys
+try:
+    from gpugov.cli import parse
+except ImportError:
+    from gpugov.cli import build_parser
+    parse = build_parser().parse_args
+from gpugov import i18n
+import os
+args = parse(["validate", sys.argv[1]])
+i18n.use(args.ui_language or i18n.from_environment(os.environ))
+"""
+
+
 def commands(repo: Path) -> dict[str, list[str]]:
     return {
         "python -c pass": [sys.executable, "-c", "pass"],
         "gpugov --help": [sys.executable, "-m", "gpugov", "--help"],
+        "validate start": [sys.executable, "-c", VALIDATE_START, str(repo)],
         "gpugov validate": [sys.executable, "-m", "gpugov", "validate", str(repo)],
     }
 
@@ -39,6 +61,7 @@ def _cpu() -> float:
 def timed(argv: list[str], tree: Path) -> tuple[float, float]:
     """(wall, CPU) seconds of one run."""
     env = {**os.environ, "PYTHONPATH": str(tree)}  # ahead of the editable install: this tree's gpugov
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     start, cpu = time.perf_counter(), _cpu()
     done = subprocess.run(argv, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     elapsed = time.perf_counter() - start, _cpu() - cpu
@@ -56,6 +79,8 @@ def main() -> None:
     trees = {"this tree": ROOT, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
     runs: dict[tuple[str, str], list[tuple[float, float]]] = {
         (tree, name): [] for tree in trees for name in commands(args.repo.resolve())}
+    for tree, name in runs:  # untimed: writes the bytecode
+        timed(commands(args.repo.resolve())[name], trees[tree])
     for _ in range(args.repeat):
         for (tree, name), times in runs.items():
             times.append(timed(commands(args.repo.resolve())[name], trees[tree]))
@@ -65,8 +90,10 @@ def main() -> None:
         print(f"{tree} ({trees[tree]}), median of {args.repeat}:")
         for name in commands(args.repo):
             wall, cpu = medians[(tree, name)]
-            print(f"  {name:<16} wall {wall:.3f} s ({wall - bare_wall:+.3f} s over bare Python), "
-                  f"CPU {cpu:.3f} s ({cpu - bare_cpu:+.3f} s)")
+            print(f"  {name:<16} wall {wall:.3f} s ({wall - bare_wall:+.3f} s over bare Python, "
+                  f"{wall / bare_wall:.1f}x), CPU {cpu:.3f} s ({cpu - bare_cpu:+.3f} s, {cpu / bare_cpu:.1f}x)")
+        (start, start_cpu), (whole, whole_cpu) = medians[(tree, "validate start")], medians[(tree, "gpugov validate")]
+        print(f"  validate's start-up is {start / whole:.0%} of its wall time ({start_cpu / whole_cpu:.0%} of its CPU)")
     if args.baseline:
         for name in list(commands(args.repo))[1:]:
             (after, after_cpu), (before, before_cpu) = (medians[(t, name)] for t in trees)

@@ -3,6 +3,7 @@ Workload, against the raw paginated list of the same Workloads, in one run.
 
     python bench/queue_usage_bench.py [--tenants 1000 --nodes 5000 --workloads 100000] [--repeat 3]
     python bench/queue_usage_bench.py --cluster /tmp/hold/cluster.env [--repeat 3]
+    python bench/queue_usage_bench.py --fake [--tenants 1000 --workloads 100000] [--repeat 3]
 
 Without --cluster it starts the local control plane (tools/build k8s), applies the synthetic
 organisation and creates --workloads Kueue Workloads (one per job, spread over the tenants'
@@ -15,14 +16,25 @@ loaded (its cluster.env names the kubeconfig and the organisation). Then, best o
   - the raw paginated list of every Workload (in-process, every page parsed and dropped),
 and prints each command's ratio to the raw list and its peak RSS. Targets (100,000 Workloads):
 <= 1.5x the raw list and <= 1 GiB.
+
+With --fake, no control plane: bench/fake_queue_api.py serves (a process of its own) the
+organisation's ClusterQueues and LocalQueues, the Workloads (one in four pending) and Kueue's
+visibility API, each item encoded once, so the server's share of a run is small and the same for
+every reader. Then, also best of --repeat: `gpugov queue --format json` for all tenants and with
+`--tenant` (one tenant), each against the raw reads queue makes (every ClusterQueue, LocalQueue
+and Workload page, every ClusterQueue's pending workloads, parsed and dropped), and usage against
+the raw Workload list.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -33,6 +45,7 @@ from kubernetes import config as kube_config
 from bench.drift_bench import _load, _timed
 from bench.synthetic import generate
 from gpugov.app.pipeline import gc_paused, validate_repo
+from gpugov.cluster.queues import CLUSTER_QUEUE, LOCAL_QUEUE, pending_workloads
 from gpugov.cluster.rest import Api, list_all, served_versions
 from gpugov.compile import compile
 from gpugov.kube.kinds import WORKLOAD
@@ -45,6 +58,33 @@ def raw_workloads(api: Api) -> int:
     cyclic collector paused, as in drift_bench's raw lists: its scans are no part of reading)."""
     with gc_paused():
         return sum(1 for _ in list_all(api, WORKLOAD))
+
+
+def raw_queue_reads(api: Api) -> int:
+    """The reads `gpugov queue` makes: the ClusterQueues, LocalQueues and Workloads, page by page,
+    and each ClusterQueue's pending workloads (the visibility API), parsed and dropped."""
+    with gc_paused():
+        names = [q["metadata"]["name"] for q in list_all(api, CLUSTER_QUEUE)]
+        count = len(names) + sum(1 for _ in list_all(api, LOCAL_QUEUE)) + sum(1 for _ in list_all(api, WORKLOAD))
+        return count + sum(len(pending_workloads(api, name)) for name in names)
+
+
+def _fake(args: argparse.Namespace, stack: ExitStack) -> tuple[Path, Path]:
+    """(kubeconfig, organisation) of bench/fake_queue_api.py serving a synthetic organisation."""
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+    root = generate(tmp / "org", tenants=args.tenants, pools=50, nodes=args.nodes)
+    ready = tmp / "kubeconfig"
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("fake_queue_api.py")), str(root),
+                               "--workloads", str(args.workloads), "--ready", str(ready)])
+    stack.callback(server.wait)
+    stack.callback(server.terminate)
+    print("the fake API server is encoding the objects:", flush=True)
+    while not ready.exists() or not ready.read_text():
+        if server.poll() is not None:
+            raise SystemExit(f"bench/fake_queue_api.py exited {server.returncode}")
+        time.sleep(0.5)
+    print(f"  serving {json.loads(ready.read_text())['counts']}", flush=True)
+    return ready, root
 
 
 def _cluster(args: argparse.Namespace, stack: ExitStack) -> tuple[Path, Path]:
@@ -68,31 +108,44 @@ def main() -> int:
     parser.add_argument("--workloads", type=int, default=100000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cluster", type=Path, help="cluster.env of a `drift_bench.py --hold` control plane")
+    parser.add_argument("--fake", action="store_true", help="serve the queues from bench/fake_queue_api.py")
     args = parser.parse_args()
     with ExitStack() as stack:
-        kubeconfig, root = _cluster(args, stack)
+        kubeconfig, root = _fake(args, stack) if args.fake else _cluster(args, stack)
         api = Api(kube_config.new_client_from_config(config_file=str(kubeconfig)))
         gpugov = [sys.executable, "-m", "gpugov"]
-        commands = {"usage": [*gpugov, "usage", str(root), "--kubeconfig", str(kubeconfig), "--since", "7d",
-                              "--no-idle", "--format", "json"]}
-        if VISIBILITY_API in served_versions(api):
-            commands["queue"] = [*gpugov, "queue", str(root), "--kubeconfig", str(kubeconfig), "--format", "json"]
+        target = [str(root), "--kubeconfig", str(kubeconfig), "--format", "json"]
+        commands = {"usage": [*gpugov, "usage", *target, "--since", "7d", "--no-idle"]}
+        raws: dict[str, Callable[[Api], int]] = {"usage": raw_workloads}
+        if args.fake or VISIBILITY_API in served_versions(api):
+            tenant = sorted(validate_repo(root).model.tenants)[0]
+            commands["queue"] = [*gpugov, "queue", *target]
+            commands[f"queue --tenant {tenant}"] = [*gpugov, "queue", *target, "--tenant", tenant]
+            raws["queue"] = raws[f"queue --tenant {tenant}"] = raw_queue_reads
         else:
             print(f"queue: skipped, the server does not serve {VISIBILITY_API} (no Kueue controller)")
-        best = dict.fromkeys([*commands, "raw list"], float("inf"))
+        baselines = {"raw Workload list": raw_workloads, "raw queue reads": raw_queue_reads}
+        baseline_of = {name: next(b for b, read in baselines.items() if read is raws[name]) for name in commands}
+        best = dict.fromkeys([*commands, *baselines], float("inf"))
         peak = dict.fromkeys(commands, 0.0)
-        workloads = 0
+        items = dict.fromkeys(baselines, 0)
         for _ in range(args.repeat):  # interleaved: machine noise hits all alike
             for name, command in commands.items():
                 seconds, rss = _timed(command)
                 best[name], peak[name] = min(best[name], seconds), max(peak[name], rss)
-            started = time.perf_counter()
-            workloads = raw_workloads(api)
-            best["raw list"] = min(best["raw list"], time.perf_counter() - started)
-    print(f"cluster: {workloads} Workloads ({args.cluster or f'{args.tenants} tenants, {args.nodes} nodes'})")
-    print(f"{'raw list':<8} {best['raw list']:7.2f} s")
+            for name, read in baselines.items():
+                if name in baseline_of.values():
+                    started = time.perf_counter()
+                    items[name] = read(api)
+                    best[name] = min(best[name], time.perf_counter() - started)
+    where = "fake API server" if args.fake else args.cluster or "control plane"
+    print(f"cluster ({where}): {args.tenants} tenants, {args.nodes} nodes, {args.workloads} Workloads")
+    for name in baselines:
+        if name in baseline_of.values():
+            print(f"{name:<28} {best[name]:7.2f} s   ({items[name]} items)")
     for name in commands:
-        print(f"{name:<8} {best[name]:7.2f} s   {name}/raw list = {best[name] / best['raw list']:4.2f}x   "
+        base = baseline_of[name]
+        print(f"{name:<28} {best[name]:7.2f} s   {best[name] / best[base]:4.2f}x the {base}   "
               f"peak RSS {peak[name]:.0f} MiB")
     return 0
 

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import socket
 import sys
-import threading
 from typing import TYPE_CHECKING, Any
 
 from gpugov.app.exit import ExitCode
@@ -42,6 +39,8 @@ def _fail(message: str, code: ExitCode) -> ExitCode:
 
 def _node_name(explicit: str | None) -> str:
     # NODE_NAME is what a DaemonSet usually sets from the downward API (spec.nodeName).
+    import socket  # here, not at the top: building gpugov's parser must stay cheap
+
     return explicit or os.environ.get("NODE_NAME") or socket.gethostname()
 
 
@@ -74,6 +73,9 @@ def cmd_agent(args: argparse.Namespace, nvml: Any | None = None) -> ExitCode:
 
 
 def _serve(args: argparse.Namespace, reader: NvmlReader, node: str) -> ExitCode:
+    import signal
+    import threading
+
     from gpugov.agent.server import SnapshotCache, make_server
 
     try:

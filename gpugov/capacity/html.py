@@ -11,6 +11,7 @@ from html import escape
 from gpugov.capacity.jsonout import report_json
 from gpugov.capacity.markdown import DASH, _n, source_line
 from gpugov.capacity.report import ClusterReport, hours_text, money, percent, q, ratio_display
+from gpugov.i18n import ENGLISH, translator
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d2430; background: #ffffff; }
@@ -143,7 +144,7 @@ def _legend(series: Sequence[str]) -> str:
 
 def _cluster(report: ClusterReport) -> str:
     key = escape(report.cluster)
-    parts = [f"<h2>Cluster {key} ({escape(report.backend)})</h2>", f"<p>{escape(source_line(report))}</p>",
+    parts = [f"<h2>Cluster {key} ({escape(report.backend)})</h2>", f"<p>{escape(source_line(report, translator(ENGLISH)))}</p>",
              "<h3>Pools</h3>"]
     series = ["physical", "live", "guaranteed", "borrowable"] if report.live else ["physical", "guaranteed",
                                                                                      "borrowable"]

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from gpugov.capacity.report import ClusterReport, hours_text, money, percent, q, ratio_display
 from gpugov.findings.markdown import table as markdown_table
+from gpugov.i18n import Translator, _
 
 DASH = "–"
 
@@ -21,18 +22,21 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     return markdown_table(header, rows, empty=DASH)
 
 
-def source_line(report: ClusterReport) -> str:
-    parts = ["declarations"]
+def source_line(report: ClusterReport, tr: Translator | None = None) -> str:
+    """What the report read, in the current language or `tr`'s (the HTML page stays English)."""
+    parts = [_("declarations", tr)]
     if report.live:
-        parts.append("live nodes (allocatable, GFD labels)")
+        parts.append(_("live nodes (allocatable, GFD labels)", tr))
     if report.window is not None:
         w = report.window
-        parts.append(f"usage {w.since.isoformat()} to {w.until.isoformat()} ({hours_text(w.hours)} h, {w.source})")
-    return "Read from: " + ", ".join(parts) + "."
+        parts.append(_("usage {since} to {until} ({hours} h, {source})", tr).format(
+            since=w.since.isoformat(), until=w.until.isoformat(), hours=hours_text(w.hours), source=w.source))
+    return _("Read from: {sources}.", tr).format(sources=_(", ", tr).join(parts))
 
 
 def cluster_markdown(report: ClusterReport) -> list[str]:
-    out = [f"## Cluster {report.cluster} ({report.backend})", "", source_line(report), "", "### Pools", ""]
+    out = [_("## Cluster {cluster} ({backend})").format(cluster=report.cluster, backend=report.backend), "",
+           source_line(report), "", _("### Pools"), ""]
     rows = []
     for pool in report.pools:
         for line in pool.resources:
@@ -43,35 +47,39 @@ def cluster_markdown(report: ClusterReport) -> list[str]:
                 _n(line.live), _n(line.guaranteed), _n(line.borrowable), _n(line.unassigned),
                 (ratio_display(line.ratio) + limit) if line.ratio is not None else DASH,
             ])
-    out += table(["pool", "model", "nodes declared / live", "GPUs declared / GFD", "resource", "physical",
-                  "physical live", "guaranteed", "borrowable", "unassigned", "oversubscription"], rows)
+    out += table([_("pool"), _("model"), _("nodes declared / live"), _("GPUs declared / GFD"), _("resource"),
+                  _("physical"), _("physical live"), _("guaranteed"), _("borrowable"), _("unassigned"),
+                  _("oversubscription")], rows)
     mig = [[p.name, m.profile, _n(m.declared), _n(m.guaranteed), _n(m.carvable)] for p in report.pools for m in p.mig]
     if mig:
-        out += ["", "### MIG profiles", ""]
-        out += table(["pool", "profile", "declared layouts", "guaranteed", "carvable (nodes' mig.config)"], mig)
-    out += ["", "### Tenants", ""]
-    out += table(["tenant", "department", "resource", "nominal", "ceiling", "may borrow", "may lend"],
+        out += ["", _("### MIG profiles"), ""]
+        out += table([_("pool"), _("profile"), _("declared layouts"), _("guaranteed"),
+                      _("carvable (nodes' mig.config)")], mig)
+    out += ["", _("### Tenants"), ""]
+    out += table([_("tenant"), _("department"), _("resource"), _("nominal"), _("ceiling"), _("may borrow"),
+                  _("may lend")],
                  [[t.tenant, t.department or DASH, f"`{t.resource}`", _n(t.nominal), _n(t.ceiling),
                    _n(t.borrowable), _n(t.lendable)] for t in report.tenants])
     if report.window is not None:
-        out += ["", f"### Usage ({hours_text(report.window.hours)} h window)", ""]
-        out += table(["tenant", "pool", "resource", "guaranteed h", "used h", "in quota h", "borrowed h", "idle h",
-                      "guarantee used", "cost"],
+        out += ["", _("### Usage ({hours} h window)").format(hours=hours_text(report.window.hours)), ""]
+        out += table([_("tenant"), _("pool"), _("resource"), _("guaranteed h"), _("used h"), _("in quota h"),
+                      _("borrowed h"), _("idle h"), _("guarantee used"), _("cost")],
                      [[u.tenant, u.pool, f"`{u.resource}`", hours_text(u.guaranteed_hours), hours_text(u.admitted_hours),
                        hours_text(u.in_quota_hours), hours_text(u.borrowed_hours), hours_text(u.idle_hours), percent(u.use) or DASH,
                        money(u.cost, u.currency)] for u in report.usage])
         out += [""]
-        out += table(["pool", "resource", "capacity h", "used h", "lent h", "idle h", "unallocated h", "utilisation"],
+        out += table([_("pool"), _("resource"), _("capacity h"), _("used h"), _("lent h"), _("idle h"),
+                      _("unallocated h"), _("utilisation")],
                      [[p.pool, f"`{p.resource}`", hours_text(p.capacity_hours), hours_text(p.admitted_hours), hours_text(p.borrowed_hours),
                        hours_text(p.idle_hours), hours_text(p.unallocated_hours), percent(p.utilisation) or DASH]
                       for p in report.pool_usage])
-    out += ["", "### Advice", ""]
-    out += [f"- **{a.kind}**: {a.text}" for a in report.advice] or ["- nothing to advise"]
+    out += ["", _("### Advice"), ""]
+    out += [f"- **{a.kind}**: {a.text}" for a in report.advice] or ["- " + _("nothing to advise")]
     return out
 
 
 def markdown(reports: list[ClusterReport]) -> str:
-    lines = ["# GPU capacity", ""]
+    lines = [_("# GPU capacity"), ""]
     for report in reports:
         lines += [*cluster_markdown(report), ""]
     return "\n".join(lines).rstrip() + "\n"

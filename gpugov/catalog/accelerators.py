@@ -18,6 +18,7 @@ import jsonschema_rs
 from gpugov.catalog.mig import GEOMETRIES, MigProfile
 from gpugov.catalog.spec import ACCELERATOR_MODEL_SPEC
 from gpugov.catalog.virtual import HamiUnits, VnpuGeometry, VnpuTemplate
+from gpugov.i18n import Text
 from gpugov.kube.quantity import parse_quantity
 from gpugov.yamlpos import parse_documents  # the users' reader: the same YAML rules
 
@@ -89,17 +90,17 @@ def model_from_spec(name: str, spec: dict[str, Any], builtin: bool = False) -> A
             if entry["slot"] not in slots:
                 problems.append(
                     (("mig", "profiles", profile, "slot"),
-                     f"slot {entry['slot']!r} is not a placement class of geometry {mig['geometry']} "
-                     f"(it has {', '.join(slots)})")
+                     Text("slot {slot} is not a placement class of geometry {geometry} (it has {slots})",
+                          slot=repr(entry["slot"]), geometry=mig["geometry"], slots=", ".join(slots)))
                 )
             profiles[profile] = MigProfile(profile, entry["slot"], entry["max"], media_extensions="+me" in profile)
     hami = spec.get("hami")
     units = None
     if hami:
         if ("memory" in hami) != ("memoryUnit" in hami):
-            problems.append((("hami",), "hami.memory and hami.memoryUnit go together: the unit converts quotas"))
+            problems.append((("hami",), Text("hami.memory and hami.memoryUnit go together: the unit converts quotas")))
         if ("cores" in hami) != ("coresPerDevice" in hami):
-            problems.append((("hami",), "hami.cores and hami.coresPerDevice go together"))
+            problems.append((("hami",), Text("hami.cores and hami.coresPerDevice go together")))
         units = HamiUnits(
             hami["count"],
             hami.get("memory"),
@@ -119,7 +120,8 @@ def model_from_spec(name: str, spec: dict[str, Any], builtin: bool = False) -> A
         for key, template in templates.items():
             if template.resource == spec["resource"] or resources.count(template.resource) > 1:
                 problems.append((("vnpu", "templates", key, "resource"),
-                                 f"template {key} needs a resource of its own, not {template.resource}"))
+                                 Text("template {template} needs a resource of its own, not {resource}",
+                                      template=key, resource=template.resource)))
     return AcceleratorModel(
         name=name,
         vendor=spec["vendor"],

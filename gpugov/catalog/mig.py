@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpugov.i18n import Text
+
 # Placement classes of the 7-compute / 8-memory-slice family (A100, H100, H200, B200...):
 # (compute slices, allowed (start, size) placements in memory slices).
 _G7M8: dict[str, tuple[int, tuple[tuple[int, int], ...]]] = {
@@ -58,21 +60,23 @@ def layout_fits(geometry: str, profiles: dict[str, MigProfile], mix: dict[str, i
     compute_slices, memory_slices, slots = GEOMETRIES[geometry]
     media = sum(count for name, count in mix.items() if profiles[name].media_extensions)
     if media > 1:
-        return f"at most one media-extension (+me) instance per GPU, got {media}"
+        return Text("at most one media-extension (+me) instance per GPU, got {count}", count=media)
     instances: list[tuple[int, tuple[tuple[int, int], ...]]] = []
     for name, count in mix.items():
         profile = profiles[name]
         if count > profile.max_count:
-            return f"{name} allows at most {profile.max_count} per GPU, got {count}"
+            return Text("{profile} allows at most {most} per GPU, got {count}", profile=name, most=profile.max_count,
+                        count=count)
         compute, placements = slots[profile.slot]
         instances.extend([(compute, placements)] * count)
     compute_total = sum(compute for compute, _ in instances)
     if compute_total > compute_slices:
-        return f"needs {compute_total} compute slices, the GPU has {compute_slices}"
+        return Text("needs {needed} compute slices, the GPU has {slices}", needed=compute_total, slices=compute_slices)
     # Largest first, as mig-parted orders creation; then backtrack over placements.
     instances.sort(key=lambda item: (-max(size for _, size in item[1]), -item[0]))
     if not _place(instances, 0, [False] * memory_slices):
-        return f"the instances do not fit into the GPU's {memory_slices} memory slices without overlap"
+        return Text("the instances do not fit into the GPU's {slices} memory slices without overlap",
+                    slices=memory_slices)
     return None
 
 

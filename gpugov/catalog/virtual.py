@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from gpugov.i18n import Text
+
 
 @dataclass(frozen=True)
 class HamiUnits:
@@ -48,17 +50,18 @@ def vnpu_layout_fits(geometry: VnpuGeometry, device_memory: Decimal | None, mix:
     templates = [(geometry.templates[name], count) for name, count in mix.items()]
     memory = sum((t.memory * count for t, count in templates), Decimal(0))
     if device_memory is not None and memory > device_memory:
-        return f"needs {_gib(memory)} of memory, the device has {_gib(device_memory)}"
+        return Text("needs {needed} of memory, the device has {memory}", needed=_gib(memory),
+                    memory=_gib(device_memory))
     for total, part, what in (
-        (geometry.ai_cores, lambda t: t.ai_cores, "AI cores"),
-        (geometry.ai_cpus, lambda t: t.ai_cpus, "AI CPUs"),
+        (geometry.ai_cores, lambda t: t.ai_cores, Text("AI cores")),
+        (geometry.ai_cpus, lambda t: t.ai_cpus, Text("AI CPUs")),
     ):
         amounts = [(part(t), count) for t, count in templates]
         if total is None or any(amount is None for amount, _ in amounts):
             continue
         used = sum(amount * count for amount, count in amounts)  # type: ignore[operator]
         if used > total:
-            return f"needs {used} {what}, the device has {total}"
+            return Text("needs {needed} {what}, the device has {total}", needed=used, what=what, total=total)
     return None
 
 

@@ -3,6 +3,10 @@
 declarations.py holds the commands on the repository alone, cluster.py those that read or
 write a cluster; agent, notify and sandbox register their own. Every command returns an
 ExitCode; expected failures are one `gpugov: ...` line, never a traceback.
+
+Start-up is part of every command's time: registering a command imports no more than its options
+need (each command imports what it runs on when it runs), and only the command that runs gets a
+real parser (gpugov.cli.lazy). tests/unit/test_cli_startup.py keeps it so.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from gpugov import __version__, i18n
@@ -24,6 +28,7 @@ from gpugov.cli.common import CommandFailed, fail
 from gpugov.cli.doctor import register as doctor_command
 from gpugov.cli.guide import register as guide_command
 from gpugov.cli.init import register as init_command
+from gpugov.cli.lazy import CommandParsers, NotBuilt
 from gpugov.cli.queue import register as queue_commands
 from gpugov.cli.reclaim import register as reclaim_command
 from gpugov.cli.usage import register as usage_command
@@ -44,7 +49,9 @@ EXTRA_OF_MODULE = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(built: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """gpugov's parser; with `built`, only those commands get a real parser (the others parse nothing
+    but still show in the help and in the choices of an error)."""
     parser = argparse.ArgumentParser(
         prog="gpugov",
         description="GitOps governance for shared GPU clusters: validate declarations, render scheduler objects.",
@@ -55,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lang", dest="ui_language", metavar="LANG", type=language,
                         help="language of the messages for people: en or zh_CN (default: from LC_ALL, LC_MESSAGES "
                         "or LANG); rule ids, locations and JSON stay English")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", action=CommandParsers, built=built)
     sub.required = True
     declarations.register(sub)
     cluster.register(sub)
@@ -72,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     agent_command(sub)
     notify_command(sub)
     sandbox_command(sub)
-    completion_command(sub, parser)
+    completion_command(sub)
     return parser
 
 
@@ -84,7 +91,7 @@ def language(text: str) -> str:
     return found
 
 
-def completion_command(sub: argparse._SubParsersAction, root: argparse.ArgumentParser) -> None:
+def completion_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "completion",
         help="print a shell completion script (bash, zsh or tcsh)",
@@ -97,7 +104,7 @@ def completion_command(sub: argparse._SubParsersAction, root: argparse.ArgumentP
                    help="print the declared clusters or tenants of REPO, one a line (what the scripts complete "
                    "--cluster and --tenant with; silent when REPO does not validate)")
     p.add_argument("--repo", default=".", help="repository root for --names (default: .)")
-    p.set_defaults(func=lambda args: cmd_completion(args, root))
+    p.set_defaults(func=cmd_completion)
 
 
 # Shell functions the scripts call to complete --cluster and --tenant from the repository in the
@@ -122,13 +129,14 @@ def _complete_names(parser: argparse.ArgumentParser) -> None:
                 action.complete = {"bash": f"_gpugov_{what}", "zsh": f"_gpugov_{what}"}  # type: ignore[attr-defined]
 
 
-def cmd_completion(args: argparse.Namespace, root: argparse.ArgumentParser) -> ExitCode:
+def cmd_completion(args: argparse.Namespace) -> ExitCode:
     if args.names:
         return _print_names(args.names, args.repo)
     if args.shell is None:
         return fail("completion: name a shell (bash, zsh or tcsh), or --names clusters|tenants")
     import shtab
 
+    root = build_parser()  # every command's options: the script completes them all
     _complete_names(root)
     preamble = "".join(NAME_FUNCTIONS[args.shell].format(what=w) for w in ("clusters", "tenants")) \
         if args.shell in NAME_FUNCTIONS else ""
@@ -150,9 +158,18 @@ def _print_names(what: str, repo: str) -> ExitCode:
     return ExitCode.OK
 
 
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options of the command on the command line. The first parse builds no command's parser:
+    --help, --version and a missing or unknown command end there; otherwise it finds the command
+    and the second builds just that one."""
+    try:
+        return build_parser(built=()).parse_args(argv)
+    except NotBuilt as chosen:
+        return build_parser(built=(chosen.command,)).parse_args(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(argv)
     i18n.use(args.ui_language or i18n.from_environment(os.environ))
     try:
         return int(args.func(args))

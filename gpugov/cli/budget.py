@@ -20,6 +20,7 @@ from typing import Any
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import compile_target_args, desired, fail, kubeconfig_args
 from gpugov.cli.queue import positive, progress_printer
+from gpugov.i18n import _
 
 FIELD_MANAGER = "gpugov-budget"
 HOLD, RUN = "Hold", "None"
@@ -70,27 +71,30 @@ def _text(statuses: list[Any]) -> str:
     from gpugov.usage.ledger import decimal_string
 
     if not statuses:
-        return "no GPU-hour budgets declared\n"
+        return _("no GPU-hour budgets declared") + "\n"
     lines = []
     for s in statuses:
         crossed = ", ".join(f"{t}%" for t in s.crossed) or "-"
-        lines.append(f"{s.holder}: {decimal_string(s.spent)} of {decimal_string(s.budget.accelerator_hours)} "
-                     f"accelerator-hours in {s.period.label} ({decimal_string(s.percent)}%), alerts crossed: {crossed}"
-                     f"{', held' if s.hold else ''}")
+        line = _("{holder}: {spent} of {budget} {unit} in {period} ({percent}%), alerts crossed: {crossed}").format(
+            holder=s.holder, spent=decimal_string(s.spent), budget=decimal_string(s.budget.amount), unit=s.unit,
+            period=s.period.label, percent=decimal_string(s.percent), crossed=crossed)
+        lines.append(line + (_(", held") if s.hold else ""))
     return "\n".join(lines) + "\n"
 
 
 def _json(statuses: list[Any], changes: list[str]) -> str:
     from gpugov.usage.ledger import decimal_string
 
-    return json.dumps({"budgets": [{"holder": s.holder.name, "kind": s.holder.kind, "period": s.period.label,
-                                    "since": f"{s.period.since:%Y-%m-%dT%H:%M:%SZ}",
-                                    "spent_hours": decimal_string(s.spent),
-                                    "budget_hours": decimal_string(s.budget.accelerator_hours),
-                                    "percent": decimal_string(s.percent), "crossed": list(s.crossed),
-                                    "action": s.budget.action, "held": s.hold, "tenants": list(s.tenants)}
-                                   for s in statuses],
-                       "changes": changes}, indent=2) + "\n"
+    def entry(s: Any) -> dict[str, Any]:
+        # an hours budget as spent_hours / budget_hours, a cost budget as spent_cost / budget_cost and its currency
+        line = s.line().to_json(decimal_string)
+        amounts = {key: line[key] for key in ("spent_hours", "budget_hours", "spent_cost", "budget_cost", "currency")
+                   if key in line}
+        return {"holder": s.holder.name, "kind": s.holder.kind, "period": s.period.label,
+                "since": f"{s.period.since:%Y-%m-%dT%H:%M:%SZ}", **amounts, "percent": decimal_string(s.percent),
+                "crossed": list(s.crossed), "action": s.budget.action, "held": s.hold, "tenants": list(s.tenants)}
+
+    return json.dumps({"budgets": [entry(s) for s in statuses], "changes": changes}, indent=2) + "\n"
 
 
 def _notify(args: argparse.Namespace, alerts: list[Any], cluster: str, api: Any) -> ExitCode | None:
@@ -132,6 +136,7 @@ def cmd_budget(args: argparse.Namespace) -> ExitCode:
 
     from gpugov.cli.cluster import api_client
     from gpugov.cluster.queues import read_workloads
+    from gpugov.cluster.rest import Rejected
     from gpugov.compile import Backend
     from gpugov.queueing.workload import WorkloadError, from_object
     from gpugov.sources import CheckIncomplete
@@ -150,17 +155,19 @@ def cmd_budget(args: argparse.Namespace) -> ExitCode:
     if state.backend is not Backend.KUEUE:
         return fail(f"budgets read Kueue's Workloads; cluster {state.cluster} is scheduled by {state.backend}")
     model = state.model
-    if not budget_holders(model):
+    if not budget_holders(model) and not args.apply:
         sys.stdout.write(_json([], []) if args.format == "json" else _text([]))
         return ExitCode.OK
     api = api_client(args, in_cluster=True)
     show, clear = progress_printer("budget")
+    statuses: list[Any] = []
     try:
-        workloads = [from_object(raw) for raw in read_workloads(api, page_size=args.page_size, on_progress=show)]
-        rows = period_rows(model, state.cluster, workloads, attribution(model, state.cluster, state.objects), now)
-        statuses = budget_statuses(model, rows, now)
+        if budget_holders(model):  # without any (the last one removed), --apply only releases what it still holds
+            workloads = [from_object(raw) for raw in read_workloads(api, page_size=args.page_size, on_progress=show)]
+            rows = period_rows(model, state.cluster, workloads, attribution(model, state.cluster, state.objects), now)
+            statuses = budget_statuses(model, rows, now)
         changes = hold_queues(api, state.objects, held_tenants(statuses)) if args.apply else []
-    except (CheckIncomplete, WorkloadError, UnplacedAdmission, kube_config.ConfigException, OSError) as exc:
+    except (CheckIncomplete, Rejected, WorkloadError, UnplacedAdmission, kube_config.ConfigException, OSError) as exc:
         clear()
         return fail(f"could not check the budgets of cluster {state.cluster}: {' '.join(str(exc).split())}",
                     ExitCode.INCOMPLETE)
@@ -179,9 +186,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "budget",
         help="GPU-hour budgets: spent this period, alerts once per threshold, hold at 100%%",
-        description="Each Tenant's and Department's spec.budget against the accelerator-hours admitted since its "
-        "period began (from Kueue's Workloads, as gpugov usage). --notify tells each crossed threshold once per "
-        "period; --apply sets stopPolicy Hold on the ClusterQueues of a spent budget with action hold (running "
+        description="Each Tenant's and Department's spec.budget against the accelerator-hours (a cost budget: their "
+        "cost) admitted since its period began (from Kueue's Workloads, as gpugov usage). --notify tells each "
+        "crossed threshold once per period; --apply sets stopPolicy Hold on the ClusterQueues of a spent budget with action hold (running "
         "work finishes) and None again when it is no longer spent. "
         "Exit 0 under every threshold, 1 a threshold crossed, 2 bad usage, 3 could not read the cluster.",
     )

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpugov.app.exit import ExitCode
-from gpugov.cli.common import CommandFailed, compile_target_args, default_format, desired, fail, kubeconfig_args
-from gpugov.findings import Finding, Level, make
-from gpugov.findings.report import FORMATS, REPORTERS
+from gpugov.cli.common import (
+    CommandFailed,
+    compile_target_args,
+    default_format,
+    desired,
+    fail,
+    format_arg,
+    kubeconfig_args,
+)
 from gpugov.notify.cli import add_arguments as notify_arguments
 
 if TYPE_CHECKING:  # the commands import them when they run
     from gpugov.app.desired import DesiredState
+    from gpugov.findings import Finding
 
 
 def api_client(args: argparse.Namespace, in_cluster: bool = False) -> Any:
@@ -178,6 +184,9 @@ def cmd_drift(args: argparse.Namespace) -> ExitCode:
     from gpugov.cluster.observe import observe
     from gpugov.compile.operations import AGENT_NODE_SELECTOR
     from gpugov.drift import check
+    from gpugov.findings import Level
+    from gpugov.findings.report import REPORTERS
+    from gpugov.i18n import Text
     from gpugov.sources import CheckIncomplete
     from gpugov.sources.agents import agent_nodes, fetch_snapshots, load_snapshots
     from gpugov.sources.prometheus import utilisation
@@ -199,8 +208,9 @@ def cmd_drift(args: argparse.Namespace) -> ExitCode:
     except (CheckIncomplete, kube_config.ConfigException, OSError) as exc:
         return _incomplete(args, state, _one_line(exc), api)
     findings = check(model, objects, live, state.backend, state.cluster)
-    checked = (f"cluster {state.cluster} ({state.backend}): {len(objects)} desired objects, {len(live.nodes)} nodes, "
-               f"{len(live.pods)} pods checked")
+    checked = Text("cluster {cluster} ({backend}): {objects} desired objects, {nodes} nodes, {pods} pods checked",
+                   cluster=state.cluster, backend=state.backend, objects=len(objects), nodes=len(live.nodes),
+                   pods=len(live.pods))  # the reader's language in text; JSON keeps the English
     sys.stdout.write(REPORTERS[args.format or default_format()](findings, 0, checked, "gpugov drift"))
     failing = [f for f in findings if f.level is not Level.INFO]
     sent = _notify(args, failing, state.cluster, api)
@@ -239,9 +249,15 @@ def _notify(args: argparse.Namespace, findings: list[Finding], cluster: str, api
 def _incomplete(args: argparse.Namespace, state: DesiredState, reason: str, api: Any) -> ExitCode:
     """Exit 3: one line on stderr, a report saying so (json, github, markdown) and an alert
     (GD000, deduplicated like any finding), so an unreachable cluster is never silent."""
-    from gpugov.drift.rules import INCOMPLETE
+    import json
 
-    finding = make(INCOMPLETE, f"could not check drift on cluster {state.cluster}: {reason}", None,
+    from gpugov.drift.rules import INCOMPLETE
+    from gpugov.findings import make
+    from gpugov.findings.report import REPORTERS
+    from gpugov.i18n import Text
+
+    finding = make(INCOMPLETE, Text("could not check drift on cluster {cluster}: {reason}", cluster=state.cluster,
+                                    reason=reason), None,
                    object=f"Cluster {state.cluster}")
     fmt = args.format or default_format()
     checked = f"cluster {state.cluster} ({state.backend}): could not check"
@@ -275,7 +291,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "drift.")
     compile_target_args(p)
     kubeconfig_args(p, in_cluster=True)
-    p.add_argument("--format", choices=FORMATS, help="output format (github inside GitHub Actions, else text)")
+    format_arg(p)
     p.add_argument("--prometheus", metavar="URL", help="Prometheus with DCGM metrics, to find idle accelerators")
     agents = p.add_mutually_exclusive_group()
     agents.add_argument("--agent-url", metavar="TEMPLATE", type=_agent_url,

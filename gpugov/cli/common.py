@@ -12,7 +12,6 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
@@ -20,6 +19,8 @@ from typing import TYPE_CHECKING, overload
 from gpugov.app.exit import ExitCode
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from gpugov.app.desired import DesiredState, InvalidDeclarations
     from gpugov.declarations.model import Model
 
@@ -63,6 +64,12 @@ def backend_arg(parser: argparse.ArgumentParser) -> None:
     """--backend, one of the compiler's backends."""
     lazy_choices(parser.add_argument("--backend", help="scheduler (default: the cluster's declared backend)"),
                  "gpugov.compile:BACKENDS")
+
+
+def format_arg(parser: argparse.ArgumentParser) -> None:
+    """--format of a findings report (validate, drift): one of the reporters' formats."""
+    lazy_choices(parser.add_argument("--format", help="output format (github inside GitHub Actions, else text)"),
+                 "gpugov.findings.report:FORMATS")
 
 
 class CommandFailed(Exception):
@@ -128,6 +135,8 @@ def compile_target_args(parser: argparse.ArgumentParser) -> None:
 
 def at_arg(text: str) -> datetime:
     """--at: `now` (the clock, read here once per command) or an RFC 3339 instant with a zone."""
+    from datetime import UTC, datetime
+
     if text == "now":
         return datetime.now(UTC)
     from gpugov.declarations.timeline import parse_instant
@@ -140,6 +149,8 @@ def at_arg(text: str) -> datetime:
 
 def instant(args: argparse.Namespace) -> datetime:
     """The instant a command compiles for: --at, else the clock, read once (and kept on args)."""
+    from datetime import UTC, datetime
+
     if getattr(args, "at", None) is None:
         args.at = datetime.now(UTC)
     return args.at

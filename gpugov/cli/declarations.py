@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gpugov.app.exit import ExitCode
-from gpugov.cli.common import at_arg, compile_target_args, default_format, desired, fail, instant, valid
-from gpugov.findings.report import FORMATS
+from gpugov.cli.common import at_arg, compile_target_args, default_format, desired, fail, format_arg, instant, valid
 
 # Each command imports what it runs on when it runs: registering them all must stay cheap.
 
 
 def cmd_validate(args: argparse.Namespace) -> ExitCode:
+    from datetime import UTC, datetime
+
     from gpugov.app.pipeline import InputError
     from gpugov.app.revision import read_revision
     from gpugov.findings.report import REPORTERS
@@ -93,7 +92,7 @@ def cmd_plan(args: argparse.Namespace) -> ExitCode:
     from gpugov.app.pipeline import InputError
     from gpugov.app.revision import read_revision
     from gpugov.compile import CompileError
-    from gpugov.findings.report import REPORTERS
+    from gpugov.findings.report import FORMATS, REPORTERS
     from gpugov.plan import make_plan, to_json
     from gpugov.plan.report import markdown, text
     from gpugov.sources.git import GitError, changed_paths
@@ -124,6 +123,8 @@ def cmd_plan(args: argparse.Namespace) -> ExitCode:
     except CompileError as exc:
         return fail(str(exc))
     if args.format == "json":
+        import json
+
         sys.stdout.write(json.dumps(to_json(plan), indent=2) + "\n")
     elif args.format == "text":
         sys.stdout.write(text(plan))
@@ -182,6 +183,8 @@ def _codeowners_at(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_schema(args: argparse.Namespace) -> ExitCode:
+    import json
+
     from gpugov.declarations.schema import schema_files
 
     files = schema_files()
@@ -228,7 +231,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "with a hint; with --base, at the lines the change made. Exit 0 clean (warnings allowed unless --strict), "
         "1 errors, 2 bad usage, unreadable input or an unknown --base revision.")
     p.add_argument("repo", nargs="?", default=".", help="repository root holding tenants/, policies/, hardware/")
-    p.add_argument("--format", choices=FORMATS, help="output format (github inside GitHub Actions, else text)")
+    format_arg(p)
     p.add_argument("--strict", action="store_true", help="fail on warnings too")
     p.add_argument("--base", metavar="REF",
                    help="the revision the tree changes (e.g. origin/main, read from git): a finding the change "

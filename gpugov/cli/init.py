@@ -8,12 +8,10 @@ from pathlib import Path
 
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import fail, kubeconfig_args
+from gpugov.cli.lazy import is_built
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from gpugov.scaffold.declarations import Options
-
-    d = Options()
     p = sub.add_parser(
         "init",
         help="write a new config repository: one cluster, pool and tenant, the CI workflows and CODEOWNERS",
@@ -26,6 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "something the declarations do not express, 2 bad options or a non-empty DIR without --force, 3 the "
         "cluster could not be read.",
     )
+    if not is_built(p):
+        return  # the defaults come from the scaffold (a dataclass): read them only for `gpugov init`
+    from gpugov.scaffold.declarations import Options
+
+    d = Options()
     p.add_argument("dir", metavar="DIR", help="folder to write (empty or missing; replaced with --force)")
     p.add_argument("--cluster", default=d.cluster, help=f"the cluster's name (default: {d.cluster})")
     p.add_argument("--pool", default=d.pool, help=f"the GPU pool's name (default: {d.pool})")

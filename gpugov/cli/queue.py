@@ -10,12 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail, kubeconfig_args, lazy_choices
-from gpugov.kube.objects import LABEL_TENANT
 
 if TYPE_CHECKING:  # the commands import them when they run
     from gpugov.app.desired import DesiredState
@@ -60,11 +58,14 @@ def _kueue_state(args: argparse.Namespace, what: str) -> DesiredState:
 
 def _snapshot(args: argparse.Namespace, state: DesiredState, what: str) -> Snapshot:
     """The Snapshot of the cluster, or CommandFailed (exit 3 when it could not be read whole)."""
+    from datetime import UTC, datetime
+
     from kubernetes import config as kube_config
 
     from gpugov.cli.cluster import api_client
     from gpugov.cluster.impersonate import impersonate
     from gpugov.cluster.queues import read_queues
+    from gpugov.kube.objects import LABEL_TENANT
     from gpugov.queueing.view import snapshot
     from gpugov.queueing.workload import WorkloadError
     from gpugov.sources import CheckIncomplete

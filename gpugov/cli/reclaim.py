@@ -17,6 +17,8 @@ from typing import Any
 
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import compile_target_args, desired, fail, kubeconfig_args
+from gpugov.i18n import _
+from gpugov.i18n.width import ljust
 
 VERBS = {"warn": "warn", "deactivate": "deactivate", "clear": "clear warning", "": "-"}
 
@@ -52,20 +54,26 @@ def decisions_for(candidates: list[Any], series: dict[str, dict[tuple[str, str],
     return out
 
 
+def _verb(action: str) -> str:
+    """VERBS[action] in the reader's language (the JSON keeps the action as it is)."""
+    return {"warn": _("warn"), "deactivate": _("deactivate"), "clear": _("clear warning")}.get(action, VERBS[action])
+
+
 def _text(rows: list[dict[str, Any]], cluster: str, applied: bool) -> str:
-    header = f"{'WORKLOAD':<40} {'TENANT':<16} {'STATE':<10} {'ACTION':<14} WHY"
-    lines = [header]
+    columns = zip((_("WORKLOAD"), _("TENANT"), _("STATE"), _("ACTION")), (40, 16, 10, 14), strict=True)
+    lines = [" ".join(ljust(name, cells) for name, cells in columns) + " " + _("WHY")]
     for row in rows:
-        action = VERBS[row["action"]]
+        action = _verb(row["action"])
         if row["action"] and row.get("error"):
-            action += " (FAILED)"
+            action += _(" (FAILED)")
         elif row["action"] and not applied:
-            action = f"would {action}"
+            action = _("would {action}").format(action=action)
         why = row["why"] + (f" [{row['error']}]" if row.get("error") else "")
-        lines.append(f"{row['workload']:<40} {row['tenant']:<16} {row['state']:<10} {action:<14} {why}")
+        lines.append(f"{row['workload']:<40} {row['tenant']:<16} {row['state']:<10} {ljust(action, 14)} {why}")
     acted = sum(1 for r in rows if r["action"])
-    mode = "applied" if applied else "dry run, nothing changed (--apply acts)"
-    lines.append(f"cluster {cluster}: {len(rows)} admitted workloads under a reclaim policy, {acted} to act on; {mode}")
+    mode = _("applied") if applied else _("dry run, nothing changed (--apply acts)")
+    lines.append(_("cluster {cluster}: {count} admitted workloads under a reclaim policy, {acted} to act on; "
+                   "{mode}").format(cluster=cluster, count=len(rows), acted=acted, mode=mode))
     return "\n".join(lines) + "\n"
 
 

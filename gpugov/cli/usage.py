@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail, kubeconfig_args, lazy_choices
 from gpugov.cli.queue import positive, progress_printer
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 
 def _write(path: str | None, text: str) -> None:
@@ -30,6 +31,9 @@ def _write(path: str | None, text: str) -> None:
 
 
 def cmd_usage(args: argparse.Namespace) -> ExitCode:
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
     from kubernetes import config as kube_config
 
     from gpugov.cli.cluster import api_client

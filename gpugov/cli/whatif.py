@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,6 +70,19 @@ def _kueue_cluster(models: list[Model], wanted: str | None) -> str:
     return kueue[0]
 
 
+def _start(text: str | None, models: list[Model]) -> datetime:
+    """The calendar instant of the trace's second 0: --start, else the earliest QuotaGrant's start."""
+    from gpugov.declarations.timeline import parse_instant
+    from gpugov.whatif.timeline import default_start
+
+    if text is None:
+        return default_start(models)
+    instant = parse_instant(text)
+    if instant is None:
+        raise CommandFailed(f"--start must be an RFC 3339 instant with a zone (2030-03-01T08:00:00+08:00), got {text!r}")
+    return instant.astimezone(UTC)
+
+
 def cmd_whatif(args: argparse.Namespace) -> ExitCode:
     from gpugov.compile import CompileError
     from gpugov.whatif.replay import kueue_setup, replay
@@ -83,6 +97,7 @@ def cmd_whatif(args: argparse.Namespace) -> ExitCode:
     base, base_label = _valid(repo, args.base, lambda label: f"the base {label}")
     cluster = _kueue_cluster([base, head], args.cluster)
     options = Options(fair_sharing=not args.classical_preemption, seed=args.seed)
+    start = _start(args.start, [base, head])
     try:
         if args.trace:
             jobs = read_trace(Path(args.trace))
@@ -94,8 +109,8 @@ def cmd_whatif(args: argparse.Namespace) -> ExitCode:
                 return fail(f"no tenant of cluster '{cluster}' holds accelerator quota to synthesize a trace from; "
                             "give one with --trace")
             name = f"a synthetic trace ({len(jobs):,} jobs, seed {args.seed})"
-        base_run = replay(base, cluster, jobs, base_label, options)
-        head_run = replay(head, cluster, jobs, head_label, options)
+        base_run = replay(base, cluster, jobs, base_label, options, start)
+        head_run = replay(head, cluster, jobs, head_label, options, start)
     except (TraceError, SetupError, CompileError) as exc:
         return fail(str(exc))
     comparison = compare(name, cluster, options, base_run, head_run)
@@ -210,6 +225,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"jobs of the synthetic trace (default {DEFAULT_SYNTHETIC_JOBS})")
     p.add_argument("--classical-preemption", action="store_true",
                    help="simulate Kueue without fair sharing (default: fair sharing on, as gpugov's weights need)")
+    p.add_argument("--start", metavar="INSTANT",
+                   help="where a revision declares QuotaGrants or QuotaWindows: the calendar instant of the "
+                   "trace's second 0, RFC 3339 with a zone (default: the earliest QuotaGrant's start in either "
+                   "revision, else 2024-01-01T00:00:00Z, a Monday); the quotas change at each boundary after it")
     p.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
     p.set_defaults(func=cmd_whatif)
 

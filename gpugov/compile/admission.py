@@ -492,7 +492,10 @@ def lifecycle_policy(scope: Scope) -> Object:
     through `suspend` (Jobs and the CRD kinds) or its scheduling gates (Pods), and tracks it through
     its own labels and annotations: only Kueue and the trusted controllers clear `suspend`, remove a
     kueue.x-k8s.io gate or change a kueue.x-k8s.io key other than the queue and priority labels (both
-    still checked by gpugov-queue-access; removing the queue label by gpugov-accelerators-need-a-queue)."""
+    still checked by gpugov-queue-access; removing the queue label by gpugov-accelerators-need-a-queue).
+    A running Job may not grow, and pods that use accelerators stop within the declared grace period,
+    so that what Kueue preempts, reclaims or stops gives its devices back."""
+    isolation = scope.model.limits.isolation
     suspendable = [k for k in WORKLOAD_KINDS if k.suspend]
     held = _by_kind(lambda k: _guarded("oldObject", k.suspend, "false") if k.suspend else "false", "false",
                     "oldObject", tuple(suspendable))
@@ -501,6 +504,10 @@ def lifecycle_policy(scope: Scope) -> Object:
     internal = f"k.contains('{KUEUE_KEY_PREFIX}') && !(k in {_cel(list(TENANT_KUEUE_KEYS))})"
     unchanged = ("variables.old{f}.all(k, !({internal}) || (k in variables.new{f} && variables.new{f}[k] == "
                  "variables.old{f}[k])) && variables.new{f}.all(k, !({internal}) || k in variables.old{f})")
+    # A running Job that asks for more pods than its queue admitted: the Job controller starts them at
+    # once, before Kueue's reconciler sees the Workload no longer matches and suspends the Job.
+    parallelism = ("(has(object.spec.parallelism) ? object.spec.parallelism : 1) > "
+                   "(has(oldObject.spec.parallelism) ? oldObject.spec.parallelism : 1)")
     gates = ("has(oldObject.spec.schedulingGates) ? oldObject.spec.schedulingGates.filter(g, "
              f"g.name.startsWith('{KUEUE_KEY_PREFIX}') && !(has(object.spec.schedulingGates) && "
              "object.spec.schedulingGates.exists(h, h.name == g.name))).map(g, g.name) : []")
@@ -522,6 +529,13 @@ def lifecycle_policy(scope: Scope) -> Object:
                 {"name": "newAnnotations", "expression": _labels_or_empty("object", "annotations")},
                 {"name": "removedGates",
                  "expression": f"variables.update && object.kind == 'Pod' ? ({gates}) : []"},
+                {"name": "grown", "expression": f"variables.update && object.kind == 'Job' && "
+                 f"object.apiVersion.startsWith('batch/') && !variables.wasHeld && ({parallelism})"},
+                {"name": "accelerators", "expression": _cel(accelerator_resources(scope))},
+                {"name": "maxGrace", "expression": str(isolation.max_termination_grace_seconds)},
+                {"name": "lingering", "expression": f"({_pod_specs_expr()}).filter(ps, "
+                 "has(ps.terminationGracePeriodSeconds) && ps.terminationGracePeriodSeconds > variables.maxGrace && "
+                 f"({_containers('ps')}).exists(c, {_asks()})).map(ps, ps.terminationGracePeriodSeconds)"},
             ],
             "validations": [
                 {
@@ -551,6 +565,22 @@ def lifecycle_policy(scope: Scope) -> Object:
                     + unchanged.format(f="Annotations", internal=internal) + ")",
                     "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
                     "': the kueue.x-k8s.io annotations are Kueue\\'s own and may not change (gpugov; ask "
+                    f"{_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": "!variables.grown",
+                    "messageExpression": "'Job ' + request.namespace + '/' + object.metadata.name + ' runs as its "
+                    "queue admitted it: its parallelism may not grow while it runs (submit it again at the new size: "
+                    f"its queue admits it anew; gpugov, ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": "variables.lingering.size() == 0",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' sets terminationGracePeriodSeconds ' + string(variables.lingering[0]) + ' on pods that use "
+                    "accelerators; at most ' + string(variables.maxGrace) + ': a preempted, reclaimed or stopped pod "
+                    "keeps its devices that long (gpugov: Guardrails.isolation.maxTerminationGracePeriodSeconds; ask "
                     f"{_team(scope)})'",
                     "reason": "Forbidden",
                 },

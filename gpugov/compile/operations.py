@@ -23,16 +23,25 @@ decided), and patch Workloads and create Events only in the namespaces of the te
 policy it applies (a RoleBinding in each): nothing else. Its alert state lives in an emptyDir, not a
 ConfigMap: each warning and deactivation happens once (the Workload's annotations say so), so there
 is nothing to deduplicate across runs.
+
+The budget CronJob (issue #27) runs `gpugov budget --apply` where a declared budget covers a tenant of
+a Kueue cluster, with drift's notification settings (the Secret) and an alert-state ConfigMap of its
+own. Its ServiceAccount may list Workloads, get and patch the tenants' ClusterQueues by name (the
+stopPolicy of a spent hold budget), and get and patch that ConfigMap: nothing else.
+
+Each is a CronOperation: a ServiceAccount, its Grants (a ClusterRole bound cluster-wide or in some
+namespaces) and the CronJob.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from gpugov.compile.common import Backend, Object, Scope, metadata
 from gpugov.kube.kinds import KINDS, WORKLOAD
 from gpugov.kube.names import KUEUE_API, VOLCANO_API
-from gpugov.kube.objects import LABEL_COMPONENT
+from gpugov.kube.objects import LABEL_COMPONENT, LABEL_TENANT
 
 DRIFT = "gpugov-drift"
 AGENT = "gpugov-agent"
@@ -44,6 +53,8 @@ NOTIFY_STATE = f"{DRIFT}-notify-state"  # ConfigMap: what the CronJob last sent 
 RECLAIM = "gpugov-reclaim"
 RECLAIM_STATE_DIR = "/var/run/gpugov"  # the reclaim pod's emptyDir (its notify state)
 READ_VERBS = ["get", "list", "watch"]
+RBAC = "rbac.authorization.k8s.io"
+CLUSTER_QUEUE = KINDS[(KUEUE_API, "ClusterQueue")]
 ALWAYS_READ = (("v1", "Node"), ("v1", "Pod"), ("v1", "Namespace"))
 
 
@@ -67,49 +78,89 @@ def _hardened(container: dict[str, Any]) -> dict[str, Any]:
     return container
 
 
+@dataclass(frozen=True)
+class Grant:
+    """A ClusterRole of one operation and where it holds: cluster-wide (a ClusterRoleBinding) or, with
+    `namespaces`, only there (a RoleBinding in each). A `state` grant also emits, before its role, the
+    empty ConfigMap of its name in the operations namespace: the alert state its rules let it write."""
+
+    role: str
+    rules: list[dict[str, Any]]
+    namespaces: tuple[str, ...] | None = None
+    state: bool = False
+
+
+def state_grant(scope: Scope, name: str) -> Grant:
+    """The alert state of a CronJob (its pods keep no files): one ConfigMap it may get and patch, and no
+    other (a ClusterRole bound in the operations namespace only), emitted empty: the command owns its data."""
+    return Grant(name, [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [name],
+                         "verbs": ["get", "patch"]}], (scope.cluster.operations_namespace,), state=True)
+
+
+@dataclass(frozen=True)
+class CronOperation:
+    """gpugov run on a schedule in the cluster: a ServiceAccount, its grants, and the CronJob that runs
+    `args` as it (one container of the operations image, never two runs at once, never retried)."""
+
+    name: str  # the ServiceAccount's and the CronJob's
+    component: str
+    schedule: str
+    args: list[str]
+    grants: tuple[Grant, ...]
+    env: tuple[dict[str, Any], ...] = ()
+    notify: bool = False  # takes the sinks' settings from the optional Secret NOTIFY_SECRET
+    volumes: tuple[tuple[str, str, dict[str, Any]], ...] = ()  # (name, mount path, volume source)
+
+    def container(self, scope: Scope) -> dict[str, Any]:
+        container: dict[str, Any] = {"name": self.component, "image": scope.cluster.operations_image,
+                                     "args": list(self.args)}
+        if self.env:
+            container["env"] = [dict(e) for e in self.env]
+        if self.notify:
+            container["envFrom"] = [{"secretRef": {"name": NOTIFY_SECRET, "optional": True}}]
+        if self.volumes:
+            container["volumeMounts"] = [{"name": name, "mountPath": path} for name, path, _ in self.volumes]
+        container["resources"] = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
+        return _hardened(container)
+
+    def objects(self, scope: Scope) -> list[Object]:
+        cluster, component = scope.cluster, self.component
+        subjects = [{"kind": "ServiceAccount", "name": self.name, "namespace": cluster.operations_namespace}]
+        found: list[Object] = [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(scope, self.name, component)}]
+        for grant in self.grants:
+            if grant.state:
+                found.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(scope, grant.role, component)})
+            found.append({"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
+                          "metadata": _meta(scope, grant.role, component, namespaced=False), "rules": grant.rules})
+            role_ref = {"apiGroup": RBAC, "kind": "ClusterRole", "name": grant.role}
+            if grant.namespaces is None:
+                found.append({"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding",
+                              "metadata": _meta(scope, grant.role, component, namespaced=False),
+                              "roleRef": role_ref, "subjects": subjects})
+            found += [{"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding",
+                       "metadata": metadata(grant.role, cluster, {LABEL_COMPONENT: component}, namespace),
+                       "roleRef": dict(role_ref), "subjects": [dict(s) for s in subjects]}
+                      for namespace in grant.namespaces or ()]
+        pod: dict[str, Any] = {"serviceAccountName": self.name, "restartPolicy": "Never",
+                               "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
+                               "containers": [self.container(scope)]}
+        if self.volumes:
+            pod["volumes"] = [{"name": name, **source} for name, _, source in self.volumes]
+        found.append({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(scope, self.name, component),
+                      "spec": {"schedule": self.schedule, "concurrencyPolicy": "Forbid",
+                               "jobTemplate": {"spec": {"backoffLimit": 0, "template": {"spec": pod}}}}})
+        return found
+
+
 def drift_objects(scope: Scope, kinds: set[tuple[str, str]]) -> list[Object]:
     cluster = scope.cluster
-    ns = cluster.operations_namespace
     args = ["drift", "/config", "--cluster", cluster.name, "--backend", scope.backend.value, "--format", "json"]
     if cluster.run_agent:
         args += ["--agent-url", AGENT_URL]
-    container = _hardened({
-        "name": "drift",
-        "image": cluster.operations_image,
-        "args": args,
-        "env": [{"name": "GPUGOV_NOTIFY_STATE", "value": f"configmap:{ns}/{NOTIFY_STATE}"}],
-        "envFrom": [{"secretRef": {"name": NOTIFY_SECRET, "optional": True}}],
-        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-    })
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(scope, DRIFT, "drift")},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": _meta(scope, f"{DRIFT}-reader", "drift", namespaced=False), "rules": reader_rules(kinds)},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": _meta(scope, f"{DRIFT}-reader", "drift", namespaced=False),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{DRIFT}-reader"},
-         "subjects": [{"kind": "ServiceAccount", "name": DRIFT, "namespace": ns}]},
-        # The alert state: one ConfigMap the drift ServiceAccount may write (a ClusterRole bound
-        # in this namespace only, by a RoleBinding), emitted empty: drift owns its data.
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(scope, NOTIFY_STATE, "drift")},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": _meta(scope, NOTIFY_STATE, "drift", namespaced=False),
-         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [NOTIFY_STATE],
-                    "verbs": ["get", "patch"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": _meta(scope, NOTIFY_STATE, "drift"),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NOTIFY_STATE},
-         "subjects": [{"kind": "ServiceAccount", "name": DRIFT, "namespace": ns}]},
-        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(scope, DRIFT, "drift"), "spec": {
-            "schedule": cluster.drift_schedule,
-            "concurrencyPolicy": "Forbid",
-            "jobTemplate": {"spec": {"backoffLimit": 0, "template": {"spec": {
-                "serviceAccountName": DRIFT,
-                "restartPolicy": "Never",
-                "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
-                "containers": [container],
-            }}}},
-        }},
-    ]
+    state = f"configmap:{cluster.operations_namespace}/{NOTIFY_STATE}"
+    return CronOperation(DRIFT, "drift", cluster.drift_schedule, args,
+                         (Grant(f"{DRIFT}-reader", reader_rules(kinds)), state_grant(scope, NOTIFY_STATE)),
+                         env=({"name": "GPUGOV_NOTIFY_STATE", "value": state},), notify=True).objects(scope)
 
 
 def reclaim_namespaces(scope: Scope) -> list[str]:
@@ -128,50 +179,20 @@ def reclaim_objects(scope: Scope) -> list[Object]:
     namespaces = reclaim_namespaces(scope)
     if not namespaces or not cluster.prometheus_url:
         return []
-    ns = cluster.operations_namespace
-    rbac = "rbac.authorization.k8s.io"
-    subjects = [{"kind": "ServiceAccount", "name": RECLAIM, "namespace": ns}]
-    reader, actor = f"{RECLAIM}-reader", f"{RECLAIM}-actor"
-    container = _hardened({
-        "name": "reclaim",
-        "image": cluster.operations_image,
-        "args": ["reclaim", "/config", "--cluster", cluster.name, "--prometheus", cluster.prometheus_url,
-                 "--apply", "--format", "json"],
-        "env": [{"name": "GPUGOV_NOTIFY_STATE", "value": f"{RECLAIM_STATE_DIR}/notify-state.json"}],
-        "envFrom": [{"secretRef": {"name": NOTIFY_SECRET, "optional": True}}],
-        "volumeMounts": [{"name": "state", "mountPath": RECLAIM_STATE_DIR}],
-        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-    })
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(scope, RECLAIM, "reclaim")},
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": _meta(scope, reader, "reclaim", namespaced=False),
-         "rules": [{"apiGroups": [WORKLOAD.group], "resources": [WORKLOAD.plural],
-                    "verbs": list(READ_VERBS)},
-                   {"apiGroups": [""], "resources": ["pods"], "verbs": list(READ_VERBS)}]},
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding",
-         "metadata": _meta(scope, reader, "reclaim", namespaced=False),
-         "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": reader}, "subjects": subjects},
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": _meta(scope, actor, "reclaim", namespaced=False),
-         "rules": [{"apiGroups": [WORKLOAD.group], "resources": [WORKLOAD.plural],
-                    "verbs": ["patch"]},
-                   {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]},
-        # bound only where an idle policy applies: a tenant without one keeps its Workloads out of reach
-        *({"apiVersion": f"{rbac}/v1", "kind": "RoleBinding",
-           "metadata": metadata(actor, cluster, {LABEL_COMPONENT: "reclaim"}, namespace),
-           "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": actor}, "subjects": subjects}
-          for namespace in namespaces),
-        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(scope, RECLAIM, "reclaim"), "spec": {
-            "schedule": cluster.reclaim_schedule,
-            "concurrencyPolicy": "Forbid",
-            "jobTemplate": {"spec": {"backoffLimit": 0, "template": {"spec": {
-                "serviceAccountName": RECLAIM,
-                "restartPolicy": "Never",
-                "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
-                "containers": [container],
-                "volumes": [{"name": "state", "emptyDir": {"sizeLimit": "1Mi"}}],
-            }}}},
-        }},
-    ]
+    reader = [{"apiGroups": [WORKLOAD.group], "resources": [WORKLOAD.plural], "verbs": list(READ_VERBS)},
+              {"apiGroups": [""], "resources": ["pods"], "verbs": list(READ_VERBS)}]
+    actor = [{"apiGroups": [WORKLOAD.group], "resources": [WORKLOAD.plural], "verbs": ["patch"]},
+             {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
+    return CronOperation(
+        RECLAIM, "reclaim", cluster.reclaim_schedule,
+        ["reclaim", "/config", "--cluster", cluster.name, "--prometheus", cluster.prometheus_url, "--apply",
+         "--format", "json"],
+        # reads everywhere (everything is read before anything is decided); acts only where an idle policy
+        # applies: a tenant without one keeps its Workloads out of reach
+        (Grant(f"{RECLAIM}-reader", reader), Grant(f"{RECLAIM}-actor", actor, tuple(namespaces))),
+        env=({"name": "GPUGOV_NOTIFY_STATE", "value": f"{RECLAIM_STATE_DIR}/notify-state.json"},), notify=True,
+        volumes=(("state", RECLAIM_STATE_DIR, {"emptyDir": {"sizeLimit": "1Mi"}}),),
+    ).objects(scope)
 
 
 TIMELINE = "gpugov-timeline"
@@ -189,38 +210,51 @@ def timeline_objects(scope: Scope) -> list[Object]:
     if not scope.model.has_timeline:
         return []
     cluster = scope.cluster
-    rbac = "rbac.authorization.k8s.io"
-    subjects = [{"kind": "ServiceAccount", "name": TIMELINE, "namespace": cluster.operations_namespace}]
     writes: dict[str, set[str]] = {}
     for key in sorted(QUOTA_KINDS):
         writes.setdefault(KINDS[key].group, set()).add(KINDS[key].plural)
-    container = _hardened({
-        "name": "timeline",
-        "image": cluster.operations_image,
-        "args": ["apply", "/config", "--cluster", cluster.name, "--backend", scope.backend.value, "--at", "now",
-                 "--only-quotas", "--no-prune"],
-        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-    })
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(scope, TIMELINE, "timeline")},
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": _meta(scope, TIMELINE, "timeline", namespaced=False),
-         "rules": [*reader_rules(set(KINDS)),
-                   *({"apiGroups": [group], "resources": sorted(plurals), "verbs": ["patch"]}
-                     for group, plurals in sorted(writes.items()))]},
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding",
-         "metadata": _meta(scope, TIMELINE, "timeline", namespaced=False),
-         "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": TIMELINE}, "subjects": subjects},
-        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(scope, TIMELINE, "timeline"), "spec": {
-            "schedule": TIMELINE_SCHEDULE,
-            "concurrencyPolicy": "Forbid",
-            "jobTemplate": {"spec": {"backoffLimit": 0, "template": {"spec": {
-                "serviceAccountName": TIMELINE,
-                "restartPolicy": "Never",
-                "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
-                "containers": [container],
-            }}}},
-        }},
-    ]
+    rules = [*reader_rules(set(KINDS)),
+             *({"apiGroups": [group], "resources": sorted(plurals), "verbs": ["patch"]}
+               for group, plurals in sorted(writes.items()))]
+    return CronOperation(TIMELINE, "timeline", TIMELINE_SCHEDULE,
+                         ["apply", "/config", "--cluster", cluster.name, "--backend", scope.backend.value, "--at",
+                          "now", "--only-quotas", "--no-prune"],
+                         (Grant(TIMELINE, rules),)).objects(scope)
+
+
+BUDGET = "gpugov-budget"
+BUDGET_SCHEDULE = "*/10 * * * *"  # a spent hold budget stops new admissions within ten minutes
+BUDGET_STATE = f"{BUDGET}-notify-state"  # its own: two CronJobs rewriting one ConfigMap would drop each other's
+
+
+def budget_queues(scope: Scope, objects: list[Object]) -> list[str]:
+    """The tenants' ClusterQueues compile emits for this cluster: those `gpugov budget --apply` reads
+    and may hold or release (cli/budget.py hold_queues). Every tenant's, not only those of a hold budget:
+    a Hold it set must still be released after the budget's action or the budget itself is changed."""
+    return sorted(o["metadata"]["name"] for o in objects
+                  if o["kind"] == "ClusterQueue" and LABEL_TENANT in (o["metadata"].get("labels") or {}))
+
+
+def budget_objects(scope: Scope, objects: list[Object]) -> list[Object]:
+    """The budget CronJob (issue #27): `gpugov budget --apply` with drift's notification settings, its
+    ServiceAccount listing Workloads (the usage ledger needs all of them), getting and patching only the
+    tenants' ClusterQueues by name (stopPolicy), and writing only its own alert-state ConfigMap. None on
+    Volcano or where no declared budget covers a tenant of this cluster."""
+    if scope.backend is not Backend.KUEUE or not any(set(tenants) & set(scope.tenants)
+                                                     for _, _, tenants in scope.model.budget_holders()):
+        return []
+    cluster = scope.cluster
+    rules: list[dict[str, Any]] = [{"apiGroups": [WORKLOAD.group], "resources": [WORKLOAD.plural], "verbs": ["list"]}]
+    queues = budget_queues(scope, objects)
+    if queues:  # never an empty resourceNames: that would be every ClusterQueue
+        rules.append({"apiGroups": [CLUSTER_QUEUE.group], "resources": [CLUSTER_QUEUE.plural], "resourceNames": queues,
+                      "verbs": ["get", "patch"]})
+    state = f"configmap:{cluster.operations_namespace}/{BUDGET_STATE}"
+    return CronOperation(BUDGET, "budget", BUDGET_SCHEDULE,
+                         ["budget", "/config", "--cluster", cluster.name, "--backend", scope.backend.value, "--apply",
+                          "--format", "json"],
+                         (Grant(BUDGET, rules), state_grant(scope, BUDGET_STATE)),
+                         env=({"name": "GPUGOV_NOTIFY_STATE", "value": state},), notify=True).objects(scope)
 
 
 def agent_objects(scope: Scope) -> list[Object]:
@@ -269,4 +303,5 @@ def operations_objects(scope: Scope, objects: list[Object]) -> list[Object]:
               ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
               ("batch/v1", "CronJob")}
     reclaim = reclaim_objects(scope) if scope.backend is Backend.KUEUE else []
-    return [*result, *drift_objects(scope, kinds), *agent, *reclaim, *timeline_objects(scope)]
+    return [*result, *drift_objects(scope, kinds), *agent, *reclaim, *timeline_objects(scope),
+            *budget_objects(scope, objects)]

@@ -36,6 +36,7 @@ from gpugov.declarations.model import (
 from gpugov.declarations.schema import defaulted
 from gpugov.declarations.timeline import build_grant, build_window
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Text
 from gpugov.kube.quantity import parse_quantity
 
 DUPLICATE_NAME = rule(
@@ -150,7 +151,8 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
                 findings.append(
                     make(
                         DUPLICATE_NAME,
-                        f"{kind} '{name}' is declared twice (first at {first.locate(('metadata', 'name'))})",
+                        Text("{kind} '{name}' is declared twice (first at {first})", kind=kind, name=name,
+                             first=first.locate(("metadata", "name"))),
                         doc.locate(("metadata", "name")),
                         first.locate(("metadata", "name")),
                     )
@@ -167,7 +169,8 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
             findings.append(
                 make(
                     DUPLICATE_NAME,
-                    f"only one {kind} may be declared; '{name}' repeats '{items[0][0]}' at {first.locate()}",
+                    Text("only one {kind} may be declared; '{name}' repeats '{first}' at {location}", kind=kind,
+                         name=name, first=items[0][0], location=first.locate()),
                     doc.locate(("metadata", "name")),
                     first.locate(),
                 )
@@ -181,8 +184,8 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
             findings.append(
                 make(
                     DUPLICATE_NAME,
-                    f"AcceleratorModel '{name}' is built in (see `gpugov catalog`); give the declared model another "
-                    "name, or use the built-in one",
+                    Text("AcceleratorModel '{name}' is built in (see `gpugov catalog`); give the declared model "
+                         "another name, or use the built-in one", name=name),
                     doc.locate(("metadata", "name")),
                 )
             )

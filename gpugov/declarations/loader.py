@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.i18n import Text
 from gpugov.yamlpos import UNREADABLE, LoadError, SourceDoc, parse_documents
 
 DECLARATION_DIRS = ("hardware", "policies", "tenants")
@@ -82,7 +83,7 @@ def load_files(files: Iterable[SourceFile]) -> LoadResult:
             result.findings.append(exc.finding)
             continue
         if not docs:
-            result.findings.append(make(EMPTY, "the file holds no YAML documents", Location(source.rel, 1, 1)))
+            result.findings.append(make(EMPTY, Text("the file holds no YAML documents"), Location(source.rel, 1, 1)))
         result.documents.extend(docs)
     return result
 
@@ -92,24 +93,27 @@ def decode(source: SourceFile) -> str:
     rel = source.rel
     if source.size > MAX_FILE_BYTES:
         raise LoadError(
-            make(UNREADABLE, f"file is {source.size} bytes, over the {MAX_FILE_BYTES}-byte limit", Location(rel))
+            make(UNREADABLE, Text("file is {size} bytes, over the {limit}-byte limit", size=source.size,
+                                  limit=MAX_FILE_BYTES), Location(rel))
         )
     raw = source.read()
     wide = wide_encoding(raw)
     if wide:
         encoding, iconv_name = wide
-        message = f"file is {encoding}: declarations must be UTF-8; convert it, e.g. `iconv -f {iconv_name} -t UTF-8`"
+        message = Text("file is {encoding}: declarations must be UTF-8; convert it, e.g. `iconv -f {iconv} -t UTF-8`",
+                       encoding=encoding, iconv=iconv_name)
         raise LoadError(make(UNREADABLE, message, Location(rel)))
     if b"\0" in raw:
-        raise LoadError(make(UNREADABLE, "file is binary (it contains NUL bytes)", Location(rel)))
+        raise LoadError(make(UNREADABLE, Text("file is binary (it contains NUL bytes)"), Location(rel)))
     # A UTF-8 byte-order mark is allowed and dropped here, so that parser positions index the text.
     body = raw.removeprefix(codecs.BOM_UTF8)
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = body[: exc.start].count(b"\n") + 1
+        byte = f"0x{body[exc.start]:02x}"
         raise LoadError(
-            make(UNREADABLE, f"file is not UTF-8 (invalid byte 0x{body[exc.start]:02x})", Location(rel, line, 1))
+            make(UNREADABLE, Text("file is not UTF-8 (invalid byte {byte})", byte=byte), Location(rel, line, 1))
         ) from exc
 
 

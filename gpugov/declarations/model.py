@@ -306,12 +306,21 @@ class GPUPool(Decl):
 
 @dataclass(frozen=True)
 class Budget:
-    """spec.budget of a Tenant or Department (gpugov.usage.budget reads it against the ledger)."""
+    """spec.budget of a Tenant or Department (gpugov.usage.budget reads it against the ledger): in
+    accelerator-hours or, with `cost`, in money (the pools' currency); the schema allows exactly one."""
 
-    accelerator_hours: Decimal
+    accelerator_hours: Decimal | None
     period: str = "month"  # month | week, in UTC
     alerts: tuple[int, ...] = (80, 100)  # percent, sorted
     action: str = "none"  # none | hold (stopPolicy Hold at 100%)
+    cost: Decimal | None = None  # spec.budget.cost: the ledger's cost, in the currency of the holder's pools
+
+    @property
+    def amount(self) -> Decimal:
+        """The budget in its own unit: hours, or money for a cost budget."""
+        amount = self.cost if self.cost is not None else self.accelerator_hours
+        assert amount is not None, "the schema requires acceleratorHours or cost"
+        return amount
 
     @classmethod
     def of(cls, spec: dict[str, Any]) -> Budget | None:
@@ -319,8 +328,12 @@ class Budget:
         budget = spec.get("budget")
         if not isinstance(budget, dict):
             return None
-        return cls(Decimal(str(budget["acceleratorHours"])), budget["period"], tuple(sorted(budget["alerts"])),
-                   budget["action"])
+
+        def number(key: str) -> Decimal | None:
+            return Decimal(str(budget[key])) if key in budget else None
+
+        return cls(number("acceleratorHours"), budget["period"], tuple(sorted(budget["alerts"])), budget["action"],
+                   number("cost"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -435,6 +448,7 @@ class Isolation:
     trusted_groups: tuple[str, ...] = ()
     pod_priority_classes: tuple[str, ...] = ()
     device_runtime_classes: tuple[str, ...] = ()
+    max_termination_grace_seconds: int = 300
 
 
 @dataclass(frozen=True, eq=False)
@@ -599,6 +613,28 @@ class Model:
             current = self.departments.get(current.parent)
         return chain
 
+    def budget_holders(self) -> list[tuple[Holder, Budget, tuple[str, ...]]]:
+        """Every declared budget: (holder, budget, the tenants it covers: the tenant, or every tenant
+        below the department at any depth), tenants before departments, by name."""
+        found: list[tuple[Holder, Budget, tuple[str, ...]]] = []
+        for name, tenant in sorted(self.tenants.items()):
+            if tenant.budget is not None:
+                found.append((Holder("Tenant", name), tenant.budget, (name,)))
+        for name, department in sorted(self.departments.items()):
+            if department.budget is not None:
+                below = tuple(t.name for _, t in sorted(self.tenants.items())
+                              if t.department and (t.department == name or name in self.ancestors(t.department)))
+                found.append((Holder("Department", name), department.budget, below))
+        return found
+
+    def budget_pools(self, tenants: tuple[str, ...]) -> list[GPUPool]:
+        """The declared pools the tenants may spend a budget in: those of their quotas and grants, and
+        of windows that give them quota; by name."""
+        names = {q.pool for t in tenants if t in self.tenants for q in self.tenants[t].quotas}
+        names |= {g.pool for g in self.grants.values() if g.tenant in tenants}
+        names |= {w.pool for w in self.windows.values() if w.recipient.kind == "Tenant" and w.recipient.name in tenants}
+        return [self.pools[n] for n in sorted(names) if n in self.pools]
+
     def root_department(self, department: str) -> str:
         chain = self.ancestors(department)
         return chain[-1] if chain else department
@@ -720,6 +756,7 @@ def _isolation(spec: dict[str, Any]) -> Isolation:
         trusted_groups=tuple(trusted["groups"]),
         pod_priority_classes=tuple(spec["podPriorityClasses"]),
         device_runtime_classes=tuple(spec["deviceRuntimeClasses"]),
+        max_termination_grace_seconds=spec["maxTerminationGracePeriodSeconds"],
     )
 
 

@@ -19,6 +19,7 @@ from gpugov.catalog.spec import ACCELERATOR_MODEL_SPEC, NAME_PATTERN, VNPU_TEMPL
 from gpugov.catalog.suggest import closest
 from gpugov.declarations.loader import SourceDoc
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Joined, Text
 
 if TYPE_CHECKING:  # imported by _full, for the documents that fail: it takes longer to import than most validations
     import jsonschema
@@ -185,6 +186,12 @@ _BUDGET = {
                 "description": "Accelerator-hours admitted per period (a MIG slice or a HAMi vGPU counts as its "
                 "share of a device), from the usage ledger (`gpugov usage`).",
             },
+            "cost": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "Instead of acceleratorHours: money per period, in the currency of the holder's "
+                "pools (GPUPool pricePerAcceleratorHour and currency), the usage ledger's cost of what was admitted.",
+            },
             "period": {
                 "enum": list(BUDGET_PERIODS),
                 "default": "month",
@@ -207,8 +214,10 @@ _BUDGET = {
             },
         }
     ),
-    "required": ["acceleratorHours"],
-    "description": "A GPU-hour budget: alerts at thresholds and an optional hold at 100%.",
+    # exactly one unit: hours or money (_describe words a oneOf from the fields its branches require)
+    "oneOf": [{"required": ["acceleratorHours"]}, {"required": ["cost"]}],
+    "description": "A GPU-hour budget, in accelerator-hours or in money (cost): alerts at thresholds and an "
+    "optional hold at 100%.",
 }
 
 
@@ -259,6 +268,14 @@ _ISOLATION = {
                 "default": ["nvidia", "nvidia-cdi", "nvidia-legacy"],
                 "description": "RuntimeClasses that hand devices to a container through its environment: only a "
                 "workload that requests accelerators (through a queue) may name one.",
+            },
+            "maxTerminationGracePeriodSeconds": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 300,
+                "description": "The longest terminationGracePeriodSeconds a workload that requests accelerators may "
+                "set: when Kueue preempts, reclaims or deactivates it, its pods keep their devices that long, and a "
+                "pod that ignores SIGTERM keeps them to the end.",
             },
         }
     ),
@@ -794,12 +811,13 @@ def _full(kind: str) -> jsonschema.Draft7Validator:
 def check_document(doc: SourceDoc) -> list[Finding]:
     data = doc.data
     if not isinstance(data, dict):
-        return [make(SCHEMA, "a declaration must be a mapping with apiVersion, kind, metadata and spec", doc.locate())]
+        return [make(SCHEMA, Text("a declaration must be a mapping with apiVersion, kind, metadata and spec"),
+                     doc.locate())]
     kind = data.get("kind")
     if kind not in SPECS:
         known = ", ".join(sorted(SPECS))
         where = doc.locate(("kind",)) if "kind" in data else doc.locate()
-        return [make(SCHEMA, f"unknown kind {kind!r} (known kinds: {known})", where)]
+        return [make(SCHEMA, Text("unknown kind {kind} (known kinds: {known})", kind=repr(kind), known=known), where)]
     if _fast(kind).is_valid(data):
         return []
     findings = []
@@ -819,77 +837,87 @@ def _misspelled(error: jsonschema.ValidationError) -> bool:
 
 def _describe(doc: SourceDoc, kind: str, error: jsonschema.ValidationError) -> list[Finding]:
     path = tuple(error.absolute_path)
-    dotted = _dotted(path) or "the document"
+    dotted = _dotted(path) or Text("the document")
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = set(error.schema.get("properties", {}))
         findings = []
         for key in sorted(set(error.instance) - allowed):
             meant = closest(str(key), allowed - set(error.instance))
-            hint = f"did you mean {meant}?; " if meant else ""
-            findings.append(make(SCHEMA, f"unknown field '{key}' in {dotted} of {kind} ({hint}allowed: "
-                                 f"{', '.join(sorted(allowed))})", doc.locate((*path, key), key=True)))
+            fields = {"key": key, "where": dotted, "kind": kind, "meant": meant, "allowed": ", ".join(sorted(allowed))}
+            message = Text("unknown field '{key}' in {where} of {kind} (did you mean {meant}?; allowed: {allowed})",
+                           **fields) if meant else \
+                Text("unknown field '{key}' in {where} of {kind} (allowed: {allowed})", **fields)
+            findings.append(make(SCHEMA, message, doc.locate((*path, key), key=True)))
         return findings
     if error.validator == "required":
         if isinstance(error.instance, dict) and _misspelled(error):
             return []  # the unknown field's finding names it ("did you mean ..."): one error per typo
-        return [make(SCHEMA, f"{dotted}: {error.message}", doc.locate(path))]
+        return [make(SCHEMA, Text("{field}: {error}", field=dotted, error=error.message), doc.locate(path))]
     if error.validator == "anyOf":
-        message = f"{dotted}: {error.instance!r} is not a valid {_anyof_name(error)}"
+        message = Text("{field}: {value} is not a valid {name}", field=dotted, value=repr(error.instance),
+                       name=_anyof_name(error))
         return [make(SCHEMA, message, doc.locate(path))]
+    if error.validator == "oneOf" and all(set(branch) == {"required"} for branch in error.validator_value):
+        fields = Joined(" or ", (name for branch in error.validator_value for name in branch["required"]))
+        return [make(SCHEMA, Text("{field}: give exactly one of {fields}", field=dotted, fields=fields),
+                     doc.locate(path))]
     if error.validator == "propertyNames":
-        return [make(SCHEMA, f"{dotted}: invalid key {error.instance!r}", doc.locate(path))]
+        return [make(SCHEMA, Text("{field}: invalid key {key}", field=dotted, key=repr(error.instance)),
+                     doc.locate(path))]
     if error.validator == "pattern":
         expected = pattern_words(str(error.validator_value))
         if "propertyNames" in list(error.schema_path)[-2:]:  # a mapping's key, not a value
-            message = f"{dotted}: key {error.instance!r} is not {expected}"
+            message = Text("{field}: key {key} is not {expected}", field=dotted, key=repr(error.instance),
+                           expected=expected)
             return [make(SCHEMA, message, doc.locate((*path, error.instance), key=True))]
-        return [make(SCHEMA, f"{dotted}: {error.instance!r} is not {expected}", doc.locate(path))]
-    return [make(SCHEMA, f"{dotted}: {error.message}", doc.locate(path))]
+        return [make(SCHEMA, Text("{field}: {value} is not {expected}", field=dotted, value=repr(error.instance),
+                                  expected=expected), doc.locate(path))]
+    return [make(SCHEMA, Text("{field}: {error}", field=dotted, error=error.message), doc.locate(path))]
 
 
 # What each pattern of the schemas accepts, in words: users read these, never the regex.
-PATTERN_WORDS = {
-    RESOURCE_KEY_PATTERN: (
+PATTERN_WORDS: dict[str, str] = {
+    RESOURCE_KEY_PATTERN: Text(
         "a quota resource: accelerators, cpu, memory, pods, a MIG profile such as 1g.10gb, a vNPU template "
         "such as vir05_1c_16g, or acceleratorMemory / acceleratorCores"
     ),
-    r"^[0-9]+g\.[0-9]+gb([+-][a-z.]+)?$": "a MIG profile name such as 1g.10gb, 3g.40gb or 1g.10gb+me",
-    r"^(@[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?|[^@\s]+@[^@\s]+)$": "a code owner: @user, @org/team or an e-mail address",
-    r"^[0-9]+[smhd]$": "a duration: a whole number followed by s, m, h or d, such as 30m or 7d",
-    r"^https?://[^\s]+$": "a URL starting with http:// or https://, such as http://prometheus.monitoring:9090",
-    r"^\+?([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$": (
+    r"^[0-9]+g\.[0-9]+gb([+-][a-z.]+)?$": Text("a MIG profile name such as 1g.10gb, 3g.40gb or 1g.10gb+me"),
+    r"^(@[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?|[^@\s]+@[^@\s]+)$": Text("a code owner: @user, @org/team or an e-mail address"),
+    r"^[0-9]+[smhd]$": Text("a duration: a whole number followed by s, m, h or d, such as 30m or 7d"),
+    r"^https?://[^\s]+$": Text("a URL starting with http:// or https://, such as http://prometheus.monitoring:9090"),
+    r"^\+?([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$": Text(
         'a Kubernetes quantity such as 8, "500m", "64Gi" or "2Ti"'
     ),
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": (
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": Text(
         "a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit"
     ),
-    NAMESPACE_GLOB_PATTERN: "a namespace name or a pattern of one, '*' matching any run of characters, such as kube-*",
+    NAMESPACE_GLOB_PATTERN: Text("a namespace name or a pattern of one, '*' matching any run of characters, such as kube-*"),
     # AcceleratorModel (gpugov/catalog/spec.py)
-    NAME_PATTERN: "a model name: up to 63 letters, digits, '.', '_' and '-', starting with a letter or digit",
-    VNPU_TEMPLATE_PATTERN: "an Ascend vNPU template name such as vir05_1c_16g",
-    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$": (
+    NAME_PATTERN: Text("a model name: up to 63 letters, digits, '.', '_' and '-', starting with a letter or digit"),
+    VNPU_TEMPLATE_PATTERN: Text("an Ascend vNPU template name such as vir05_1c_16g"),
+    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$": Text(
         "an extended resource name: a domain, '/' and a name, such as nvidia.com/gpu"
     ),
-    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$": (
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$": Text(
         "a label key: a name, optionally after a domain and '/', such as nvidia.com/gpu.product"
     ),
-    r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$": (
+    r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$": Text(
         "a label value: up to 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
     ),
-    r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|[kMGT])?$": 'a size such as 80Gi or 512Mi',
-    r"^[a-z0-9][a-z0-9-]*$": "lower-case letters, digits and '-', starting with a letter or digit, such as nvidia",
-    r"^[A-Z]{3}$": "an ISO 4217 currency code: three upper-case letters, such as USD, EUR or CNY",
-    r"^0x[0-9A-F]{4}$": "a PCI vendor id: 0x and 4 upper-case hex digits, such as 0x10DE",
-    r"^0x[0-9A-F]{8}$": "a PCI id pair: 0x and 8 upper-case hex digits, device then vendor, such as 0x20B210DE",
+    r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|[kMGT])?$": Text('a size such as 80Gi or 512Mi'),
+    r"^[a-z0-9][a-z0-9-]*$": Text("lower-case letters, digits and '-', starting with a letter or digit, such as nvidia"),
+    r"^[A-Z]{3}$": Text("an ISO 4217 currency code: three upper-case letters, such as USD, EUR or CNY"),
+    r"^0x[0-9A-F]{4}$": Text("a PCI vendor id: 0x and 4 upper-case hex digits, such as 0x10DE"),
+    r"^0x[0-9A-F]{8}$": Text("a PCI id pair: 0x and 8 upper-case hex digits, device then vendor, such as 0x20B210DE"),
     # QuotaGrant and QuotaWindow (issue #27)
-    INSTANT_PATTERN: "an RFC 3339 time with its zone, such as 2026-03-01T09:00:00+08:00 or 2026-03-01T01:00:00Z",
-    CLOCK_PATTERN: "a time of day HH:MM on a 24-hour clock, such as 08:00 or 20:30",
+    INSTANT_PATTERN: Text("an RFC 3339 time with its zone, such as 2026-03-01T09:00:00+08:00 or 2026-03-01T01:00:00Z"),
+    CLOCK_PATTERN: Text("a time of day HH:MM on a 24-hour clock, such as 08:00 or 20:30"),
 }
 
 
 def pattern_words(pattern: str) -> str:
     """What a value matching `pattern` looks like, for a finding's message."""
-    return PATTERN_WORDS.get(pattern, "in the form this field expects (`gpugov schema` shows the schemas)")
+    return PATTERN_WORDS.get(pattern, Text("in the form this field expects (`gpugov schema` shows the schemas)"))
 
 
 def _anyof_name(error: jsonschema.ValidationError) -> str:

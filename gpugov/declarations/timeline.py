@@ -30,9 +30,17 @@ from gpugov.declarations.model import (
 )
 from gpugov.declarations.schema import WEEKDAYS
 from gpugov.findings import Locator
+from gpugov.i18n import Text
 
 WEEK = timedelta(days=7)
 HORIZON = timedelta(days=90)  # how far ahead validate checks every boundary
+
+
+def holder_words(holder: Holder) -> Text:
+    """str(holder) (tenant 'a', department 'b') in the reader's language, for a finding's message."""
+    if holder.kind == "Tenant":
+        return Text("tenant '{tenant}'", tenant=holder.name)
+    return Text("department '{department}'", department=holder.name)
 
 
 def parse_instant(text: str) -> datetime | None:

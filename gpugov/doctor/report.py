@@ -9,6 +9,8 @@ from gpugov.app.exit import ExitCode
 from gpugov.doctor.checks import CHECKS, Result, Status
 from gpugov.doctor.facts import SOURCES
 from gpugov.findings.markdown import table
+from gpugov.i18n import _
+from gpugov.i18n.width import ljust
 
 FORMATS = ("text", "json", "markdown")
 
@@ -22,21 +24,29 @@ def exit_code(results: list[Result]) -> ExitCode:
     return ExitCode.OK
 
 
+def _status(status: Status) -> str:
+    """A check's result in the reader's language (JSON keeps `status.value`)."""
+    return {Status.PASS: _("pass"), Status.WARN: _("warn"), Status.FAIL: _("fail"), Status.SKIP: _("skip")}[status]
+
+
 def summary(results: list[Result], where: str) -> str:
     counts = Counter(r.status for r in results)
     incomplete = sum(r.incomplete for r in results)
-    parts = [f"{counts[s]} {s.value}" for s in Status]
-    tail = f" ({incomplete} could not check)" if incomplete else ""
-    return f"{where}: {len(results)} checks: {', '.join(parts)}{tail}"
+    words = {Status.PASS: _("{count} pass"), Status.WARN: _("{count} warn"), Status.FAIL: _("{count} fail"),
+             Status.SKIP: _("{count} skip")}
+    parts = [words[s].format(count=counts[s]) for s in Status]
+    tail = _(" ({count} could not check)").format(count=incomplete) if incomplete else ""
+    return _("{where}: {count} checks: {results}{incomplete}").format(
+        where=where, count=len(results), results=_(", ").join(parts), incomplete=tail)
 
 
 def text(results: list[Result], where: str) -> str:
     width = max((len(r.name) for r in results), default=0)
-    lines = []
+    lines, hint = [], _("hint")
     for r in results:
-        lines.append(f"{r.id} {r.status.value:<4}  {r.name:<{width}}  {r.message}")
+        lines.append(f"{r.id} {ljust(_status(r.status), 4)}  {r.name:<{width}}  {r.message}")
         if r.hint and r.status is not Status.PASS:
-            lines.append(f"{'':<12}{'':<{width}}  hint: {r.hint}")
+            lines.append(f"{'':<12}{'':<{width}}  {hint}: {r.hint}")
     lines.append(summary(results, where))
     return "\n".join(lines) + "\n"
 
@@ -57,9 +67,10 @@ def to_json(results: list[Result], cluster: str, backend: str) -> str:
 
 
 def markdown(results: list[Result], where: str) -> str:
-    icons = {Status.PASS: "✅ pass", Status.WARN: "⚠️ warn", Status.FAIL: "❌ fail", Status.SKIP: "⏭️ skip"}
-    lines = [f"## gpugov doctor: {where}", ""]
-    lines += table(("id", "check", "result", "detail", "hint"),
+    icons = {Status.PASS: "✅", Status.WARN: "⚠️", Status.FAIL: "❌", Status.SKIP: "⏭️"}
+    icons = {status: f"{icon} {_status(status)}" for status, icon in icons.items()}
+    lines = [_("## gpugov doctor: {where}").format(where=where), ""]
+    lines += table((_("id"), _("check"), _("result"), _("detail"), _("hint")),
                    ((r.id, r.name, icons[r.status], r.message, r.hint) for r in results))
     lines += ["", summary(results, where)]
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ from gpugov.declarations.model import Model
 from gpugov.drift.hardware import mig_geometry
 from gpugov.drift.rules import GPU_COUNT, GPU_PRODUCT, MIG_ALLOCATABLE, MIG_STATE
 from gpugov.findings import Finding, make
+from gpugov.i18n import Text
 
 
 def agent_findings(model: Model, objects: list[Object], snapshots: dict[str, dict[str, Any]]) -> list[Finding]:
@@ -34,26 +35,29 @@ def agent_findings(model: Model, objects: list[Object], snapshots: dict[str, dic
         label = f"Node {name}"
         gpus = snapshot.get("gpus") or []
         if len(gpus) != pool.per_node:
-            findings.append(make(GPU_COUNT, f"node {name}: NVML sees {len(gpus)} GPUs, pool {pool.name} declares "
-                                 f"{pool.per_node}", where, object=label, declared=str(pool.per_node),
+            findings.append(make(GPU_COUNT, Text("node {node}: NVML sees {count} GPUs, pool {pool} declares {declared}",
+                                                 node=name, count=len(gpus), pool=pool.name, declared=pool.per_node),
+                                 where, object=label, declared=str(pool.per_node),
                                  live=str(len(gpus))))
         ids = {i.upper() for i in pool.model.pci_device_ids}
         config = patch["metadata"]["labels"].get(MIG_CONFIG_LABEL)
         expected = Counter(geometry.get(config, {})) if config and config != ALL_DISABLED else Counter()
         for gpu in gpus:
-            where_gpu = f"node {name} GPU {gpu.get('index')}"
+            where_gpu = Text("node {node} GPU {index}", node=name, index=gpu.get("index"))
             device = (gpu.get("pci_device_id") or "").upper()
             if ids and device not in ids:
-                findings.append(make(GPU_PRODUCT, f"{where_gpu}: PCI device {device or '?'} ({gpu.get('name')}) is not "
-                                     f"a {pool.model.name}", where, object=label, declared=pool.model.name,
+                findings.append(make(GPU_PRODUCT, Text("{gpu}: PCI device {device} ({name}) is not a {model}",
+                                                       gpu=where_gpu, device=device or "?", name=gpu.get("name"),
+                                                       model=pool.model.name), where, object=label, declared=pool.model.name,
                                      live=str(gpu.get("name"))))
             if gpu.get("mig_pending_change"):
-                findings.append(make(MIG_STATE, f"{where_gpu}: MIG mode change pending a GPU reset", where,
+                findings.append(make(MIG_STATE, Text("{gpu}: MIG mode change pending a GPU reset", gpu=where_gpu), where,
                                      object=label))
             have = Counter(d.get("profile") for d in gpu.get("mig_devices") or [] if d.get("profile"))
             if have != expected:
-                found = ", ".join(f"{n}x{p}" for p, n in sorted(have.items())) or "no MIG devices"
-                wanted = ", ".join(f"{n}x{p}" for p, n in sorted(expected.items())) or "no MIG devices"
-                findings.append(make(MIG_ALLOCATABLE, f"{where_gpu}: NVML sees {found}, layout {config or 'none'} "
-                                     f"declares {wanted}", where, object=label, declared=wanted, live=found))
+                found = ", ".join(f"{n}x{p}" for p, n in sorted(have.items())) or Text("no MIG devices")
+                wanted = ", ".join(f"{n}x{p}" for p, n in sorted(expected.items())) or Text("no MIG devices")
+                findings.append(make(MIG_ALLOCATABLE, Text("{gpu}: NVML sees {found}, layout {layout} declares {wanted}",
+                                                           gpu=where_gpu, found=found, layout=config or Text("none"),
+                                                           wanted=wanted), where, object=label, declared=wanted, live=found))
     return findings

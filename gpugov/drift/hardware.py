@@ -28,6 +28,7 @@ from gpugov.drift.rules import (
     NODE_TAINT,
 )
 from gpugov.findings import Finding, make
+from gpugov.i18n import Text
 from gpugov.kube.quantity import quantities_equal
 
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
@@ -69,41 +70,49 @@ def hardware_findings(model: Model, objects: list[Object], live: LiveState) -> l
         where = source_location(patch)
         node = live.nodes.get(name)
         if node is None:
-            findings.append(make(NODE_MISSING, f"node {name} of pool {pool.name} is not in the cluster", where,
+            findings.append(make(NODE_MISSING, Text("node {node} of pool {pool} is not in the cluster", node=name,
+                                                    pool=pool.name), where,
                                  object=f"Node {name}"))
             continue
         labels = node["metadata"].get("labels") or {}
         status = node.get("status") or {}
         if not _ready(node):
-            findings.append(make(NODE_NOT_READY, f"node {name} of pool {pool.name} is not Ready", where,
+            findings.append(make(NODE_NOT_READY, Text("node {node} of pool {pool} is not Ready", node=name,
+                                                      pool=pool.name), where,
                                  object=f"Node {name}"))
         for key, value in desired_labels.items():
             if labels.get(key) != value:
-                now = "not set" if key not in labels else repr(labels[key])
-                findings.append(make(NODE_LABEL, f"node {name}: label {key} is {now}, declared {value!r}",
+                now = Text("not set") if key not in labels else repr(labels[key])
+                findings.append(make(NODE_LABEL, Text("node {node}: label {key} is {live}, declared {declared}",
+                                                      node=name, key=key, live=now, declared=repr(value)),
                                      where, object=f"Node {name}", declared=value, live=str(labels.get(key))))
         live_taints = {(t.get("key"), t.get("value", ""), t.get("effect")) for t in (node.get("spec") or {}).get(
             "taints") or []}
         for taint in (patch.get("spec") or {}).get("taints", []):
             if (taint["key"], taint.get("value", ""), taint["effect"]) not in live_taints:
-                findings.append(make(NODE_TAINT, f"node {name}: taint {taint['key']}={taint.get('value', '')}:"
-                                     f"{taint['effect']} is missing", where, object=f"Node {name}"))
+                missing = f"{taint['key']}={taint.get('value', '')}:{taint['effect']}"
+                findings.append(make(NODE_TAINT, Text("node {node}: taint {taint} is missing", node=name, taint=missing),
+                                     where, object=f"Node {name}"))
         if pool.model.vendor == "nvidia":
             products = (pool.product_label,) if pool.product_label else pool.model.gfd_products
             product = labels.get("nvidia.com/gpu.product")
             if product not in products:
-                findings.append(make(GPU_PRODUCT, f"node {name}: nvidia.com/gpu.product is {product!r}, pool "
-                                     f"{pool.name} declares {pool.model.name} ({', '.join(products)})", where,
+                findings.append(make(GPU_PRODUCT, Text("node {node}: nvidia.com/gpu.product is {product}, pool {pool} "
+                                                       "declares {model} ({products})", node=name,
+                                                       product=repr(product), pool=pool.name, model=pool.model.name,
+                                                       products=", ".join(products)), where,
                                      object=f"Node {name}", declared=pool.model.name, live=str(product)))
             count = labels.get("nvidia.com/gpu.count")
             if count != str(pool.per_node):
-                findings.append(make(GPU_COUNT, f"node {name}: nvidia.com/gpu.count is {count!r}, pool declares "
-                                     f"{pool.per_node}", where, object=f"Node {name}",
+                findings.append(make(GPU_COUNT, Text("node {node}: nvidia.com/gpu.count is {count}, pool declares "
+                                                     "{declared}", node=name, count=repr(count),
+                                                     declared=pool.per_node), where, object=f"Node {name}",
                                      declared=str(pool.per_node), live=str(count)))
         config = desired_labels.get(MIG_CONFIG_LABEL)
         if config is not None and labels.get(MIG_STATE_LABEL) != "success":
-            findings.append(make(MIG_STATE, f"node {name}: {MIG_STATE_LABEL} is {labels.get(MIG_STATE_LABEL)!r} "
-                                 f"for config {config}", where, object=f"Node {name}",
+            findings.append(make(MIG_STATE, Text("node {node}: {label} is {state} for config {config}", node=name,
+                                                 label=MIG_STATE_LABEL, state=repr(labels.get(MIG_STATE_LABEL)),
+                                                 config=config), where, object=f"Node {name}",
                                  live=str(labels.get(MIG_STATE_LABEL))))
         allocatable = status.get("allocatable") or {}
         vnpu_layout = vnpu_layouts.get((pool.name, name))
@@ -111,7 +120,8 @@ def hardware_findings(model: Model, objects: list[Object], live: LiveState) -> l
             have = allocatable.get(resource, 0)
             if not quantities_equal(have, amount):
                 rule_ = MIG_ALLOCATABLE if config is not None else GPU_COUNT
-                findings.append(make(rule_, f"node {name}: allocatable {resource} is {have}, declared layout "
-                                     f"{config or 'whole GPUs'} gives {amount}", where, object=f"Node {name}",
+                findings.append(make(rule_, Text("node {node}: allocatable {resource} is {have}, declared layout "
+                                                 "{layout} gives {amount}", node=name, resource=resource, have=have,
+                                                 layout=config or Text("whole GPUs"), amount=amount), where, object=f"Node {name}",
                                      declared=str(amount), live=str(have)))
     return findings

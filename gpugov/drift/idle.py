@@ -7,6 +7,7 @@ from gpugov.drift.live import LiveState
 from gpugov.drift.rules import IDLE
 from gpugov.drift.usage import accelerator_requests
 from gpugov.findings import Finding, make
+from gpugov.i18n import Text
 
 
 def idle_findings(live: LiveState, below_percent: float, window: str) -> list[Finding]:
@@ -18,8 +19,9 @@ def idle_findings(live: LiveState, below_percent: float, window: str) -> list[Fi
             continue
         key = (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
         if key in live.gpu_utilisation and live.gpu_utilisation[key] < below_percent:
-            name = "/".join(key)
-            findings.append(make(IDLE, f"pod {name} holds accelerators but used at most "
-                                 f"{live.gpu_utilisation[key]:.1f}% over {window} (threshold {below_percent:g}%)",
-                                 None, object=f"Pod {name}", live=f"{live.gpu_utilisation[key]:.1f}%"))
+            name, used, threshold = "/".join(key), f"{live.gpu_utilisation[key]:.1f}%", f"{below_percent:g}%"
+            findings.append(make(IDLE, Text("pod {pod} holds accelerators but used at most {used} over {window} "
+                                            "(threshold {threshold})", pod=name, used=used, window=window,
+                                            threshold=threshold),
+                                 None, object=f"Pod {name}", live=used))
     return findings

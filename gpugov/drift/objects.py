@@ -21,6 +21,7 @@ from gpugov.declarations.model import Model
 from gpugov.drift.live import LiveState
 from gpugov.drift.rules import OBJECT_CHANGED, OBJECT_MISSING, OBJECT_NOT_DESIRED
 from gpugov.findings import Finding, Location, make
+from gpugov.i18n import Text
 from gpugov.kube.canonical import canonical, with_defaults
 from gpugov.kube.objects import LABEL_TENANT, MANAGED_BY, MANAGER, without_source
 from gpugov.kube.quantity import QuantityError, parse_quantity
@@ -153,7 +154,8 @@ def object_findings(desired: list[Object], live: LiveState, model: Model | None 
         label = f"{kind} {namespace + '/' if namespace else ''}{name}"
         current = live.objects.get(key)
         if current is None:
-            findings.append(make(OBJECT_MISSING, f"{label} is missing", source_location(obj), object=label))
+            findings.append(make(OBJECT_MISSING, Text("{object} is missing", object=label), source_location(obj),
+                                 object=label))
             continue
         view = owned_view(obj)
         diffs = list(differences(canonical(view, kind), canonical(with_defaults(compared_part(current, view)))))
@@ -161,10 +163,12 @@ def object_findings(desired: list[Object], live: LiveState, model: Model | None 
             continue
         path, declared, actual = diffs[0]
         managers = changed_by(current, path)
-        by = f"; changed by {', '.join(managers)}" if managers else ""
-        more = f" (+{len(diffs) - 1} more fields)" if len(diffs) > 1 else ""
+        by = Text("; changed by {managers}", managers=", ".join(managers)) if managers else ""
+        more = Text(" (+{count} more fields)", count=len(diffs) - 1) if len(diffs) > 1 else ""
         findings.append(make(
-            OBJECT_CHANGED, f"{label}: {_text(path)} is {_short(actual)}, declared {_short(declared)}{by}{more}",
+            OBJECT_CHANGED, Text("{object}: {field} is {live}, declared {declared}{changed_by}{more}", object=label,
+                                 field=_text(path), live=_short(actual), declared=_short(declared), changed_by=by,
+                                 more=more),
             quota_location(model, obj, path) or source_location(obj), object=label, field=_text(path), declared=_short(declared), live=_short(actual),
             changed_by=",".join(managers), fields=",".join(_text(d[0]) for d in diffs),
         ))
@@ -173,6 +177,7 @@ def object_findings(desired: list[Object], live: LiveState, model: Model | None 
         if key not in wanted and labels.get(MANAGED_BY) == MANAGER and key[1] != "Node":
             _, kind, namespace, name = key
             label = f"{kind} {namespace + '/' if namespace else ''}{name}"
-            findings.append(make(OBJECT_NOT_DESIRED, f"{label} is labelled managed-by gpugov but no longer declared",
+            findings.append(make(OBJECT_NOT_DESIRED, Text("{object} is labelled managed-by gpugov but no longer "
+                                                          "declared", object=label),
                                  None, object=label))
     return findings

@@ -31,6 +31,7 @@ from gpugov.drift.rules import (
     QUEUE_BYPASS,
 )
 from gpugov.findings import Finding, make
+from gpugov.i18n import Text
 from gpugov.kube.names import KUEUE_ADMITTED_LABEL, KUEUE_QUEUE_LABEL, KUEUE_WORKLOAD_ANNOTATION
 from gpugov.kube.quantity import QuantityError, format_quantity, parse_quantity
 from gpugov.kube.resources import is_accelerator
@@ -101,8 +102,9 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
         tenant = owner_of.get(namespace)
         if tenant is None:
             if namespace not in ignored:
-                findings.append(make(FOREIGN_NAMESPACE, f"pod {name} requests {_amounts(requests)} in namespace "
-                                     f"{namespace}, which belongs to no tenant", None, object=f"Pod {name}"))
+                findings.append(make(FOREIGN_NAMESPACE, Text("pod {pod} requests {amounts} in namespace {namespace}, "
+                                                             "which belongs to no tenant", pod=name,
+                                                             amounts=_amounts(requests), namespace=namespace), None, object=f"Pod {name}"))
             continue
         phase = (pod.get("status") or {}).get("phase")
         if phase == "Running":
@@ -113,14 +115,17 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
         bypass = not went_through_kueue(pod) if backend == "kueue" else (pod.get("spec") or {}).get(
             "schedulerName") != "volcano"
         if bypass:
-            how = f"no {KUEUE_QUEUE_LABEL} label" if backend == "kueue" else "not scheduled by volcano"
-            findings.append(make(QUEUE_BYPASS, f"pod {name} of tenant {tenant} requests {_amounts(requests)} with "
-                                 f"{how}", model.tenants[tenant].name_at(),
+            how = Text("no {label} label", label=KUEUE_QUEUE_LABEL) if backend == "kueue" else \
+                Text("not scheduled by volcano")
+            findings.append(make(QUEUE_BYPASS, Text("pod {pod} of tenant {tenant} requests {amounts} with {how}",
+                                                    pod=name, tenant=tenant, amounts=_amounts(requests), how=how),
+                                 model.tenants[tenant].name_at(),
                                  object=f"Pod {name}"))
         pool = node_pool.get((pod.get("spec") or {}).get("nodeName", ""))
         if pool is not None and pool not in pools_of[tenant]:
-            findings.append(make(POOL_WITHOUT_QUOTA, f"pod {name} of tenant {tenant} runs in pool {pool}, where "
-                                 "the tenant has no quota", None, object=f"Pod {name}"))
+            findings.append(make(POOL_WITHOUT_QUOTA, Text("pod {pod} of tenant {tenant} runs in pool {pool}, where "
+                                                          "the tenant has no quota", pod=name, tenant=tenant,
+                                                          pool=pool), None, object=f"Pod {name}"))
     for tenant, amounts in sorted(used.items()):
         ceiling = ceilings.get(tenant, {})
         for resource, amount in sorted(amounts.items()):
@@ -129,15 +134,19 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
                 continue
             if _each_started_within_its_quota(model, tenant, resource, starts[tenant], cluster, backend):
                 since = min(start for start, _ in starts[tenant])
-                findings.append(make(HELD_FROM_HIGHER_QUOTA, f"tenant {tenant}: running pods request "
-                                     f"{format_quantity(amount)} {resource}, its quota allows {format_quantity(limit)} "
-                                     f"now; each started within the quota of its time (the first at "
-                                     f"{_rfc3339(since)})",
+                findings.append(make(HELD_FROM_HIGHER_QUOTA, Text("tenant {tenant}: running pods request {amount} "
+                                                                  "{resource}, its quota allows {limit} now; each "
+                                                                  "started within the quota of its time (the first at "
+                                                                  "{since})", tenant=tenant,
+                                                                  amount=format_quantity(amount), resource=resource,
+                                                                  limit=format_quantity(limit), since=_rfc3339(since)),
                                      model.tenants[tenant].at("quotas"), object=f"Tenant {tenant}",
                                      declared=format_quantity(limit), live=format_quantity(amount)))
             else:
-                findings.append(make(OVER_QUOTA, f"tenant {tenant}: running pods request {format_quantity(amount)} "
-                                     f"{resource}, its quota allows at most {format_quantity(limit)}",
+                findings.append(make(OVER_QUOTA, Text("tenant {tenant}: running pods request {amount} {resource}, its "
+                                                      "quota allows at most {limit}", tenant=tenant,
+                                                      amount=format_quantity(amount), resource=resource,
+                                                      limit=format_quantity(limit)),
                                      model.tenants[tenant].at("quotas"), object=f"Tenant {tenant}",
                                      declared=format_quantity(limit), live=format_quantity(amount)))
     findings.extend(queue_status_findings(live))
@@ -185,12 +194,14 @@ def queue_status_findings(live: LiveState) -> list[Finding]:
         status = obj.get("status") or {}
         pending = status.get("pendingWorkloads") or 0
         if pending:
-            findings.append(make(PENDING, f"ClusterQueue {name}: {pending} pending workloads", None,
+            findings.append(make(PENDING, Text("ClusterQueue {queue}: {count} pending workloads", queue=name,
+                                               count=pending), None,
                                  object=f"ClusterQueue {name}", live=str(pending)))
         for flavor in status.get("flavorsUsage") or []:
             for resource in flavor.get("resources") or []:
                 borrowed = resource.get("borrowed")
                 if borrowed and parse_quantity(borrowed) > 0:
-                    findings.append(make(BORROWING, f"ClusterQueue {name}: borrows {borrowed} {resource['name']} in "
-                                         f"flavor {flavor['name']}", None, object=f"ClusterQueue {name}"))
+                    findings.append(make(BORROWING, Text("ClusterQueue {queue}: borrows {amount} {resource} in flavor "
+                                                         "{flavor}", queue=name, amount=borrowed,
+                                                         resource=resource["name"], flavor=flavor["name"]), None, object=f"ClusterQueue {name}"))
     return findings

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from gpugov.findings import Finding, Level
 from gpugov.findings.markdown import table
-from gpugov.i18n import _
+from gpugov.i18n import _, localized, ngettext
 
 FORMATS = ("text", "json", "github", "markdown")
 
@@ -16,19 +16,22 @@ FORMATS = ("text", "json", "github", "markdown")
 def summary(findings: list[Finding]) -> str:
     counts = Counter(f.level for f in findings)
     errors, warnings, infos = counts[Level.ERROR], counts[Level.WARNING], counts[Level.INFO]
-    text = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
-    return text + (f", {infos} info" if infos else "")
+    # the words of the chat messages' summary (gpugov.notify.message): one catalogue entry each
+    text = ngettext("{n} error", "{n} errors", errors).format(n=errors) + _(", ") + \
+        ngettext("{n} warning", "{n} warnings", warnings).format(n=warnings)
+    return text + (_(", ") + ngettext("{n} info", "{n} info", infos).format(n=infos) if infos else "")
 
 
 def _checked(files: int, checked: str | None) -> str:
-    return checked or f"{files} file{'s' * (files != 1)} checked"
+    """What was checked (a Text from drift: told in the reader's language; JSON keeps the English)."""
+    return localized(checked) if checked else ngettext("{n} file checked", "{n} files checked", files).format(n=files)
 
 
 def text(findings: list[Finding], files: int, checked: str | None = None, title: str = "gpugov validate") -> str:
     lines, hint = [], _("hint")
     for f in findings:
         where = f"{f.location}: " if f.location else ""
-        lines.append(f"{where}{f.level.value}: {f.message} [{f.rule}]")
+        lines.append(f"{where}{f.level.value}: {localized(f.message)} [{f.rule}]")  # JSON keeps the English
         if f.hint:  # a rule's hint, in the reader's language (JSON keeps the English)
             lines.append(f"  {hint}: {_(f.hint)}")
     lines.append(f"{_checked(files, checked)}: {summary(findings)}")
@@ -66,7 +69,7 @@ def github(findings: list[Finding], files: int, checked: str | None = None, titl
             if f.location.line:
                 props.insert(1, f"line={f.location.line}")
                 props.insert(2, f"col={f.location.col}")
-        message = f.message + (f" ({hint}: {_(f.hint)})" if f.hint else "")
+        message = localized(f.message) + (f" ({hint}: {_(f.hint)})" if f.hint else "")
         command = "notice" if f.level is Level.INFO else f.level.value
         lines.append(f"::{command} {','.join(props)}::{_escape_data(message)}")
     lines.append(f"{_checked(files, checked)}: {summary(findings)}")
@@ -80,7 +83,8 @@ def markdown(findings: list[Finding], files: int, checked: str | None = None, ti
         f"**{title}**: {_checked(files, checked)}, {summary(findings)}.",
         "",
         *table(("level", "location", "rule", "message"),
-               ((f.level.value, f"`{f.location}`" if f.location else "", f.rule, f.message) for f in findings)),
+               ((f.level.value, f"`{f.location}`" if f.location else "", f.rule, localized(f.message))
+                for f in findings)),
     ]
     return "\n".join(lines) + "\n"
 

@@ -5,12 +5,22 @@
 
 URLs and secrets come from GPUGOV_* variables or a --notify-config file and never appear in
 messages, results, exceptions or logs.
+
+Names are imported lazily (PEP 562): gpugov's parser registers `gpugov notify` and the --notify
+options of every command from gpugov.notify.cli, and must not pay for the sinks, HTTP and the
+deduplication store to print --help.
 """
 
-from gpugov.notify.config import NotifyConfigError, build_sinks
-from gpugov.notify.dispatch import NotifyResult, SinkOutcome, notify
-from gpugov.notify.sinks import Sink
-from gpugov.notify.transport import RetryPolicy, SendError, Transport
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpugov.notify.config import NotifyConfigError, build_sinks
+    from gpugov.notify.dispatch import NotifyResult, SinkOutcome, notify
+    from gpugov.notify.sinks import Sink
+    from gpugov.notify.transport import RetryPolicy, SendError, Transport
 
 __all__ = [
     "NotifyConfigError",
@@ -23,3 +33,20 @@ __all__ = [
     "build_sinks",
     "notify",
 ]
+_HOMES = {
+    "NotifyConfigError": "gpugov.notify.config",
+    "build_sinks": "gpugov.notify.config",
+    "NotifyResult": "gpugov.notify.dispatch",
+    "SinkOutcome": "gpugov.notify.dispatch",
+    "notify": "gpugov.notify.dispatch",
+    "Sink": "gpugov.notify.sinks",
+    "RetryPolicy": "gpugov.notify.transport",
+    "SendError": "gpugov.notify.transport",
+    "Transport": "gpugov.notify.transport",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)

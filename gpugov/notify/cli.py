@@ -7,21 +7,25 @@ GPUGOV_SLACK_WEBHOOK_URL=... gpugov notify report.json --notify slack --title "g
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping
-from datetime import timedelta
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gpugov.app.exit import ExitCode
-from gpugov.findings import Finding, Level, Location
-from gpugov.notify.config import NotifyConfigError, build_sinks, spec_help
-from gpugov.notify.dedup import StateStore
-from gpugov.notify.dispatch import DEFAULT_WINDOW, NotifyResult, notify
-from gpugov.notify.transport import Transport
+
+# Import-light on purpose: every command's --notify options are registered from here before any
+# command runs; the sinks, HTTP and the deduplication store are imported when a command sends.
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import timedelta
+
+    from gpugov.findings import Finding
+    from gpugov.notify.dedup import StateStore
+    from gpugov.notify.dispatch import NotifyResult
+    from gpugov.notify.transport import Transport
 
 CONFIGMAP_STATE = "configmap:"  # --notify-state configmap:NAMESPACE/NAME (drift: the CronJob keeps no files)
 NOTIFY_ENV = "GPUGOV_NOTIFY"  # the sinks, where --notify is not given (the drift CronJob's Secret)
@@ -31,6 +35,8 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 def parse_duration(text: str) -> timedelta:
     """Parse "24h", "90m", "1h30m" or "7d"."""
+    from datetime import timedelta
+
     compact = text.strip().lower()
     if not compact or _DURATION.sub("", compact):
         raise argparse.ArgumentTypeError(f"bad duration {text!r}: use e.g. 24h, 90m, 1h30m, 7d")
@@ -44,15 +50,24 @@ def default_state_file(env: Mapping[str, str]) -> Path:
     return base / "gpugov" / "notify-state.json"
 
 
+class _SinksAction(argparse._AppendAction):
+    """--notify, whose help ends with the sinks and their formats: read from the sinks (HTTP,
+    signing, messages) only when the help is printed, never to build the parser."""
+
+    @property  # type: ignore[override]
+    def help(self) -> str:
+        from gpugov.notify.config import spec_help
+
+        return f"send the findings to SINK (repeatable or comma-separated; default ${NOTIFY_ENV}); {spec_help()}"
+
+    @help.setter
+    def help(self, _text: str | None) -> None:
+        pass  # argparse.Action sets help; the text is the property's
+
+
 def add_arguments(parser: argparse.ArgumentParser, required: bool = False) -> None:
     group = parser.add_argument_group("notifications")
-    group.add_argument(
-        "--notify",
-        action="append",
-        metavar="SINK",
-        required=required,
-        help=f"send the findings to SINK (repeatable or comma-separated; default ${NOTIFY_ENV}); {spec_help()}",
-    )
+    group.add_argument("--notify", action=_SinksAction, metavar="SINK", required=required)
     group.add_argument(
         "--notify-config",
         type=Path,
@@ -68,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser, required: bool = False) -> No
     group.add_argument(
         "--notify-window",
         type=parse_duration,
-        default=DEFAULT_WINDOW,
+        default="24h",  # argparse parses a string default with `type`: gpugov.notify.dispatch.DEFAULT_WINDOW
         metavar="DURATION",
         help="do not resend an unchanged set of findings within DURATION (default 24h)",
     )
@@ -90,6 +105,9 @@ def notify_from_args(
     specs = args.notify or ([env[NOTIFY_ENV]] if env.get(NOTIFY_ENV, "").strip() else [])
     if not specs:
         return None
+    from gpugov.notify.config import build_sinks
+    from gpugov.notify.dispatch import notify
+
     sinks = build_sinks(specs, env, args.notify_config, transport=transport)
     return notify(findings, sinks, state_store(args.notify_state, env, configmap), args.notify_window, title)
 
@@ -100,6 +118,8 @@ def state_store(spec: Path | str | None, env: Mapping[str, str],
     `configmap` (drift, which has a cluster) `configmap:NAMESPACE/NAME`."""
     text = str(spec) if spec is not None else env.get("GPUGOV_NOTIFY_STATE", "")
     if text.startswith(CONFIGMAP_STATE):
+        from gpugov.notify.config import NotifyConfigError
+
         if configmap is None:
             raise NotifyConfigError(f"notify state {text}: only gpugov drift keeps it in a ConfigMap; use a file")
         return configmap(text.removeprefix(CONFIGMAP_STATE))
@@ -117,6 +137,10 @@ def print_result(result: NotifyResult, stream: TextIO | None = None) -> None:
 
 def load_findings(text: str) -> list[Finding]:
     """Findings from `gpugov validate --format json` (or a bare list of finding objects)."""
+    import json
+
+    from gpugov.findings import Finding, Level, Location
+
     data = json.loads(text)
     items = data.get("findings") if isinstance(data, dict) else data
     if not isinstance(items, list):
@@ -150,6 +174,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def cmd_notify(
     args: argparse.Namespace, env: Mapping[str, str] | None = None, transport: Transport | None = None
 ) -> ExitCode:
+    from gpugov.notify.config import NotifyConfigError, build_sinks
+    from gpugov.notify.dispatch import notify
+
     try:
         text = sys.stdin.read() if args.report == "-" else Path(args.report).read_text(encoding="utf-8")
         findings = load_findings(text)

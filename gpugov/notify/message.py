@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from gpugov.findings import Finding, Level
-from gpugov.i18n import Translator, _, ngettext
+from gpugov.i18n import Translator, _, localized, ngettext
 
 TITLE_LIMIT = 100
 LINE_LIMIT = 300  # one finding; a long message must not crowd out the others
@@ -70,7 +70,8 @@ def where(finding: Finding) -> str:
 def finding_line(finding: Finding, limit: int = LINE_LIMIT, tr: Translator = ENGLISH) -> str:
     """`[error] GG012 tenants/ml.yaml:4:3: quota exceeds pool` on one line."""
     place = where(finding)
-    text = f"[{level_word(finding.level, tr)}] {finding.rule} " + (f"{place}: " if place else "") + finding.message
+    message = localized(finding.message, tr)  # a finding read back from a JSON report is English already
+    text = f"[{level_word(finding.level, tr)}] {finding.rule} " + (f"{place}: " if place else "") + message
     return clip(" ".join(text.split()), limit)
 
 

@@ -113,10 +113,12 @@ def _reclaim() -> dict[str, Field]:
     }
     return {f"spec.reclaim.{name}": entry for name, entry in fields.items()}
 
-# spec.budget (Tenant and Department): more hours, a longer period, fewer alerts or no hold give more.
-# Removing the whole budget is a change of each of its fields (fields.py walks leaves).
+# spec.budget (Tenant and Department): more hours or money, a longer period, fewer alerts or no hold give
+# more. Removing the whole budget is a change of each of its fields (fields.py walks leaves); an amount
+# unset is no limit (up-or-unset), so dropping a budget, or moving it from one unit to the other, is asked.
 _BUDGET = {
-    "spec.budget.acceleratorHours": widens("up", QUOTA_RAISED),
+    "spec.budget.acceleratorHours": widens("up-or-unset", QUOTA_RAISED),
+    "spec.budget.cost": widens("up-or-unset", QUOTA_RAISED),
     "spec.budget.period": widens("changed", GUARDRAIL_LOOSENED),  # month <-> week: more hours a month, or sooner back
     "spec.budget.alerts": widens("removed", GUARDRAIL_LOOSENED),
     "spec.budget.action": widens("changed", GUARDRAIL_LOOSENED),  # hold -> none lets admissions run on
@@ -184,6 +186,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         "spec.isolation.trustedControllers.groups": widens("added", GUARDRAIL_LOOSENED),
         "spec.isolation.podPriorityClasses": widens("changed", GUARDRAIL_LOOSENED),
         "spec.isolation.deviceRuntimeClasses": widens("changed", GUARDRAIL_LOOSENED),
+        "spec.isolation.maxTerminationGracePeriodSeconds": widens("up", GUARDRAIL_LOOSENED),
         **_reclaim(),
     },
     "Cluster": {

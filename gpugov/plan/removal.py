@@ -15,42 +15,40 @@ object differently:
 
 from __future__ import annotations
 
+from gpugov.i18n import Text
+
 PATHS = ("gpugov apply", "Pulumi", "Argo CD / Flux")
 OBJECT, NAMESPACE, NODE = "object", "Namespace", "Node"
 KEPT_KINDS = (NAMESPACE, NODE)  # plan marks these "retain": no path should delete them
 
+# Texts: English in plan's JSON, the reader's language in its markdown and text (issue #30).
 WHAT_EACH_PATH_DOES: dict[str, dict[str, str]] = {
     OBJECT: {
-        "gpugov apply": "deletes them (prune: they carry gpugov's managed-by label and are no longer declared); a "
-        "ClusterQueue first gets stopPolicy HoldAndDrain",
-        "Pulumi": "deletes the resources its stack created",
-        "Argo CD / Flux": "deletes them only when the sync prunes (Argo CD: prune enabled; Flux: spec.prune: true); "
-        "otherwise they stay in the cluster, unmanaged",
+        "gpugov apply": Text("deletes them (prune: they carry gpugov's managed-by label and are no longer declared); a "
+        "ClusterQueue first gets stopPolicy HoldAndDrain"),
+        "Pulumi": Text("deletes the resources its stack created"),
+        "Argo CD / Flux": Text("deletes them only when the sync prunes (Argo CD: prune enabled; Flux: spec.prune: true); "
+        "otherwise they stay in the cluster, unmanaged"),
     },
     NAMESPACE: {
-        "gpugov apply": "keeps them and their workloads; removes gpugov's labels and annotations",
-        "Pulumi": "keeps them (retainOnDelete) and drops them from the stack; gpugov's labels stay",
-        "Argo CD / Flux": "keeps them: gpugov marks every tenant namespace argocd.argoproj.io/sync-options: "
+        "gpugov apply": Text("keeps them and their workloads; removes gpugov's labels and annotations"),
+        "Pulumi": Text("keeps them (retainOnDelete) and drops them from the stack; gpugov's labels stay"),
+        "Argo CD / Flux": Text("keeps them: gpugov marks every tenant namespace argocd.argoproj.io/sync-options: "
         "Prune=false and kustomize.toolkit.fluxcd.io/prune: disabled, so a pruning sync leaves them and their "
-        "workloads",
+        "workloads"),
     },
     NODE: {
-        "gpugov apply": "keeps the nodes; removes gpugov's labels and annotations and the taints it recorded in "
-        "gpugov.io/taints",
-        "Pulumi": "deletes their NodePatches, which withdraws the labels and taints those patches applied; the Nodes "
-        "stay",
-        "Argo CD / Flux": "nothing: node patches are not in the kustomization (kubectl apply --server-side of "
+        "gpugov apply": Text("keeps the nodes; removes gpugov's labels and annotations and the taints it recorded in "
+        "gpugov.io/taints"),
+        "Pulumi": Text("deletes their NodePatches, which withdraws the labels and taints those patches applied; the Nodes "
+        "stay"),
+        "Argo CD / Flux": Text("nothing: node patches are not in the kustomization (kubectl apply --server-side of "
         "nodes/ never removes one), so the nodes keep gpugov's labels and taints until `gpugov apply` releases them "
-        "or they are removed by hand",
+        "or they are removed by hand"),
     },
 }
 
 PLURAL = {OBJECT: "objects", NAMESPACE: "namespaces", NODE: "nodes"}
-
-
-def counted(cat: str, count: int) -> str:
-    """'1 node', '2 nodes'."""
-    return f"{count} {PLURAL[cat] if count != 1 else PLURAL[cat][:-1]}"
 
 
 def category(kind: str) -> str:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from gpugov.i18n import _, localized, ngettext
 from gpugov.kube.quantity import format_quantity
 from gpugov.kube.resources import is_accelerator
 from gpugov.plan.changes import QUOTA_FIELDS, Move, Plan, QuotaChange, WeightChange
-from gpugov.plan.removal import PATHS, PLURAL, counted
+from gpugov.plan.removal import NAMESPACE, NODE, PATHS, PLURAL
 from gpugov.plan.timeline import markdown_rows
 
 MARKER = "<!-- gpugov-plan -->"  # lets the workflow find and update its one sticky comment
@@ -43,9 +44,11 @@ def _unassigned(row: Any) -> str:
     before = row.capacity_before - row.guaranteed_before
     if not is_accelerator(row.resource) or after <= 0 or after <= before:
         return ""
-    return (f"**unassigned**: {_q(after)} of {_q(row.capacity_after)} {row.resource} of pool {row.pool} are in "
-            f"nobody's nominal quota after this change (before: {_q(max(before, Decimal(0)))}), and Kueue admits "
-            "nothing onto them: give them to a department as shared quota or to a tenant")
+    return _("**unassigned**: {free} of {capacity} {resource} of pool {pool} are in nobody's nominal quota after "
+             "this change (before: {before}), and Kueue admits nothing onto them: give them to a department as "
+             "shared quota or to a tenant").format(free=_q(after), capacity=_q(row.capacity_after),
+                                                   resource=row.resource, pool=row.pool,
+                                                   before=_q(max(before, Decimal(0))))
 
 
 def _capacity_delta(before: dict[str, Decimal], after: dict[str, Decimal]) -> str:
@@ -57,43 +60,61 @@ def _capacity_delta(before: dict[str, Decimal], after: dict[str, Decimal]) -> st
     return ", ".join(parts)
 
 
+def _holder(holder: str) -> str:
+    """"tenant" or "department" in the reader's language (the markdown's; the text output keeps the word)."""
+    return {"tenant": _("tenant"), "department": _("department")}.get(holder, holder)
+
+
 def _move(move: Move) -> str:
-    return f"{move.holder} `{move.name}`: {move.field} {move.before or 'none'} → {move.after or 'none'}"
+    field = {"department": _("department"), "parent": _("parent")}.get(move.field, move.field)
+    none = _("none")
+    return f"{_holder(move.holder)} `{move.name}`: {field} {move.before or none} → {move.after or none}"
 
 
 def _weight(change: WeightChange) -> str:
-    before = "new" if change.new else str(change.before or 1)
-    return f"{change.holder} `{change.name}`: fairSharing weight {before} → {change.after or 1}"
+    before = _("new") if change.new else str(change.before or 1)
+    return _("{holder} `{name}`: fairSharing weight {before} → {after}").format(
+        holder=_holder(change.holder), name=change.name, before=before, after=change.after or 1)
+
+
+def _object_counts(counts: dict[str, int]) -> str:
+    """"2 to create, 1 to delete": each action's words a message of its own, so a language may reorder."""
+    words = {"create": _("{n} to create"), "label": _("{n} to label"), "update": _("{n} to update"),
+             "replace": _("{n} to replace"), "delete": _("{n} to delete"), "retain": _("{n} to retain")}
+    return _(", ").join(words[a].format(n=n) for a, n in counts.items() if n)
 
 
 def markdown(plan: Plan) -> str:
-    out = [MARKER, f"### gpugov plan: `{plan.base}` → `{plan.head}`", ""]
+    out = [MARKER, _("### gpugov plan: `{base}` → `{head}`").format(base=plan.base, head=plan.head), ""]
     if plan.empty and not plan.priorities and not plan.risks:
-        out.append("No change to tenants, quotas, pools or cluster objects.")
+        out.append(_("No change to tenants, quotas, pools or cluster objects."))
         return "\n".join(out) + "\n"
     if plan.risks:
-        out.append(f"**Risks ({len(plan.risks)})**")
-        out.extend(f"- **{risk.id}** ({risk.rule}): {risk.message}" for risk in plan.risks)
+        out.append(_("**Risks ({count})**").format(count=len(plan.risks)))
+        out.extend(f"- **{risk.id}** ({risk.rule}): {localized(risk.message)}" for risk in plan.risks)
     else:
-        out.append("**No risks found.**")
+        out.append(_("**No risks found.**"))
     out.append("")
     who = []
-    for label, names in (("Tenants added", plan.tenants_added), ("Tenants removed", plan.tenants_removed),
-                         ("Departments added", plan.departments_added),
-                         ("Departments removed", plan.departments_removed)):
+    for label, names in ((_("Tenants added: {names}"), plan.tenants_added),
+                         (_("Tenants removed: {names}"), plan.tenants_removed),
+                         (_("Departments added: {names}"), plan.departments_added),
+                         (_("Departments removed: {names}"), plan.departments_removed)):
         if names:
-            who.append(f"{label}: {', '.join(f'`{n}`' for n in names)}")
+            who.append(label.format(names=", ".join(f"`{n}`" for n in names)))
     if who:
-        out.extend(["; ".join(who), ""])
+        out.extend([_("; ").join(who), ""])
     if plan.quotas:
-        out += ["**Quota changes**", "", "| who | pool | resource | nominal | borrowing limit | lending limit |",
+        out += [_("**Quota changes**"), "", _row(_("who"), _("pool"), _("resource"), _("nominal"),
+                                                  _("borrowing limit"), _("lending limit")),
                 "|---|---|---|---|---|---|"]
         for c in plan.quotas:
             cells = " | ".join(_cell(c, f) for f in QUOTA_FIELDS)
-            out.append(f"| {c.holder} `{c.name}` | {c.pool} | {c.resource} | {cells} |")
+            out.append(f"| {_holder(c.holder)} `{c.name}` | {c.pool} | {c.resource} | {cells} |")
         out.append("")
     if plan.capacity:
-        out += ["**Guaranteed quota against capacity**", "", "| pool | resource | before | after |", "|---|---|---|---|"]
+        out += [_("**Guaranteed quota against capacity**"), "",
+                _row(_("pool"), _("resource"), _("before"), _("after")), "|---|---|---|---|"]
         for r in plan.capacity:
             out.append(f"| {r.pool} | {r.resource} | {_fraction(r.guaranteed_before, r.capacity_before)} | "
                        f"{_fraction(r.guaranteed_after, r.capacity_after)} |")
@@ -101,61 +122,80 @@ def markdown(plan: Plan) -> str:
         out += [f"- {_unassigned(r)}" for r in plan.capacity if _unassigned(r)]
         out += [""] if any(_unassigned(r) for r in plan.capacity) else []
     if plan.pools:
-        out += ["**Pools**", ""]
+        out += [_("**Pools**"), ""]
+        statuses = {"added": _("added"), "removed": _("removed"), "changed": _("changed")}
+        sep = _("; ")
         for p in plan.pools:
             detail = []
             if p.nodes_added:
-                detail.append(f"nodes added: {', '.join(p.nodes_added)}")
+                detail.append(_("nodes added: {nodes}").format(nodes=", ".join(p.nodes_added)))
             if p.nodes_removed:
-                detail.append(f"nodes removed: {', '.join(p.nodes_removed)}")
+                detail.append(_("nodes removed: {nodes}").format(nodes=", ".join(p.nodes_removed)))
             capacity = _capacity_delta(p.capacity_before, p.capacity_after)
             if capacity:
-                detail.append(f"capacity: {capacity}")
-            out.append(f"- `{p.pool}` {p.status}" + (f" ({'; '.join(detail)})" if detail else ""))
+                detail.append(_("capacity: {change}").format(change=capacity))
+            out.append(f"- `{p.pool}` {statuses.get(p.status, p.status)}" + (f" ({sep.join(detail)})" if detail else ""))
         out.append("")
     if plan.mig:
-        out += ["**MIG reconfiguration** (nodes are drained while mig-manager applies the new geometry)", "",
-                "| cluster | node | before | after | why |", "|---|---|---|---|---|"]
+        out += [_("**MIG reconfiguration** (nodes are drained while mig-manager applies the new geometry)"), "",
+                _row(_("cluster"), _("node"), _("before"), _("after"), _("why")), "|---|---|---|---|---|"]
         out += [f"| {m.cluster} | {m.node} | {m.before or '-'} | {m.after or '-'} | {m.reason} |" for m in plan.mig]
         out.append("")
     if plan.priorities:
-        out += ["**Priority classes**", ""]
-        out += [f"- `{p.name}`: {p.before or 'absent'} → {p.after or 'absent'}" for p in plan.priorities]
+        out += [_("**Priority classes**"), ""]
+        absent = _("absent")
+        out += [f"- `{p.name}`: {p.before or absent} → {p.after or absent}" for p in plan.priorities]
         out.append("")
     if plan.moves or plan.weights:
-        out += ["**Departments and fair sharing**", ""]
+        out += [_("**Departments and fair sharing**"), ""]
         out += [f"- {_move(m)}" for m in plan.moves] + [f"- {_weight(w)}" for w in plan.weights]
         out.append("")
     if plan.objects:
         counts = {a: sum(1 for o in plan.objects if o.action == a) for a in ("create", "label", "update", "replace", "delete", "retain")}
-        summary = ", ".join(f"{n} to {a}" for a, n in counts.items() if n)
-        out += [f"<details><summary>Object changes: {summary}</summary>", "",
-                "| cluster | action | kind | name | fields |", "|---|---|---|---|---|"]
+        summary = _("Object changes: {summary}").format(summary=_object_counts(counts))
+        out += [f"<details><summary>{summary}</summary>", "",
+                _row(_("cluster"), _("action"), _("kind"), _("name"), _("fields")), "|---|---|---|---|---|"]
         for o in plan.objects[:MAX_OBJECT_ROWS]:
             name = f"{o.namespace}/{o.name}" if o.namespace else o.name
             out.append(f"| {o.cluster} | {o.action} | {o.kind} | {name} | {', '.join(o.fields)} |")
         if len(plan.objects) > MAX_OBJECT_ROWS:
-            out.append(f"| | | | … {len(plan.objects) - MAX_OBJECT_ROWS} more | |")
+            more = _("… {count} more").format(count=len(plan.objects) - MAX_OBJECT_ROWS)
+            out.append(f"| | | | {more} | |")
         out += ["", "</details>", ""]
     out += markdown_rows(plan.timeline)
     if plan.removals:
-        out += ["**What removing them does**, per deploy path", ""]
+        out += [_("**What removing them does**, per deploy path"), ""]
         for removal in plan.removals:
-            out.append(f"- {counted(removal.category, len(removal.names))} ({_names(removal.names)}):")
-            out += [f"  - {path}: {removal.paths[path]}" for path in PATHS]
+            out.append(f"- {_counted(removal.category, len(removal.names))} ({_names(removal.names)}):")
+            out += [f"  - {path}: {localized(removal.paths[path])}" for path in PATHS]
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
 def _names(names: tuple[str, ...], shown: int = 8) -> str:
     listed = ", ".join(f"`{n}`" for n in names[:shown])
-    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
+    return listed + (_(" and {count} more").format(count=len(names) - shown) if len(names) > shown else "")
+
+
+def _counted(category: str, count: int) -> str:
+    """'1 node', '2 nodes' (gpugov.plan.removal.counted) in the reader's language."""
+    if category == NAMESPACE:
+        return ngettext("{n} namespace", "{n} namespaces", count).format(n=count)
+    if category == NODE:
+        return ngettext("{n} node", "{n} nodes", count).format(n=count)
+    return ngettext("{n} object", "{n} objects", count).format(n=count)
+
+
+def _row(*cells: str) -> str:
+    """A markdown table's header row."""
+    return "| " + " | ".join(cells) + " |"
 
 
 def text(plan: Plan) -> str:
-    out = [f"gpugov plan: {plan.base} -> {plan.head}"]
-    out += [f"RISK {r.id} ({r.rule}): {r.message}" for r in plan.risks]
-    out += [f"tenant added: {n}" for n in plan.tenants_added] + [f"tenant removed: {n}" for n in plan.tenants_removed]
+    out = [_("gpugov plan: {base} -> {head}").format(base=plan.base, head=plan.head)]
+    out += [f"RISK {r.id} ({r.rule}): {localized(r.message)}" for r in plan.risks]
+    added, removed = _("tenant added: {name}"), _("tenant removed: {name}")
+    out += [added.format(name=n) for n in plan.tenants_added] + [removed.format(name=n) for n in plan.tenants_removed]
     for c in plan.quotas:
         fields = ", ".join(f"{f.replace('_', ' ')} {_cell(c, f)}" for f in QUOTA_FIELDS if c.before[f] != c.after[f])
         out.append(f"quota {c.holder} {c.name} {c.pool} {c.resource}: {fields}")
@@ -174,6 +214,8 @@ def text(plan: Plan) -> str:
         name = f"{o.namespace}/{o.name}" if o.namespace else o.name
         out.append(f"{o.action} {o.cluster} {o.kind} {name}" + (f" ({', '.join(o.fields)})" if o.fields else ""))
     for removal in plan.removals:
-        out += [f"removed {PLURAL[removal.category]}, {path}: {removal.paths[path]}" for path in PATHS]
-    out.append(f"{len(plan.risks)} risks, {len(plan.quotas)} quota changes, {len(plan.objects)} object changes")
+        out += [f"removed {PLURAL[removal.category]}, {path}: {localized(removal.paths[path])}" for path in PATHS]
+    # One message, no plural forms: English has always said "1 risks" here, and Chinese has no plural.
+    out.append(_("{risks} risks, {quotas} quota changes, {objects} object changes").format(
+        risks=len(plan.risks), quotas=len(plan.quotas), objects=len(plan.objects)))
     return "\n".join(out) + "\n"

@@ -9,6 +9,7 @@ from gpugov.declarations.model import Model, QuotaGrant, QuotaWindow, ResourceQu
 from gpugov.declarations.schema import WEEKDAYS
 from gpugov.declarations.timeline import rfc3339
 from gpugov.findings import Level, rule
+from gpugov.i18n import _
 from gpugov.kube.quantity import format_quantity
 from gpugov.plan.risks import Risk, risk
 
@@ -82,8 +83,9 @@ def markdown_rows(entries: list[TimelineEntry]) -> list[str]:
     """The plan's timeline table (empty without a grant or window)."""
     if not entries:
         return []
-    out = ["**Quota timeline**", "", "| kind | name | pool | resources | start | end | borrowed from | to | reason |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    header = (_("kind"), _("name"), _("pool"), _("resources"), _("start"), _("end"), _("borrowed from"), _("to"),
+              _("reason"))
+    out = [_("**Quota timeline**"), "", "| " + " | ".join(header) + " |", "|---|---|---|---|---|---|---|---|---|"]
     out += [f"| {e.kind} | {e.name} | {e.pool} | {e.resources} | {e.start} | {e.end} | {e.borrows_from} | {e.to} | "
             f"{' '.join(e.reason.split()).replace('|', '/')} |" for e in entries]
     return [*out, ""]

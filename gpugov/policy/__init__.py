@@ -16,6 +16,7 @@ from gpugov.findings import Finding
 from gpugov.policy import (
     accelerators,
     adoption,
+    budget,
     capacity,
     conformance,
     hardware,
@@ -33,7 +34,7 @@ from gpugov.policy.checks import change_checks, model_checks
 
 FAMILIES = (
     references, naming, accelerators, capacity, mig, hardware, priorities, ownership, conformance, repository,
-    isolation, reclaim, adoption, timeline,
+    isolation, reclaim, adoption, timeline, budget,
 )
 
 

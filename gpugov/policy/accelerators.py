@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from gpugov.catalog.suggest import closest_model
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Joined, Text
 from gpugov.policy.checks import check
 
 MODEL_UNKNOWN = rule(
@@ -40,15 +41,18 @@ def check_accelerator_models(model: Model) -> Iterator[Finding]:
     for pool in model.pools.values():
         if not pool.model.known:
             close = closest_model(pool.model_name, model.accelerator_models)  # case, GFD label values
-            hint = f" (did you mean {close}?)" if close else ""
+            fields = {"pool": pool.name, "model": pool.model_name, "close": close}
             yield make(
                 MODEL_UNKNOWN,
-                f"pool '{pool.name}': accelerator model '{pool.model_name}' is neither built in nor declared{hint}",
+                Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared (did you mean "
+                     "{close}?)", **fields) if close else
+                Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared", **fields),
                 pool.at("accelerator", "model"),
             )
     for declared in model.accelerator_models.values():
         for path, problem in declared.accelerator.problems if declared.accelerator else ():
-            yield make(MODEL_INVALID, f"AcceleratorModel '{declared.name}': {problem}", declared.at(*path))
+            yield make(MODEL_INVALID, Text("AcceleratorModel '{model}': {problem}", model=declared.name, problem=problem),
+                       declared.at(*path))
 
 
 @check
@@ -59,14 +63,16 @@ def check_hami_sharing(model: Model) -> Iterator[Finding]:
         accelerator = pool.model
         where = pool.at("sharing", "hami")
         if accelerator.hami is None:
-            yield make(HAMI_INVALID, f"pool '{pool.name}': {accelerator.name} has no HAMi resources in its model "
-                       "(spec.hami of an AcceleratorModel)", where)
+            yield make(HAMI_INVALID, Text("pool '{pool}': {model} has no HAMi resources in its model (spec.hami of an "
+                                          "AcceleratorModel)", pool=pool.name, model=accelerator.name), where)
             continue
         if accelerator.hami.memory and pool.hami.device_memory is None and accelerator.memory is None:
-            yield make(HAMI_INVALID, f"pool '{pool.name}': the memory of {accelerator.name} is unknown, so HAMi's "
-                       f"{accelerator.hami.memory} capacity is too: set sharing.hami.deviceMemory", where)
+            yield make(HAMI_INVALID, Text("pool '{pool}': the memory of {model} is unknown, so HAMi's {resource} "
+                                          "capacity is too: set sharing.hami.deviceMemory", pool=pool.name,
+                                          model=accelerator.name, resource=accelerator.hami.memory), where)
         layouts = [name for name, declared in (("migLayouts", pool.mig_layouts), ("vnpuLayouts", pool.vnpu_layouts))
                    if declared]
         if layouts:
-            yield make(HAMI_INVALID, f"pool '{pool.name}' is shared through HAMi and declares {' and '.join(layouts)}: "
-                       "HAMi and the layouts' manager would both partition its devices", where)
+            yield make(HAMI_INVALID, Text("pool '{pool}' is shared through HAMi and declares {layouts}: HAMi and the "
+                                          "layouts' manager would both partition its devices", pool=pool.name,
+                                          layouts=Joined(" and ", layouts)), where)

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from gpugov.declarations.model import Cluster
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Text
 from gpugov.kube.objects import Object
 
 UNKNOWN_ADOPTED = rule(
@@ -42,10 +43,12 @@ def check_adoption(cluster: Cluster, objects: Iterable[Object]) -> list[Finding]
             continue
         same_name = sorted(f"{kind} {ns + '/' if ns else ''}{name}" for kind, ns, name in compiled
                            if kind == entry.kind and name == entry.name)
-        hint = f" (it compiles to {', '.join(same_name)})" if same_name else ""
+        fields = {"cluster": cluster.name, "entry": entry, "same": ", ".join(same_name)}
         findings.append(make(
             UNKNOWN_ADOPTED,
-            f"cluster '{cluster.name}' adopts {entry}, which the declarations do not compile to for it{hint}",
+            Text("cluster '{cluster}' adopts {entry}, which the declarations do not compile to for it (it compiles to "
+                 "{same})", **fields) if same_name else
+            Text("cluster '{cluster}' adopts {entry}, which the declarations do not compile to for it", **fields),
             cluster.at("adopt", index),
         ))
     return findings

@@ -17,6 +17,7 @@ from gpugov.declarations.model import (
     Tenant,
 )
 from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.i18n import Joined, Text
 from gpugov.kube.quantity import format_quantity
 from gpugov.kube.resources import is_accelerator
 from gpugov.policy.checks import change_check, check
@@ -88,11 +89,14 @@ def check_whole_devices(model: Model) -> Iterator[Finding]:
             for name, value in (("nominal", rq.nominal), ("borrowingLimit", rq.borrowing_limit),
                                 ("lendingLimit", rq.lending_limit)):
                 if value is not None and value != value.to_integral_value():
-                    amount = f"{format_quantity(value * unit)}, not a whole number of {rq.resource} units of " \
-                        f"{format_quantity(unit)}" if unit else f"{value.normalize()}, not a whole number of {rq.resource}"
+                    amount = Text("{amount}, not a whole number of {resource} units of {unit}",
+                                  amount=format_quantity(value * unit), resource=rq.resource,
+                                  unit=format_quantity(unit)) if unit else \
+                        Text("{amount}, not a whole number of {resource}", amount=value.normalize(), resource=rq.resource)
                     yield make(
                         FRACTIONAL_DEVICE,
-                        f"{owner.name}: {name} of {rq.key} in pool '{quota.pool}' is {amount}",
+                        Text("{owner}: {field} of {key} in pool '{pool}' is {amount}", owner=owner.name, field=name,
+                             key=rq.key, pool=quota.pool, amount=amount),
                         owner.at("quotas", quota.index, "resources", rq.key),
                     )
 
@@ -127,10 +131,14 @@ def check_volcano_pools_distinct(model: Model) -> Iterator[Finding]:
                 if seen != quota.pool:
                     yield make(
                         VOLCANO_POOLS_MERGED,
-                        f"{kind} '{owner.name}' holds {rq.resource} in pools '{seen}' and '{quota.pool}' of Volcano "
-                        f"cluster '{cluster}': its Queue's deserved {rq.resource} would merge them",
+                        Text("{kind} '{owner}' holds {resource} in pools '{first}' and '{pool}' of Volcano cluster "
+                             "'{cluster}': its Queue's deserved {resource} would merge them", kind=HOLDER_KINDS[kind],
+                             owner=owner.name, resource=rq.resource, first=seen, pool=quota.pool, cluster=cluster),
                         owner.at("quotas", quota.index, "pool"),
                     )
+
+
+HOLDER_KINDS = {"tenant": Text("tenant"), "department": Text("department")}  # the word, in the reader's language
 
 
 def _owners_of_quota(model: Model) -> Iterator[tuple[Decl, PoolQuota, bool]]:
@@ -155,26 +163,31 @@ def check_offered(model: Model, base: Model | None) -> Iterator[Finding]:
                     (owner, owner.at("quotas", quota.index, "resources", rq.key, key=True)))
                 continue
             if rq.resource not in pool.capacity and is_accelerator(rq.resource):
-                offered = ", ".join(pool.capacity) or "nothing"
-                why = f"offers no {rq.resource} (it offers {offered})"
+                offered = ", ".join(pool.capacity) or Text("nothing")
+                why = Text("offers no {resource} (it offers {offered})", resource=rq.resource, offered=offered)
                 if rq.key in (ACCELERATOR_MEMORY, ACCELERATOR_CORES) and pool.hami is None:
-                    why = f"is not shared through HAMi (spec.sharing.hami), so it has no {rq.key}"
+                    why = Text("is not shared through HAMi (spec.sharing.hami), so it has no {key}", key=rq.key)
                 elif rq.key in (ACCELERATOR_MEMORY, ACCELERATOR_CORES):
-                    why = f"is shared through HAMi, but {pool.model.name} has no HAMi resource for {rq.key}"
+                    why = Text("is shared through HAMi, but {model} has no HAMi resource for {key}",
+                               model=pool.model.name, key=rq.key)
                 yield make(
                     NOT_OFFERED,
-                    f"{owner.name}: pool '{pool.name}' {why}",
+                    Text("{owner}: pool '{pool}' {why}", owner=owner.name, pool=pool.name, why=why),
                     owner.at("quotas", quota.index, "resources", rq.key, key=True),
                 )
     for (pool_name, resource), holders in sorted(withdrawn.items()):
         pool, old_pool = model.pools[pool_name], base.pools[pool_name]  # type: ignore[union-attr]
         causes = capacity_causes(old_pool, pool)
-        offered = ", ".join(pool.capacity) or "nothing"
+        offered = ", ".join(pool.capacity) or Text("nothing")
+        fields = {"pool": pool_name, "resource": resource, "causes": Joined("; ", (text for _, text in causes)),
+                  "offered": offered, "holders": ", ".join(owner.name for owner, _ in holders),
+                  "capacity": format_quantity(old_pool.capacity[resource])}
         yield make(
             NOT_OFFERED,
-            f"pool '{pool_name}' no longer offers {resource} ({'; '.join(text for _, text in causes)}; it offers "
-            f"{offered}), which {', '.join(owner.name for owner, _ in holders)} hold{'s' * (len(holders) == 1)} "
-            f"quota of (capacity {format_quantity(old_pool.capacity[resource])} → 0)",
+            Text("pool '{pool}' no longer offers {resource} ({causes}; it offers {offered}), which {holders} holds "
+                 "quota of (capacity {capacity} → 0)", **fields) if len(holders) == 1 else
+            Text("pool '{pool}' no longer offers {resource} ({causes}; it offers {offered}), which {holders} hold "
+                 "quota of (capacity {capacity} → 0)", **fields),
             causes[0][0],
             *[loc for loc, _ in causes[1:]],
             *[loc for _, loc in holders],
@@ -208,33 +221,40 @@ def capacity_causes(old: GPUPool, pool: GPUPool) -> list[tuple[Location, str]]:
     changed in hardware/, for findings about capacity (GG030, GG140)."""
     causes: list[tuple[Location, str]] = []
     if old.model.name != pool.model.name:
-        causes.append((pool.at("accelerator", "model"), f"model {old.model.name} → {pool.model.name}"))
+        causes.append((pool.at("accelerator", "model"),
+                       Text("model {old} → {new}", old=old.model.name, new=pool.model.name)))
     if old.per_node != pool.per_node:
-        causes.append((pool.at("acceleratorsPerNode"), f"acceleratorsPerNode {old.per_node} → {pool.per_node}"))
+        causes.append((pool.at("acceleratorsPerNode"),
+                       Text("acceleratorsPerNode {old} → {new}", old=old.per_node, new=pool.per_node)))
     if not pool.nodes and not old.nodes and old.node_count != pool.node_count:
-        causes.append((pool.at("nodeCount"), f"nodeCount {old.node_count or 0} → {pool.node_count or 0}"))
+        causes.append((pool.at("nodeCount"),
+                       Text("nodeCount {old} → {new}", old=old.node_count or 0, new=pool.node_count or 0)))
     before, after = {n.name: n for n in old.nodes}, {n.name: n for n in pool.nodes}
     removed = [n.name for n in old.nodes if n.name not in after]
     added = [n for n in pool.nodes if n.name not in before]
     if removed:
-        causes.append((_removal_at(pool, old, removed), f"node{'s' * (len(removed) > 1)} {', '.join(removed)} removed"))
+        names = ", ".join(removed)
+        causes.append((_removal_at(pool, old, removed), Text("nodes {nodes} removed", nodes=names) if len(removed) > 1
+                       else Text("node {nodes} removed", nodes=names)))
     if added:
         names = ", ".join(n.name for n in added)
-        causes.append((pool.at("nodes", added[0].index), f"node{'s' * (len(added) > 1)} {names} added"))
+        causes.append((pool.at("nodes", added[0].index), Text("nodes {nodes} added", nodes=names) if len(added) > 1
+                       else Text("node {nodes} added", nodes=names)))
     for node in pool.nodes:
         was = before.get(node.name)
         for field_name, old_layout, new_layout in (("migLayout", was.mig_layout if was else None, node.mig_layout),
                                                    ("vnpuLayout", was.vnpu_layout if was else None, node.vnpu_layout)):
             if was is not None and old_layout != new_layout:
                 causes.append((pool.at("nodes", node.index, field_name),
-                               f"node {node.name} {field_name} {old_layout or 'none'} → {new_layout or 'none'}"))
+                               Text("node {node} {field} {old} → {new}", node=node.name, field=field_name,
+                                    old=old_layout or Text("none"), new=new_layout or Text("none"))))
     for field_name, old_layouts, new_layouts in (("migLayouts", old.mig_layouts, pool.mig_layouts),
                                                  ("vnpuLayouts", old.vnpu_layouts, pool.vnpu_layouts)):
         for name in sorted(set(old_layouts) & set(new_layouts)):
             if old_layouts[name] != new_layouts[name]:
-                causes.append((pool.at(field_name, name), f"{field_name}.{name} changed"))
+                causes.append((pool.at(field_name, name), Text("{field}.{name} changed", field=field_name, name=name)))
     if old.hami != pool.hami:
-        causes.append((pool.at("sharing"), "sharing changed"))
+        causes.append((pool.at("sharing"), Text("sharing changed")))
     return causes
 
 
@@ -268,13 +288,12 @@ def check_capacity(model: Model, base: Model | None) -> Iterator[Finding]:
             return format_quantity(amount * unit) if unit else format_quantity(amount)
 
         top = sorted(contributors[(pool_name, resource)], key=lambda c: (-c[0], c[1].name))
-        names = ", ".join(f"{c[1].name} {shown(c[0])}" for c in top[:5])
+        names: str = ", ".join(f"{c[1].name} {shown(c[0])}" for c in top[:5])
         if len(top) > 5:
-            names += f" and {len(top) - 5} more"
-        summary = (
-            f"pool '{pool_name}' {resource}, whose nominal quotas add up to {shown(total)}; capacity is "
-            f"{shown(pool.capacity[resource])} x ratio {ratio} = {shown(allowed)} ({names})"
-        )
+            names = Text("{names} and {count} more", names=names, count=len(top) - 5)
+        summary = Text("pool '{pool}' {resource}, whose nominal quotas add up to {total}; capacity is {capacity} x "
+                       "ratio {ratio} = {allowed} ({holders})", pool=pool_name, resource=resource, total=shown(total),
+                       capacity=shown(pool.capacity[resource]), ratio=ratio, allowed=shown(allowed), holders=names)
         quota_lines = [owner.at("quotas", quota.index, "resources", key) for _, owner, quota, key in top]
         reported = top
         old_pool = base.pools.get(pool_name) if base is not None else None
@@ -287,14 +306,15 @@ def check_capacity(model: Model, base: Model | None) -> Iterator[Finding]:
                 if old_ratio > ratio:
                     where = ("poolCapacityRatios", pool_name) if pool_name in model.limits.pool_capacity_ratios \
                         else ("capacityRatio",)
-                    causes.append((model.limits.at(*where), f"ratio {old_ratio} → {ratio}"))
+                    causes.append((model.limits.at(*where), Text("ratio {old} → {new}", old=old_ratio, new=ratio)))
                 at = causes[0][0] if causes else pool.name_at()
-                why = "; ".join(text for _, text in causes) or "its declaration changed"
+                why = Joined("; ", (text for _, text in causes)) if causes else Text("its declaration changed")
                 yield make(
                     OVER_CAPACITY,
-                    f"pool '{pool_name}' {resource} capacity {shown(old_capacity)} → {shown(pool.capacity[resource])} "
-                    f"({why}): its nominal quotas add up to {shown(total)}, more than {shown(pool.capacity[resource])} "
-                    f"x ratio {ratio} = {shown(allowed)} ({names})",
+                    Text("pool '{pool}' {resource} capacity {old} → {new} ({why}): its nominal quotas add up to "
+                         "{total}, more than {new} x ratio {ratio} = {allowed} ({holders})", pool=pool_name,
+                         resource=resource, old=shown(old_capacity), new=shown(pool.capacity[resource]), why=why,
+                         total=shown(total), ratio=ratio, allowed=shown(allowed), holders=names),
                     at,
                     *[loc for loc, _ in causes[1:]],
                     *quota_lines,
@@ -302,11 +322,12 @@ def check_capacity(model: Model, base: Model | None) -> Iterator[Finding]:
                 if not reported:
                     continue
         for amount, owner, quota, key in reported or top:
-            kind = "department" if isinstance(owner, Department) else "tenant"
-            whole = f" (its {key} are whole devices)" if key != _key_of(quota, resource) else ""
+            kind = HOLDER_KINDS["department" if isinstance(owner, Department) else "tenant"]
+            fields = {"kind": kind, "owner": owner.name, "amount": shown(amount), "key": key, "summary": summary}
             yield make(
                 OVER_CAPACITY,
-                f"{kind} '{owner.name}' holds {shown(amount)}{whole} of {summary}",
+                Text("{kind} '{owner}' holds {amount} (its {key} are whole devices) of {summary}", **fields)
+                if key != _key_of(quota, resource) else Text("{kind} '{owner}' holds {amount} of {summary}", **fields),
                 owner.at("quotas", quota.index, "resources", key),
                 pool.name_at(),
             )
@@ -321,7 +342,8 @@ UNASSIGNED = rule(
     "(validate --base, plan); `gpugov capacity` reports what is unassigned at any time.",
     "Give them to a department as shared quota or to a tenant, or take the nodes out of the pool.",
 )
-DEVICE_NOUNS = {"nvidia": "GPUs", "amd": "GPUs", "huawei": "NPUs"}
+DEVICE_NOUNS = {"nvidia": Text("GPUs"), "amd": Text("GPUs"), "huawei": Text("NPUs")}
+DEVICES = Text("devices")  # a vendor without a noun of its own
 
 
 def _lowered_quotas(model: Model, base: Model, pool: GPUPool, resource: str) -> list[Location]:
@@ -357,17 +379,19 @@ def check_unassigned(model: Model, base: Model | None) -> Iterator[Finding]:
             if left <= before:
                 continue
             if resource == pool.model.resource and units is None:
-                what = f"{pool.model.name} {DEVICE_NOUNS.get(pool.model.vendor, 'devices')} ({resource})"
+                what: str = Text("{model} {devices} ({resource})", model=pool.model.name,
+                                 devices=DEVICE_NOUNS.get(pool.model.vendor, DEVICES), resource=resource)
             else:
                 what = resource
             causes = capacity_causes(old_pool, pool) if old_pool is not None else []
             if not causes and old_pool is not None and (lowered := _lowered_quotas(model, base, pool, resource)):
                 causes = [(at, "") for at in [*lowered, pool.name_at()]]
-            since = f" (before this change: {format_quantity(max(before, Decimal(0)))})"
             yield make(
                 UNASSIGNED,
-                f"{format_quantity(left)} of {format_quantity(capacity)} {what} of pool '{pool.name}' are in no "
-                f"tenant's or department's nominal quota{since}: Kueue admits nothing onto them",
+                Text("{left} of {capacity} {what} of pool '{pool}' are in no tenant's or department's nominal quota "
+                     "(before this change: {before}): Kueue admits nothing onto them", left=format_quantity(left),
+                     capacity=format_quantity(capacity), what=what, pool=pool.name,
+                     before=format_quantity(max(before, Decimal(0)))),
                 causes[0][0] if causes else pool.name_at(),
                 *[loc for loc, _ in causes[1:]],
             )
@@ -386,23 +410,24 @@ def check_limits(model: Model) -> Iterator[Finding]:
             if rq.lending_limit is not None and rq.lending_limit > rq.nominal and not is_department:
                 yield make(
                     LENDING_OVER_NOMINAL,
-                    f"{owner.name}: {rq.key} in pool '{quota.pool}' lends "
-                    f"{format_quantity(rq.lending_limit)} of a nominal {format_quantity(rq.nominal)}",
+                    Text("{owner}: {key} in pool '{pool}' lends {lending} of a nominal {nominal}", owner=owner.name,
+                         key=rq.key, pool=quota.pool, lending=format_quantity(rq.lending_limit),
+                         nominal=format_quantity(rq.nominal)),
                     owner.at(*where, "lendingLimit"),
                 )
             has_limit = rq.borrowing_limit is not None or rq.lending_limit is not None
             if has_limit and not is_department and not getattr(owner, "department", None):
                 yield make(
                     BORROW_WITHOUT_COHORT,
-                    f"tenant '{owner.name}' has no department, so {rq.key} in pool "
-                    f"'{quota.pool}' cannot borrow or lend",
+                    Text("tenant '{tenant}' has no department, so {key} in pool '{pool}' cannot borrow or lend",
+                         tenant=owner.name, key=rq.key, pool=quota.pool),
                     owner.at(*where),
                 )
             if has_limit and is_department and not getattr(owner, "parent", None):
                 yield make(
                     DEPARTMENT_LIMIT_ON_ROOT,
-                    f"department '{owner.name}' has no parent, so {rq.key} in pool "
-                    f"'{quota.pool}' cannot set borrowing or lending limits",
+                    Text("department '{department}' has no parent, so {key} in pool '{pool}' cannot set borrowing "
+                         "or lending limits", department=owner.name, key=rq.key, pool=quota.pool),
                     owner.at(*where),
                 )
     for owner, quota, _ in _owners_of_quota(model):
@@ -410,7 +435,7 @@ def check_limits(model: Model) -> Iterator[Finding]:
         if earlier:
             yield make(
                 DUPLICATE_POOL_QUOTA,
-                f"{owner.name}: pool '{quota.pool}' is listed twice in quotas",
+                Text("{owner}: pool '{pool}' is listed twice in quotas", owner=owner.name, pool=quota.pool),
                 owner.at("quotas", quota.index, "pool"),
                 owner.at("quotas", earlier[0].index, "pool"),
             )

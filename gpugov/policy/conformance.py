@@ -14,6 +14,7 @@ from typing import Any
 
 from gpugov.compile.origin import source_location
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Text
 
 KUEUE_LIMITS = rule(
     "GG080",
@@ -71,7 +72,8 @@ def check_objects(objects: list[dict[str, Any]]) -> list[Finding]:
             findings.append(
                 make(
                     DUPLICATE_OBJECT,
-                    f"{obj['kind']} '{obj['metadata']['name']}' is produced by more than one declaration",
+                    Text("{kind} '{name}' is produced by more than one declaration", kind=obj["kind"],
+                         name=obj["metadata"]["name"]),
                     source_location(obj),
                 )
             )
@@ -83,7 +85,8 @@ def _check_groups(obj: dict[str, Any]) -> Iterator[Finding]:
     label = f"{obj['kind']} '{obj['metadata']['name']}'"
     groups = obj.get("spec", {}).get("resourceGroups", [])
     if len(groups) > 16:
-        yield make(KUEUE_LIMITS, f"{label} has {len(groups)} resource groups (max 16)", where)
+        yield make(KUEUE_LIMITS, Text("{object} has {count} resource groups (max 16)", object=label, count=len(groups)),
+                   where)
     resource_groups: dict[str, int] = {}
     flavor_groups: dict[str, int] = {}
     total_flavors = 0
@@ -94,20 +97,23 @@ def _check_groups(obj: dict[str, Any]) -> Iterator[Finding]:
         if len(covered) > 64 or len(flavors) > 64:
             yield make(
                 KUEUE_LIMITS,
-                f"{label} group {index}: {len(flavors)} flavors and {len(covered)} covered resources (max 64 each)",
+                Text("{object} group {index}: {flavors} flavors and {covered} covered resources (max 64 each)",
+                     object=label, index=index, flavors=len(flavors), covered=len(covered)),
                 where,
             )
         if len(covered) * len(flavors) > 512:
             yield make(
                 KUEUE_LIMITS,
-                f"{label} group {index}: {len(covered) * len(flavors)} flavor x resource pairs (max 512)",
+                Text("{object} group {index}: {pairs} flavor x resource pairs (max 512)", object=label, index=index,
+                     pairs=len(covered) * len(flavors)),
                 where,
             )
         for resource in covered:
             if resource in resource_groups:
                 yield make(
                     RESOURCE_IN_TWO_GROUPS,
-                    f"{label}: resource {resource} is in groups {resource_groups[resource]} and {index}",
+                    Text("{object}: resource {resource} is in groups {first} and {index}", object=label,
+                         resource=resource, first=resource_groups[resource], index=index),
                     where,
                 )
             resource_groups.setdefault(resource, index)
@@ -115,7 +121,8 @@ def _check_groups(obj: dict[str, Any]) -> Iterator[Finding]:
             if flavor["name"] in flavor_groups:
                 yield make(
                     FLAVOR_IN_TWO_GROUPS,
-                    f"{label}: flavor {flavor['name']} is in groups {flavor_groups[flavor['name']]} and {index}",
+                    Text("{object}: flavor {flavor} is in groups {first} and {index}", object=label,
+                         flavor=flavor["name"], first=flavor_groups[flavor["name"]], index=index),
                     where,
                 )
             flavor_groups.setdefault(flavor["name"], index)
@@ -123,11 +130,13 @@ def _check_groups(obj: dict[str, Any]) -> Iterator[Finding]:
             if names != list(covered):
                 yield make(
                     FLAVOR_RESOURCE_ORDER,
-                    f"{label}: flavor {flavor['name']} lists {names}, coveredResources is {list(covered)}",
+                    Text("{object}: flavor {flavor} lists {names}, coveredResources is {covered}", object=label,
+                         flavor=flavor["name"], names=names, covered=list(covered)),
                     where,
                 )
     if total_flavors > 256:
-        yield make(KUEUE_LIMITS, f"{label} has {total_flavors} flavors in all (max 256)", where)
+        yield make(KUEUE_LIMITS, Text("{object} has {count} flavors in all (max 256)", object=label,
+                                      count=total_flavors), where)
 
 
 def _check_flavor(obj: dict[str, Any]) -> Iterator[Finding]:
@@ -136,6 +145,7 @@ def _check_flavor(obj: dict[str, Any]) -> Iterator[Finding]:
         if len(spec.get(field, ())) > 8:
             yield make(
                 KUEUE_LIMITS,
-                f"ResourceFlavor '{obj['metadata']['name']}' has {len(spec[field])} {field} (max 8)",
+                Text("ResourceFlavor '{name}' has {count} {field} (max 8)", name=obj["metadata"]["name"],
+                     count=len(spec[field]), field=field),
                 source_location(obj),
             )

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from gpugov.compile.volcano import node_group
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.i18n import Joined, Text
 from gpugov.kube.names import VOLCANO_NODEGROUP_LABEL
 from gpugov.policy.checks import check
 
@@ -76,9 +77,10 @@ def check_cpu_memory_known(model: Model) -> Iterator[Finding]:
             if missing:
                 yield make(
                     CPU_MEMORY_UNKNOWN,
-                    f"tenant '{tenant.name}' has quota on pool '{pool.name}', which declares no nodeResources "
-                    f"{' or '.join(missing)}: its ClusterQueue would get 0 {' and '.join(missing)} there, so no pod "
-                    "requesting them is admitted",
+                    Text("tenant '{tenant}' has quota on pool '{pool}', which declares no nodeResources {either}: its "
+                         "ClusterQueue would get 0 {both} there, so no pod requesting them is admitted",
+                         tenant=tenant.name, pool=pool.name, either=Joined(" or ", missing),
+                         both=Joined(" and ", missing)),
                     tenant.at("quotas", quota.index, "pool"),
                     pool.name_at(),
                 )
@@ -93,7 +95,8 @@ def check_node_membership(model: Model) -> Iterator[Finding]:
             where = pool.at("nodes", node.index, "name")
             if node.name in first_seen:
                 other, location = first_seen[node.name]
-                yield make(NODE_IN_TWO_POOLS, f"node '{node.name}' is already in pool '{other}'", where, location)
+                yield make(NODE_IN_TWO_POOLS, Text("node '{node}' is already in pool '{pool}'", node=node.name,
+                                                   pool=other), where, location)
                 continue
             first_seen[node.name] = (pool.name, where)
 
@@ -105,8 +108,8 @@ def check_topology(model: Model) -> Iterator[Finding]:
         if len(set(levels)) != len(levels) or (HOSTNAME in levels and levels[-1] != HOSTNAME):
             yield make(
                 TOPOLOGY_LEVELS,
-                f"pool '{pool.name}': topology levels {list(levels)} repeat a label or put "
-                f"{HOSTNAME} above the lowest level",
+                Text("pool '{pool}': topology levels {levels} repeat a label or put {hostname} above the lowest level",
+                     pool=pool.name, levels=list(levels), hostname=HOSTNAME),
                 pool.at("topology", "levels"),
             )
         for node in pool.nodes:
@@ -115,11 +118,11 @@ def check_topology(model: Model) -> Iterator[Finding]:
                 if level != HOSTNAME and level not in labels:
                     yield make(
                         TOPOLOGY_LABEL_MISSING,
-                        f"node '{node.name}' has no value for topology level '{level}'",
+                        Text("node '{node}' has no value for topology level '{level}'", node=node.name, level=level),
                         pool.at("nodes", node.index, "name"),
                     )
         if not pool.nodes and not pool.node_count:
-            yield make(NO_NODES, f"pool '{pool.name}' has no nodes", pool.name_at())
+            yield make(NO_NODES, Text("pool '{pool}' has no nodes", pool=pool.name), pool.name_at())
 
 
 @check
@@ -134,8 +137,9 @@ def check_volcano_node_groups(model: Model) -> Iterator[Finding]:
         if pool.node_selector and not pool.nodes and VOLCANO_NODEGROUP_LABEL not in dict(pool.node_selector):
             yield make(
                 VOLCANO_NODE_GROUP,
-                f"pool '{pool.name}' of Volcano cluster '{cluster}' selects its nodes without {VOLCANO_NODEGROUP_LABEL}: "
-                f"its tenants' Queues would require node group '{pool.name}', which no node carries",
+                Text("pool '{pool}' of Volcano cluster '{cluster}' selects its nodes without {label}: its tenants' "
+                     "Queues would require node group '{pool}', which no node carries", pool=pool.name, cluster=cluster,
+                     label=VOLCANO_NODEGROUP_LABEL),
                 pool.at("nodeSelector", "matchLabels"),
             )
             continue
@@ -144,7 +148,8 @@ def check_volcano_node_groups(model: Model) -> Iterator[Finding]:
         if other != pool.name:
             yield make(
                 VOLCANO_NODE_GROUP,
-                f"pool '{pool.name}' has node group '{group}', like pool '{other}' of Volcano cluster '{cluster}': "
-                "a Queue pinned to either could run on the nodes of both",
+                Text("pool '{pool}' has node group '{group}', like pool '{other}' of Volcano cluster '{cluster}': a "
+                     "Queue pinned to either could run on the nodes of both", pool=pool.name, group=group, other=other,
+                     cluster=cluster),
                 pool.at("nodeSelector", "matchLabels") if pool.node_selector else pool.name_at(),
             )

@@ -8,6 +8,7 @@ from fnmatch import fnmatchcase
 
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Text
 from gpugov.policy.checks import check
 from gpugov.policy.naming import reserved_patterns
 
@@ -60,8 +61,8 @@ def check_trusted_identities(model: Model) -> Iterator[Finding]:
                     where = guardrails.at("isolation", "trustedControllers", field, index) if guardrails else None
                     yield make(
                         TRUSTED_TENANT_NAMESPACE,
-                        f"trusted controller {identity} is a ServiceAccount of namespace '{claimed}', which tenant "
-                        f"'{tenant.name}' holds",
+                        Text("trusted controller {identity} is a ServiceAccount of namespace '{namespace}', which "
+                             "tenant '{tenant}' holds", identity=identity, namespace=claimed, tenant=tenant.name),
                         where,
                         tenant.name_at(),
                     )
@@ -73,6 +74,6 @@ def check_pod_security(model: Model) -> Iterator[Finding]:
     if guardrails is not None and guardrails.isolation.pod_security == "privileged" and model.tenants:
         yield make(
             NO_POD_SECURITY,
-            "tenant namespaces enforce no Pod Security level (podSecurity: privileged)",
+            Text("tenant namespaces enforce no Pod Security level (podSecurity: privileged)"),
             guardrails.at("isolation", "podSecurity"),
         )

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from gpugov.catalog import layout_fits, vnpu_layout_fits
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Text
 from gpugov.policy.checks import check
 from gpugov.policy.references import UNKNOWN_REFERENCE
 
@@ -56,26 +57,30 @@ def check_vnpu_layouts(model: Model) -> Iterator[Finding]:
         for node in pool.nodes:
             if node.vnpu_layout and node.vnpu_layout not in pool.vnpu_layouts:
                 declared = ", ".join(sorted(pool.vnpu_layouts))
-                yield make(UNKNOWN_REFERENCE, f"{pool.name}: unknown vNPU layout '{node.vnpu_layout}'"
-                           + (f" (declared: {declared})" if declared else ""),
+                yield make(UNKNOWN_REFERENCE,
+                           Text("{pool}: unknown vNPU layout '{layout}' (declared: {declared})", pool=pool.name,
+                                layout=node.vnpu_layout, declared=declared) if declared else
+                           Text("{pool}: unknown vNPU layout '{layout}'", pool=pool.name, layout=node.vnpu_layout),
                            pool.at("nodes", node.index, "vnpuLayout"))
         if not pool.vnpu_layouts or not pool.model.known:
             continue
         geometry = pool.model.vnpu
         if geometry is None:
-            yield make(VNPU_INVALID, f"pool '{pool.name}': {pool.model.name} has no vNPU templates, but vnpuLayouts "
-                       "are declared", pool.at("vnpuLayouts", key=True))
+            yield make(VNPU_INVALID, Text("pool '{pool}': {model} has no vNPU templates, but vnpuLayouts are declared",
+                                          pool=pool.name, model=pool.model.name), pool.at("vnpuLayouts", key=True))
             continue
         for name, mix in pool.vnpu_layouts.items():
             unknown = [template for template in mix if template not in geometry.templates]
             for template in unknown:
-                yield make(VNPU_INVALID, f"layout '{name}': {pool.model.name} has no vNPU template '{template}' (it has "
-                           f"{', '.join(geometry.templates)})", pool.at("vnpuLayouts", name, template, key=True))
+                yield make(VNPU_INVALID, Text("layout '{layout}': {model} has no vNPU template '{template}' (it has "
+                                              "{known})", layout=name, model=pool.model.name, template=template,
+                                              known=", ".join(geometry.templates)), pool.at("vnpuLayouts", name, template, key=True))
             if unknown:
                 continue
             reason = vnpu_layout_fits(geometry, pool.model.memory, mix)
             if reason:
-                yield make(VNPU_INVALID, f"layout '{name}' does not fit one {pool.model.name}: {reason}",
+                yield make(VNPU_INVALID, Text("layout '{layout}' does not fit one {model}: {reason}", layout=name,
+                                              model=pool.model.name, reason=reason),
                            pool.at("vnpuLayouts", name))
 
 
@@ -88,7 +93,8 @@ def check_mig_layouts(model: Model) -> Iterator[Finding]:
         if not accelerator.mig_capable:
             yield make(
                 NOT_MIG_CAPABLE,
-                f"pool '{pool.name}': {accelerator.name} has no MIG, but migLayouts are declared",
+                Text("pool '{pool}': {model} has no MIG, but migLayouts are declared", pool=pool.name,
+                     model=accelerator.name),
                 pool.at("migLayouts", key=True),
             )
             continue
@@ -99,7 +105,8 @@ def check_mig_layouts(model: Model) -> Iterator[Finding]:
                 known = ", ".join(accelerator.mig_profiles)
                 yield make(
                     UNKNOWN_PROFILE,
-                    f"layout '{name}': {accelerator.name} has no MIG profile '{profile}' (it has {known})",
+                    Text("layout '{layout}': {model} has no MIG profile '{profile}' (it has {known})", layout=name,
+                         model=accelerator.name, profile=profile, known=known),
                     pool.at("migLayouts", name, profile, key=True),
                 )
             if unknown:
@@ -108,12 +115,13 @@ def check_mig_layouts(model: Model) -> Iterator[Finding]:
             if reason:
                 yield make(
                     LAYOUT_DOES_NOT_FIT,
-                    f"layout '{name}' does not fit one {accelerator.name}: {reason}",
+                    Text("layout '{layout}' does not fit one {model}: {reason}", layout=name, model=accelerator.name,
+                         reason=reason),
                     pool.at("migLayouts", name),
                 )
             if name not in used:
                 yield make(
                     UNUSED_LAYOUT,
-                    f"layout '{name}' of pool '{pool.name}' is used by no node",
+                    Text("layout '{layout}' of pool '{pool}' is used by no node", layout=name, pool=pool.name),
                     pool.at("migLayouts", name, key=True),
                 )

@@ -9,6 +9,7 @@ from fnmatch import fnmatchcase
 
 from gpugov.declarations.model import RESERVED_NAMESPACES, Model
 from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.i18n import Joined, Text
 from gpugov.policy.checks import change_check, check
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -66,20 +67,21 @@ def check_names(model: Model) -> Iterator[Finding]:
                 kind = decl.kind
                 yield make(
                     INVALID_NAME,
-                    f"{kind} name '{decl.name}' is not a DNS-1123 label",
+                    Text("{kind} name '{name}' is not a DNS-1123 label", kind=kind, name=decl.name),
                     decl.name_at(),
                 )
     for tenant in model.tenants.values():
         for index, namespace in enumerate(tenant.namespaces):
             if not _is_label(namespace):
                 yield make(
-                    INVALID_NAME, f"namespace '{namespace}' is not a DNS-1123 label", tenant.at("namespaces", index)
+                    INVALID_NAME, Text("namespace '{namespace}' is not a DNS-1123 label", namespace=namespace),
+                    tenant.at("namespaces", index)
                 )
         for queue in tenant.queues:
             if not _is_label(queue.name):
                 yield make(
                     INVALID_NAME,
-                    f"queue name '{queue.name}' is not a DNS-1123 label",
+                    Text("queue name '{queue}' is not a DNS-1123 label", queue=queue.name),
                     tenant.at("queues", queue.index, "name"),
                 )
     for pool in model.pools.values():
@@ -87,7 +89,7 @@ def check_names(model: Model) -> Iterator[Finding]:
             if not _is_label(layout):
                 yield make(
                     INVALID_NAME,
-                    f"MIG layout name '{layout}' is not a DNS-1123 label",
+                    Text("MIG layout name '{layout}' is not a DNS-1123 label", layout=layout),
                     pool.at("migLayouts", layout, key=True),
                 )
 
@@ -116,12 +118,18 @@ def check_shared_namespaces(model: Model, base: Model | None) -> Iterator[Findin
         for tenant, at in new or holders:
             others = [(t, loc) for t, loc in holders if t != tenant]
             if new and base is not None:
-                named = ", ".join(f"tenant '{t}' ({loc}, {'in the base revision' if (t, namespace) in old else 'new too'})"
-                                  for t, loc in others)
-                message = f"namespace '{namespace}' is newly claimed by tenant '{tenant}' here; also claimed by {named}"
+                # the parts are built apart from Joined: Babel does not extract a Text nested in another call
+                parts = [Text("tenant '{tenant}' ({location}, in the base revision)", tenant=t, location=loc)
+                         if (t, namespace) in old else Text("tenant '{tenant}' ({location}, new too)", tenant=t,
+                                                            location=loc) for t, loc in others]
+                named = Joined(", ", parts)
+                message = Text("namespace '{namespace}' is newly claimed by tenant '{tenant}' here; also claimed by "
+                               "{others}", namespace=namespace, tenant=tenant, others=named)
             else:
-                named = ", ".join(f"tenant '{t}' ({loc})" for t, loc in others)
-                message = f"namespace '{namespace}' is claimed by tenant '{tenant}' here and by {named}"
+                parts = [Text("tenant '{tenant}' ({location})", tenant=t, location=loc) for t, loc in others]
+                named = Joined(", ", parts)
+                message = Text("namespace '{namespace}' is claimed by tenant '{tenant}' here and by {others}",
+                               namespace=namespace, tenant=tenant, others=named)
             yield make(SHARED_NAMESPACE, message, at, *(loc for _, loc in others))
 
 
@@ -133,14 +141,15 @@ def check_namespace_ownership(model: Model) -> Iterator[Finding]:
             if queue.namespace not in tenant.namespaces:
                 yield make(
                     QUEUE_NAMESPACE,
-                    f"queue '{queue.name}' is in namespace '{queue.namespace}', which tenant "
-                    f"'{tenant.name}' does not own",
+                    Text("queue '{queue}' is in namespace '{namespace}', which tenant '{tenant}' does not own",
+                         queue=queue.name, namespace=queue.namespace, tenant=tenant.name),
                     tenant.at("queues", queue.index, "namespace"),
                 )
             if (queue.namespace, queue.name) in seen:
                 yield make(
                     DUPLICATE_QUEUE,
-                    f"queue '{queue.name}' appears twice in namespace '{queue.namespace}'",
+                    Text("queue '{queue}' appears twice in namespace '{namespace}'", queue=queue.name,
+                         namespace=queue.namespace),
                     tenant.at("queues", queue.index, "name"),
                 )
             seen.add((queue.namespace, queue.name))
@@ -148,12 +157,14 @@ def check_namespace_ownership(model: Model) -> Iterator[Finding]:
 
 def reserved_patterns(model: Model) -> list[tuple[str, str]]:
     """(pattern, why) of every namespace no tenant may claim."""
-    patterns = [(pattern, "a system, scheduler or GPU Operator namespace") for pattern in RESERVED_NAMESPACES]
+    patterns: list[tuple[str, str]] = [(pattern, Text("a system, scheduler or GPU Operator namespace"))
+                                       for pattern in RESERVED_NAMESPACES]
     patterns += [(pattern, "Guardrails.reservedNamespaces") for pattern in model.limits.reserved_namespaces]
     for name in model.cluster_names():
         cluster = model.cluster(name)
-        patterns.append((cluster.operations_namespace, f"gpugov's operations namespace on cluster {name}"))
-        patterns.append((cluster.mig_config_namespace, f"the MIG config namespace on cluster {name}"))
+        patterns.append((cluster.operations_namespace,
+                         Text("gpugov's operations namespace on cluster {cluster}", cluster=name)))
+        patterns.append((cluster.mig_config_namespace, Text("the MIG config namespace on cluster {cluster}", cluster=name)))
     return patterns
 
 
@@ -165,11 +176,12 @@ def check_reserved_namespaces(model: Model) -> Iterator[Finding]:
             match = next(((p, why) for p, why in patterns if fnmatchcase(namespace, p)), None)
             if match is not None:
                 pattern, why = match
-                reason = why if pattern == namespace else f"matches '{pattern}': {why}"
+                reason = why if pattern == namespace else Text("matches '{pattern}': {why}", pattern=pattern, why=why)
                 yield make(
                     RESERVED_NAMESPACE,
-                    f"tenant '{tenant.name}' claims namespace '{namespace}', which is reserved ({reason}): gpugov "
-                    "would bind its owners and members to the tenant roles there",
+                    Text("tenant '{tenant}' claims namespace '{namespace}', which is reserved ({reason}): gpugov "
+                         "would bind its owners and members to the tenant roles there",
+                         tenant=tenant.name, namespace=namespace, reason=reason),
                     tenant.at("namespaces", index),
                 )
 
@@ -190,7 +202,8 @@ def check_adopted_namespaces(model: Model) -> Iterator[Finding]:
             if namespace not in tenant.namespaces:
                 yield make(
                     ADOPT_UNCLAIMED,
-                    f"tenant '{tenant.name}' adopts namespace '{namespace}', which is not one of its namespaces "
-                    f"({', '.join(tenant.namespaces)})",
+                    Text("tenant '{tenant}' adopts namespace '{namespace}', which is not one of its namespaces "
+                         "({namespaces})", tenant=tenant.name, namespace=namespace,
+                         namespaces=", ".join(tenant.namespaces)),
                     tenant.at("adoptNamespaces", index),
                 )

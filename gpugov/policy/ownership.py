@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from gpugov.declarations.model import Model, Tenant
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Text
 from gpugov.policy.checks import check
 
 OWNER_MISSING = rule(
@@ -29,11 +30,11 @@ def check_ownership(model: Model) -> Iterator[Finding]:
     limits = model.limits
     for tenant in model.tenants.values():
         if limits.require_owner and tenant.owners.empty:
-            yield make(OWNER_MISSING, f"tenant '{tenant.name}' has no owners", tenant.name_at())
+            yield make(OWNER_MISSING, Text("tenant '{tenant}' has no owners", tenant=tenant.name), tenant.name_at())
         if limits.require_cost_center and not tenant.cost_center:
             yield make(
                 COST_CENTER_MISSING,
-                f"tenant '{tenant.name}' has no costCenter",
+                Text("tenant '{tenant}' has no costCenter", tenant=tenant.name),
                 tenant.name_at(),
             )
 
@@ -65,24 +66,28 @@ SUBJECT_SEVERAL_ROLES = rule(
 )
 
 PERSONA_FIELDS = (("owner", "owners"), ("member", "members"), ("viewer", "viewers"))
+# The words in a finding, in the reader's language (a persona, a subject kind without its plural s).
+WORDS = {"owner": Text("owner"), "member": Text("member"), "viewer": Text("viewer"), "user": Text("user"),
+         "group": Text("group")}
 
 
 def _subject_problem(tenant: Tenant, persona: str, kind: str, name: str) -> str:
     if not name.strip() or any(c.isspace() for c in name):
-        return "contains blanks, which no Kubernetes user or group name has"
+        return Text("contains blanks, which no Kubernetes user or group name has")
     if not name.startswith("system:"):
         return ""
     account = name.split(":")
     if kind == "users" and len(account) == 4 and account[1] == "serviceaccount" and account[3]:
         if account[2] not in tenant.namespaces:
-            return f"is a ServiceAccount of namespace '{account[2]}', which is not one of the tenant's namespaces"
+            return Text("is a ServiceAccount of namespace '{namespace}', which is not one of the tenant's namespaces",
+                        namespace=account[2])
         if persona == "owner":
-            return ("is a ServiceAccount: every member may run a pod as it, so as an owner it would lend the owner "
-                    "role to every member (make it a member)")
+            return Text("is a ServiceAccount: every member may run a pod as it, so as an owner it would lend the owner "
+                        "role to every member (make it a member)")
         return ""
     if kind == "groups":
-        return "is a Kubernetes system group: the role would go to every user or component in it"
-    return "is a Kubernetes system user"
+        return Text("is a Kubernetes system group: the role would go to every user or component in it")
+    return Text("is a Kubernetes system user")
 
 
 @check
@@ -97,16 +102,19 @@ def check_role_subjects(model: Model) -> Iterator[Finding]:
                     where = tenant.at(field, kind, index)
                     problem = _subject_problem(tenant, persona, kind, name)
                     if problem:
-                        yield make(SUBJECT_INVALID, f"tenant '{tenant.name}': {field}.{kind} '{name}' {problem}",
-                                   where)
+                        yield make(SUBJECT_INVALID, Text("tenant '{tenant}': {field}.{kind} '{name}' {problem}",
+                                                         tenant=tenant.name, field=field, kind=kind, name=name,
+                                                         problem=problem), where)
                     if name in seen:
-                        yield make(SUBJECT_DUPLICATE, f"tenant '{tenant.name}': {field}.{kind} lists '{name}' twice",
+                        yield make(SUBJECT_DUPLICATE, Text("tenant '{tenant}': {field}.{kind} lists '{name}' twice",
+                                                           tenant=tenant.name, field=field, kind=kind, name=name),
                                    where)
                         continue
                     seen.add(name)
                     roles = holders.setdefault((kind, name), [])
                     if roles:
                         yield make(SUBJECT_SEVERAL_ROLES,
-                                   f"tenant '{tenant.name}': {kind[:-1]} '{name}' is {roles[0]} and {persona}: it holds "
-                                   f"the {roles[0]} role (RBAC adds roles up)", where)
+                                   Text("tenant '{tenant}': {kind} '{name}' is {role} and {persona}: it holds the "
+                                        "{role} role (RBAC adds roles up)", tenant=tenant.name, kind=WORDS[kind[:-1]],
+                                        name=name, role=WORDS[roles[0]], persona=WORDS[persona]), where)
                     roles.append(persona)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Text
 from gpugov.policy.checks import check
 
 DUPLICATE_VALUE = rule(
@@ -55,8 +56,9 @@ def check_protected_tenants_do_not_borrow(model: Model) -> Iterator[Finding]:
                 if rq.borrowing_limit:
                     yield make(
                         PROTECTED_BORROWS,
-                        f"tenant '{tenant.name}' runs non-preemptible {classes} and may borrow "
-                        f"{rq.key} in pool '{quota.pool}': a lender reclaiming its quota could evict that work",
+                        Text("tenant '{tenant}' runs non-preemptible {classes} and may borrow {key} in pool '{pool}': "
+                             "a lender reclaiming its quota could evict that work", tenant=tenant.name, classes=classes,
+                             key=rq.key, pool=quota.pool),
                         tenant.at("quotas", quota.index, "resources", rq.key, "borrowingLimit"),
                     )
 
@@ -70,7 +72,8 @@ def check_priorities(model: Model) -> Iterator[Finding]:
             other = model.priority_classes[by_value[pc.value]]
             yield make(
                 DUPLICATE_VALUE,
-                f"priority classes '{other.name}' and '{pc.name}' both have value {pc.value}",
+                Text("priority classes '{first}' and '{second}' both have value {value}", first=other.name,
+                     second=pc.name, value=pc.value),
                 pc.at("value"),
                 other.at("value"),
             )
@@ -83,8 +86,9 @@ def check_priorities(model: Model) -> Iterator[Finding]:
             if not pc.preemptible and pc.value <= highest.value:
                 yield make(
                     PROTECTED_BELOW_PREEMPTIBLE,
-                    f"non-preemptible '{pc.name}' ({pc.value}) is not above "
-                    f"preemptible '{highest.name}' ({highest.value})",
+                    Text("non-preemptible '{protected}' ({protected_value}) is not above preemptible '{preemptible}' "
+                         "({preemptible_value})", protected=pc.name, protected_value=pc.value,
+                         preemptible=highest.name, preemptible_value=highest.value),
                     pc.at("value"),
                     highest.at("value"),
                 )
@@ -92,6 +96,6 @@ def check_priorities(model: Model) -> Iterator[Finding]:
     if policy.declared and policy.reclaim_within_cohort == "Never" and policy.borrow_within_cohort != "Never":
         yield make(
             PREEMPTION_CONFLICT,
-            "reclaimWithinCohort=Never needs borrowWithinCohort.policy=Never",
+            Text("reclaimWithinCohort=Never needs borrowWithinCohort.policy=Never"),
             policy.at("preemption", "reclaimWithinCohort"),
         )

@@ -7,6 +7,7 @@ from typing import Any
 
 from gpugov.declarations.model import Decl, Model, ReclaimPolicy, Tenant, duration_seconds, reclaim_from_spec
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Text
 from gpugov.policy.checks import check
 
 UNKNOWN_CLASS = rule(
@@ -57,23 +58,25 @@ def _policies(model: Model) -> Iterator[tuple[Decl, dict[str, Any]]]:
 def check_reclaim_names(model: Model) -> Iterator[Finding]:
     all_queues = {q.name for t in model.tenants.values() for q in t.queues}
     for decl, spec in _policies(model):
-        where = "Guardrails" if decl.kind == "Guardrails" else f"tenant '{decl.name}'"
+        where = "Guardrails" if decl.kind == "Guardrails" else Text("tenant '{tenant}'", tenant=decl.name)
         runtime = (spec.get("maxRuntime") or {}).get("priorityClasses") or {}
         for name in sorted(runtime):
             if name not in model.priority_classes:
-                yield make(UNKNOWN_CLASS, f"{where}: reclaim.maxRuntime names priority class '{name}', which is "
-                           f"not declared (declared: {', '.join(sorted(model.priority_classes)) or 'none'})",
+                yield make(UNKNOWN_CLASS, Text("{where}: reclaim.maxRuntime names priority class '{name}', which is "
+                                               "not declared (declared: {declared})", where=where, name=name,
+                                               declared=", ".join(sorted(model.priority_classes)) or Text("none")),
                            decl.at("reclaim", "maxRuntime", "priorityClasses", name, key=True))
         exempt = ((spec.get("idle") or {}).get("exempt")) or {}
         for index, name in enumerate(exempt.get("priorityClasses") or ()):
             if name not in model.priority_classes:
-                yield make(UNKNOWN_CLASS, f"{where}: reclaim.idle.exempt names priority class '{name}', which is "
-                           "not declared", decl.at("reclaim", "idle", "exempt", "priorityClasses", index))
+                yield make(UNKNOWN_CLASS, Text("{where}: reclaim.idle.exempt names priority class '{name}', which is "
+                                               "not declared", where=where, name=name), decl.at("reclaim", "idle", "exempt", "priorityClasses", index))
         known = {q.name for q in decl.queues} if isinstance(decl, Tenant) else all_queues
         for index, name in enumerate(exempt.get("queues") or ()):
             if name not in known:
-                yield make(UNKNOWN_QUEUE, f"{where}: reclaim.idle.exempt names queue '{name}', which is not "
-                           f"declared (declared: {', '.join(sorted(known)) or 'none'})",
+                yield make(UNKNOWN_QUEUE, Text("{where}: reclaim.idle.exempt names queue '{name}', which is not "
+                                               "declared (declared: {declared})", where=where, name=name,
+                                               declared=", ".join(sorted(known)) or Text("none")),
                            decl.at("reclaim", "idle", "exempt", "queues", index))
 
 
@@ -88,8 +91,9 @@ def check_deactivate_warns_first(model: Model) -> Iterator[Finding]:
                 declared.get("idle") or {}):
             continue  # inherited from Guardrails: reported there
         field = "grace" if "grace" in (declared.get("idle") or {}) else "action"
-        yield make(NO_WARNING, f"{'Guardrails' if decl.kind == 'Guardrails' else 'tenant ' + repr(decl.name)}: "
-                   "reclaim.idle deactivates with a grace of 0, so a job is stopped without a warning first",
+        who = "Guardrails" if decl.kind == "Guardrails" else Text("tenant {name}", name=repr(decl.name))
+        yield make(NO_WARNING, Text("{where}: reclaim.idle deactivates with a grace of 0, so a job is stopped without "
+                                    "a warning first", where=who),
                    decl.at("reclaim", "idle", field))
 
 
@@ -107,30 +111,35 @@ def _looser(model: Model, tenant: Tenant) -> Iterator[tuple[tuple[str, ...], str
     runtime = declared.get("maxRuntime") or {}
     if "default" in runtime and (base.max_runtime_default is not None) and (
             own.max_runtime_default or 0) > base.max_runtime_default:
-        yield ("maxRuntime", "default"), f"maxRuntime.default {runtime['default']} is longer than the Guardrails'"
+        yield ("maxRuntime", "default"), Text("maxRuntime.default {value} is longer than the Guardrails'",
+                                              value=runtime["default"])
     for name in sorted(runtime.get("priorityClasses") or {}):
         limit = base.max_runtime_for(name)
         if limit is not None and duration_seconds(runtime["priorityClasses"][name]) > limit:
-            yield ("maxRuntime", "priorityClasses", name), f"maxRuntime for {name} is longer than the Guardrails'"
+            yield ("maxRuntime", "priorityClasses", name), Text("maxRuntime for {name} is longer than the Guardrails'",
+                                                                name=name)
     idle = declared.get("idle") or {}
     if base.idle is None or own.idle is None:
         return
     for field, mine, theirs in (("window", own.idle.window, base.idle.window),
                                 ("grace", own.idle.grace, base.idle.grace)):
         if field in idle and mine > theirs:
-            yield ("idle", field), f"idle.{field} {idle[field]} is longer than the Guardrails'"
+            yield ("idle", field), Text("idle.{field} {value} is longer than the Guardrails'", field=field,
+                                        value=idle[field])
     if "belowPercent" in idle and own.idle.below_percent < base.idle.below_percent:
-        yield ("idle", "belowPercent"), f"idle.belowPercent {idle['belowPercent']} is lower than the Guardrails'"
+        yield ("idle", "belowPercent"), Text("idle.belowPercent {value} is lower than the Guardrails'",
+                                             value=idle["belowPercent"])
     if "action" in idle and own.idle.action == "notify" and base.idle.action == "deactivate":
-        yield ("idle", "action"), "idle.action notify where the Guardrails deactivate"
+        yield ("idle", "action"), Text("idle.action notify where the Guardrails deactivate")
     exempt = idle.get("exempt") or {}
     for field, mine_t, theirs_t in (("priorityClasses", own.idle.exempt_classes, base.idle.exempt_classes),
                                     ("queues", own.idle.exempt_queues, base.idle.exempt_queues)):
         if field in exempt and set(mine_t) - set(theirs_t):
-            yield ("idle", "exempt", field), f"idle.exempt.{field} adds {', '.join(sorted(set(mine_t) - set(theirs_t)))}"
+            yield ("idle", "exempt", field), Text("idle.exempt.{field} adds {names}", field=field,
+                                                  names=", ".join(sorted(set(mine_t) - set(theirs_t))))
     snooze = (declared.get("snooze") or {}).get("maximum")
     if snooze is not None and own.snooze_maximum > base.snooze_maximum:
-        yield ("snooze", "maximum"), f"snooze.maximum {snooze} is longer than the Guardrails'"
+        yield ("snooze", "maximum"), Text("snooze.maximum {value} is longer than the Guardrails'", value=snooze)
 
 
 @check
@@ -138,6 +147,7 @@ def check_tenants_keep_within_guardrails(model: Model) -> Iterator[Finding]:
     for name in sorted(model.tenants):
         tenant = model.tenants[name]
         for path, what in _looser(model, tenant):
-            yield make(TENANT_LOOSENS, f"tenant '{name}' loosens the reclaim policy: {what}",
+            yield make(TENANT_LOOSENS, Text("tenant '{tenant}' loosens the reclaim policy: {what}", tenant=name,
+                                            what=what),
                        tenant.at("reclaim", *path),
                        *([model.limits.at("reclaim")] if model.guardrails is not None else []))

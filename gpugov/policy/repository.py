@@ -10,6 +10,7 @@ from gpugov.compile import codeowners
 from gpugov.declarations.loader import DECLARATION_DIRS
 from gpugov.declarations.model import Decl, Model
 from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.i18n import Text
 from gpugov.policy.checks import check
 
 CODEOWNERS_STALE = rule(
@@ -41,7 +42,8 @@ WRONG_FOLDER = rule(
 def check_repository(root: Path, model: Model) -> list[Finding]:
     findings = list(_unread_folders(root))
     if codeowners.is_stale(root, model):
-        findings.append(make(CODEOWNERS_STALE, "CODEOWNERS is out of date with the tenants' owners and the platform team",
+        findings.append(make(CODEOWNERS_STALE,
+                             Text("CODEOWNERS is out of date with the tenants' owners and the platform team"),
                              Location(codeowners.PATH.as_posix(), 1, 1)))
     return findings
 
@@ -53,8 +55,9 @@ def _unread_folders(root: Path) -> Iterator[Finding]:
         close = difflib.get_close_matches(folder.name.lower(), DECLARATION_DIRS, n=1, cutoff=0.75)
         yaml_files = sorted(f for f in folder.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
         if close and yaml_files:
-            yield make(FOLDER_NOT_READ, f"{folder.name}/ holds {len(yaml_files)} YAML file(s) that gpugov does not "
-                       f"read: did you mean {close[0]}/?", Location(yaml_files[0].relative_to(root).as_posix(), 1, 1))
+            yield make(FOLDER_NOT_READ, Text("{folder}/ holds {count} YAML file(s) that gpugov does not read: did you "
+                                             "mean {close}/?", folder=folder.name, count=len(yaml_files), close=close[0]),
+                       Location(yaml_files[0].relative_to(root).as_posix(), 1, 1))
 
 
 def _folder_of(decl: Decl) -> str:
@@ -73,5 +76,6 @@ def check_declaration_folders(model: Model) -> Iterator[Finding]:
         for decl in decls:
             if decl.origin and _folder_of(decl) != folder:
                 kind = decl.kind
-                yield make(WRONG_FOLDER, f"{kind} '{decl.name}' is declared in {_folder_of(decl)}/, not {folder}/",
+                yield make(WRONG_FOLDER, Text("{kind} '{name}' is declared in {found}/, not {folder}/", kind=kind,
+                                              name=decl.name, found=_folder_of(decl), folder=folder),
                            decl.name_at())

@@ -16,8 +16,9 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from gpugov.declarations.model import Holder, Model, QuotaGrant, QuotaWindow, ResourceQuota
-from gpugov.declarations.timeline import boundaries, grant_active, model_at, rfc3339, zone
+from gpugov.declarations.timeline import boundaries, grant_active, holder_words, model_at, rfc3339, zone
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Text
 from gpugov.kube.quantity import format_quantity
 from gpugov.policy.checks import check
 
@@ -76,21 +77,26 @@ _REFERENCE = datetime(2000, 1, 3, tzinfo=UTC)  # a Monday: where a clockless che
 def check_times(model: Model) -> Iterator[Finding]:
     for grant in model.grants.values():
         if grant.starts is None:
-            yield make(TIMELINE_BAD_TIME, f"grant '{grant.name}': from is no date", grant.at("from"))
+            yield make(TIMELINE_BAD_TIME, Text("grant '{grant}': from is no date", grant=grant.name), grant.at("from"))
         if grant.ends_declared and grant.ends is None:
-            yield make(TIMELINE_BAD_TIME, f"grant '{grant.name}': until is no date", grant.at("until"))
+            yield make(TIMELINE_BAD_TIME, Text("grant '{grant}': until is no date", grant=grant.name),
+                       grant.at("until"))
         elif grant.starts and grant.ends and grant.ends <= grant.starts:
-            yield make(TIMELINE_BAD_TIME, f"grant '{grant.name}': until {rfc3339(grant.ends)} is not after from "
-                       f"{rfc3339(grant.starts)}", grant.at("until"))
+            yield make(TIMELINE_BAD_TIME, Text("grant '{grant}': until {until} is not after from {start}",
+                                               grant=grant.name, until=rfc3339(grant.ends),
+                                               start=rfc3339(grant.starts)), grant.at("until"))
         if not grant.ends_declared:
-            yield make(GRANT_WITHOUT_END, f"grant '{grant.name}' gives tenant '{grant.tenant}' quota in pool "
-                       f"'{grant.pool}' with no end", grant.at("from"))
+            yield make(GRANT_WITHOUT_END, Text("grant '{grant}' gives tenant '{tenant}' quota in pool '{pool}' with no "
+                                               "end", grant=grant.name, tenant=grant.tenant, pool=grant.pool),
+                       grant.at("from"))
         elif grant.ends and model.now and grant.ends <= model.now:
-            yield make(GRANT_EXPIRED, f"grant '{grant.name}' ended at {rfc3339(grant.ends)}: remove it",
+            yield make(GRANT_EXPIRED, Text("grant '{grant}' ended at {end}: remove it", grant=grant.name,
+                                           end=rfc3339(grant.ends)),
                        grant.name_at())
     for window in model.windows.values():
         if zone(window.time_zone) is None:
-            yield make(TIMELINE_BAD_TIME, f"window '{window.name}': unknown time zone '{window.time_zone}'",
+            yield make(TIMELINE_BAD_TIME, Text("window '{window}': unknown time zone '{zone}'", window=window.name,
+                                               zone=window.time_zone),
                        window.at("timeZone"))
 
 
@@ -101,24 +107,28 @@ def _holder_known(model: Model, holder: Holder) -> bool:
 def _resources(model: Model, decl: QuotaGrant | QuotaWindow) -> Iterator[Finding]:
     pool = model.pools.get(decl.pool)
     if pool is None:
-        yield make(TIMELINE_REFERENCE, f"{decl.name}: unknown pool '{decl.pool}'", decl.at("pool"))
+        yield make(TIMELINE_REFERENCE, Text("{decl}: unknown pool '{pool}'", decl=decl.name, pool=decl.pool),
+                   decl.at("pool"))
         return
     for rq in decl.resources:
         if rq.resource not in pool.capacity:
-            yield make(TIMELINE_REFERENCE, f"{decl.name}: pool '{pool.name}' offers no {rq.resource} (it offers "
-                       f"{', '.join(pool.capacity) or 'nothing'})", decl.at("resources", rq.key, key=True))
+            yield make(TIMELINE_REFERENCE, Text("{decl}: pool '{pool}' offers no {resource} (it offers {offered})",
+                                                decl=decl.name, pool=pool.name, resource=rq.resource,
+                                                offered=", ".join(pool.capacity) or Text("nothing")), decl.at("resources", rq.key, key=True))
 
 
 @check
 def check_timeline_references(model: Model) -> Iterator[Finding]:
     for grant in model.grants.values():
         if grant.tenant not in model.tenants:
-            yield make(TIMELINE_REFERENCE, f"{grant.name}: unknown tenant '{grant.tenant}'", grant.at("tenant"))
+            yield make(TIMELINE_REFERENCE, Text("{decl}: unknown tenant '{tenant}'", decl=grant.name,
+                                                tenant=grant.tenant), grant.at("tenant"))
         yield from _resources(model, grant)
     for window in model.windows.values():
         for role, holder in (("donor", window.donor), ("recipient", window.recipient)):
             if not _holder_known(model, holder):
-                yield make(TIMELINE_REFERENCE, f"{window.name}: unknown {holder}", window.at(role, holder.kind.lower()))
+                yield make(TIMELINE_REFERENCE, Text("{decl}: unknown {holder}", decl=window.name,
+                                                    holder=holder_words(holder)), window.at(role, holder.kind.lower()))
         yield from _resources(model, window)
 
 
@@ -132,9 +142,12 @@ def check_window_donors(model: Model) -> Iterator[Finding]:
         held = {rq.key: rq.nominal for q in decl.quotas if q.pool == window.pool for rq in q.resources}
         for rq in window.resources:
             if rq.nominal > held.get(rq.key, Decimal(0)):
-                yield make(WINDOW_DONOR_SHORT, f"window '{window.name}' moves {format_quantity(rq.nominal)} {rq.key} "
-                           f"of pool '{window.pool}' from {holder}, which holds "
-                           f"{format_quantity(held.get(rq.key, Decimal(0)))}", window.at("resources", rq.key))
+                yield make(WINDOW_DONOR_SHORT, Text("window '{window}' moves {amount} {key} of pool '{pool}' from "
+                                                    "{holder}, which holds {held}", window=window.name,
+                                                    amount=format_quantity(rq.nominal), key=rq.key, pool=window.pool,
+                                                    holder=holder_words(holder),
+                                                    held=format_quantity(held.get(rq.key, Decimal(0)))),
+                           window.at("resources", rq.key))
 
 
 def instants_to_check(model: Model) -> list[datetime]:
@@ -182,11 +195,15 @@ def check_capacity_over_time(model: Model) -> Iterator[Finding]:
                 continue
             reported.add((grant.name, pool_name, resource))
             others = ", ".join(f"'{g.name}' (+{format_quantity(q.nominal)})" for g, q in grants[:-1])
+            fields = {"grant": grant.name, "amount": format_quantity(rq.nominal), "key": rq.key, "pool": pool_name,
+                      "at": rfc3339(at), "total": format_quantity(total), "resource": resource,
+                      "capacity": format_quantity(limit), "others": others}
             yield make(
                 TIMELINE_OVERCOMMIT,
-                f"grant '{grant.name}' (+{format_quantity(rq.nominal)} {rq.key}) overcommits pool '{pool_name}' at "
-                f"{rfc3339(at)}: {format_quantity(total)} {resource} guaranteed, capacity "
-                f"{format_quantity(limit)}" + (f"; also in force: {others}" if others else ""),
+                Text("grant '{grant}' (+{amount} {key}) overcommits pool '{pool}' at {at}: {total} {resource} "
+                     "guaranteed, capacity {capacity}; also in force: {others}", **fields) if others else
+                Text("grant '{grant}' (+{amount} {key}) overcommits pool '{pool}' at {at}: {total} {resource} "
+                     "guaranteed, capacity {capacity}", **fields),
                 grant.at("resources", rq.key),
                 *(g.at("resources", q.key) for g, q in grants[:-1]),
             )

@@ -8,6 +8,7 @@ from typing import Any
 
 from gpugov.findings.markdown import table
 from gpugov.i18n import _, localized
+from gpugov.i18n.width import ljust, width
 from gpugov.kube.quantity import format_quantity
 from gpugov.queueing.view import Entry, Explanation, Gaps
 
@@ -21,10 +22,11 @@ def timestamp(at: datetime | None) -> str | None:
 def _in(at: datetime, now: datetime) -> str:
     seconds = int((at - now).total_seconds())
     if seconds <= 0:
-        return "now"
+        return _("now")
     hours, rest = divmod(seconds, 3600)
     minutes, seconds = divmod(rest, 60)
-    return "in " + " ".join(f"{v}{u}" for v, u in ((hours, "h"), (minutes, "m"), (seconds, "s")) if v or u == "s")
+    span = " ".join(f"{v}{u}" for v, u in ((hours, "h"), (minutes, "m"), (seconds, "s")) if v or u == "s")
+    return _("in {span}").format(span=span)
 
 
 def _position(e: Entry) -> str:
@@ -39,10 +41,11 @@ def _priority(e: Entry) -> str:
 
 def _why(e: Entry, now: datetime) -> str:
     if e.state in ("admitted", "reserved"):
-        return f"ends by {timestamp(e.expected_end)}" if e.expected_end else ""
+        return _("ends by {time}").format(time=timestamp(e.expected_end)) if e.expected_end else ""
     text = localized(e.reason.text)  # in the reader's language; JSON keeps the English
     if e.estimate is not None and e.estimate.at is not None:
-        text += f" [estimated start {timestamp(e.estimate.at)}, {_in(e.estimate.at, now)}]"
+        text += " " + _("[estimated start {time}, {when}]").format(time=timestamp(e.estimate.at),
+                                                                   when=_in(e.estimate.at, now))
     return text
 
 
@@ -79,6 +82,11 @@ def entry_json(e: Entry) -> dict[str, Any]:
 COLUMNS = ("TENANT", "QUEUE", "STATE", "POS", "JOB", "SIZE", "PRIORITY", "WHY")
 
 
+def _columns() -> tuple[str, ...]:
+    """COLUMNS in the reader's language."""
+    return (_("TENANT"), _("QUEUE"), _("STATE"), _("POS"), _("JOB"), _("SIZE"), _("PRIORITY"), _("WHY"))
+
+
 def _rows(entries: list[Entry], now: datetime) -> list[tuple[str, ...]]:
     return [(e.tenant or "?", e.local_queue, e.state, _position(e), e.label, e.size_text, _priority(e), _why(e, now))
             for e in entries]
@@ -88,8 +96,9 @@ def gap_lines(gaps: Gaps | None) -> list[str]:
     """What could not be read or named, one line each (after the table)."""
     if gaps is None:
         return []
-    lines = [f"not shown: tenant {n.tenant} (ClusterQueue {n.cluster_queue}): {n.admitted} admitted and {n.pending} "
-             "pending workload(s) that you may not read, counted from the ClusterQueue's status"
+    lines = [_("not shown: tenant {tenant} (ClusterQueue {cluster_queue}): {admitted} admitted and {pending} pending "
+               "workload(s) that you may not read, counted from the ClusterQueue's status").format(
+                 tenant=n.tenant, cluster_queue=n.cluster_queue, admitted=n.admitted, pending=n.pending)
              for n in gaps.not_shown]
     return lines + gaps.lines
 
@@ -97,19 +106,23 @@ def gap_lines(gaps: Gaps | None) -> list[str]:
 def queue_text(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps | None = None) -> str:
     rows = _rows(entries, now)
     if not rows:
-        return "\n".join([f"cluster {cluster}: no admitted or pending workloads", *gap_lines(gaps)]) + "\n"
-    widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS) - 1)]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1] for row in [COLUMNS, *rows]]
+        return "\n".join([_("cluster {cluster}: no admitted or pending workloads").format(cluster=cluster),
+                          *gap_lines(gaps)]) + "\n"
+    columns = _columns()
+    widths = [max(width(r[i]) for r in [columns, *rows]) for i in range(len(columns) - 1)]  # cells, not chars
+    lines = ["  ".join(ljust(v, w) for v, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
+             for row in [columns, *rows]]
     pending = sum(e.state not in ("admitted", "reserved") for e in entries)
     findings = sum(e.reason.finding for e in entries)
-    lines.append(f"cluster {cluster}: {len(entries) - pending} admitted, {pending} pending, {findings} that can never "
-                 "start as declared (POS: position in ClusterQueue/LocalQueue)")
+    lines.append(_("cluster {cluster}: {admitted} admitted, {pending} pending, {never} that can never start as "
+                   "declared (POS: position in ClusterQueue/LocalQueue)").format(
+                     cluster=cluster, admitted=len(entries) - pending, pending=pending, never=findings))
     lines += gap_lines(gaps)
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 def queue_markdown(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps | None = None) -> str:
-    lines = [f"### Queues of cluster {cluster}", "", *table(COLUMNS, _rows(entries, now))]
+    lines = [_("### Queues of cluster {cluster}").format(cluster=cluster), "", *table(_columns(), _rows(entries, now))]
     notes = gap_lines(gaps)
     if notes:
         lines += ["", *(f"- {line}" for line in notes)]

@@ -152,6 +152,8 @@ class _Index:
     ahead: dict[tuple[str, str], dict[str, Decimal]]  # pending workload -> what those ahead of it ask
     hidden_ahead: dict[tuple[str, str], int]  # pending workload -> unreadable ones ahead of it
     releases: dict[str, tuple[Lookup, Lookup]] = field(default_factory=dict)  # ClusterQueue -> (cohort, own)
+    # cohort tree (its ClusterQueues) -> the releases of its admitted workloads, shared by its ClusterQueues
+    tree_releases: dict[tuple[str, ...], Lookup] = field(default_factory=dict)
 
 
 def _index(snapshot: Snapshot) -> _Index:
@@ -201,8 +203,10 @@ def entry(snapshot: Snapshot, workload: Workload) -> Entry:
     estimate = None
     if workload.state in ("pending", "inactive"):
         if cq not in index.releases:
-            cohort = [w for name in sorted(_cohort(snapshot, cq)) for w in index.admitted.get(name, [])]
-            index.releases[cq] = (releases(cohort), releases(index.admitted.get(cq, [])))
+            tree = tuple(sorted(_cohort(snapshot, cq)))
+            if tree not in index.tree_releases:  # once per cohort tree, not per ClusterQueue in it
+                index.tree_releases[tree] = releases(w for name in tree for w in index.admitted.get(name, []))
+            index.releases[cq] = (index.tree_releases[tree], releases(index.admitted.get(cq, [])))
         cohort_releases, own_releases = index.releases[cq]
         estimate = estimate_start(reason, workload, index.ahead.get(key, {}), cohort_releases, own_releases,
                                   snapshot.now)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from gpugov.declarations.model import IdlePolicy
+from gpugov.i18n import Text
 
 Series = Sequence[tuple[datetime, float]]  # (time, percent), sorted
 STALE_AFTER = timedelta(minutes=5)  # a series whose last sample is older than this stopped reporting
@@ -66,16 +67,17 @@ class Decision:
 def _coverage(series: Series, start: datetime, now: datetime, step: timedelta) -> str:
     """'' when the series covers [start, now] without a gap; else what is missing."""
     if not series:
-        return "no samples"
+        return Text("no samples")
     if series[-1][0] < now - max(STALE_AFTER, 2 * step):
-        return f"stale (last sample {series[-1][0]:%Y-%m-%dT%H:%M:%SZ})"
+        return Text("stale (last sample {at})", at=_instant(series[-1][0]))
     if series[0][0] > start + 2 * step:
-        return f"samples start at {series[0][0]:%Y-%m-%dT%H:%M:%SZ}, after the window's start"
+        return Text("samples start at {at}, after the window's start", at=_instant(series[0][0]))
     for (before, _), (after, _) in itertools.pairwise(series):
         if after - before > 2 * step:
-            return f"a gap from {before:%H:%M:%S} to {after:%H:%M:%S}"
+            since, until = f"{before:%H:%M:%S}", f"{after:%H:%M:%S}"
+            return Text("a gap from {since} to {until}", since=since, until=until)
     if any(math.isnan(v) for _, v in series):
-        return "a sample without a value"
+        return Text("a sample without a value")
     return ""
 
 
@@ -87,6 +89,10 @@ def _duration(seconds: float) -> str:
     return f"{seconds}s"
 
 
+def _instant(at: datetime) -> str:
+    return f"{at:%Y-%m-%dT%H:%M:%SZ}"
+
+
 def decide(subject: Subject, policy: IdlePolicy | None, samples: Mapping[str, Series], now: datetime,
            step: timedelta, snooze_maximum: int) -> Decision:
     """The table above for one Workload; `samples` maps its pods' names to their series over the window."""
@@ -94,50 +100,60 @@ def decide(subject: Subject, policy: IdlePolicy | None, samples: Mapping[str, Se
         return Decision(subject.key, subject.tenant, state, action, why, peak)
 
     if policy is None:
-        return out("no-policy", NONE, f"tenant {subject.tenant} declares no idle policy")
+        return out("no-policy", NONE, Text("tenant {tenant} declares no idle policy", tenant=subject.tenant))
     if subject.priority_class and subject.priority_class in policy.exempt_classes:
-        return out("exempt", NONE, f"priority class {subject.priority_class} is exempt")
+        return out("exempt", NONE, Text("priority class {name} is exempt", name=subject.priority_class))
     if subject.queue in policy.exempt_queues:
-        return out("exempt", NONE, f"queue {subject.queue} is exempt")
+        return out("exempt", NONE, Text("queue {name} is exempt", name=subject.queue))
     if policy.exempt_non_preemptible and subject.non_preemptible:
-        return out("exempt", NONE, f"priority class {subject.priority_class} is not preemptible")
-    snooze = ""
+        return out("exempt", NONE, Text("priority class {name} is not preemptible", name=subject.priority_class))
+    snooze = ""  # a suffix of every reason below: why a snooze annotation does not count
     if subject.snooze_unreadable:
-        snooze = "; its snooze annotation is not an RFC 3339 time and is ignored"
+        snooze = Text("; its snooze annotation is not an RFC 3339 time and is ignored")
     elif subject.snooze_until is not None and subject.snooze_until > now:
         if subject.snooze_until - now <= timedelta(seconds=snooze_maximum):
-            return out("snoozed", NONE, f"snoozed until {subject.snooze_until:%Y-%m-%dT%H:%M:%SZ}")
-        snooze = (f"; its snooze until {subject.snooze_until:%Y-%m-%dT%H:%M:%SZ} is further ahead than the "
-                  f"declared maximum ({_duration(snooze_maximum)}) and is ignored")
+            return out("snoozed", NONE, Text("snoozed until {until}", until=_instant(subject.snooze_until)))
+        snooze = Text("; its snooze until {until} is further ahead than the declared maximum ({maximum}) and is "
+                      "ignored", until=_instant(subject.snooze_until), maximum=_duration(snooze_maximum))
     window = timedelta(seconds=policy.window)
     start = now - window
     if subject.admitted_at > start:
-        return out("young", NONE, f"admitted for less than the window ({_duration(policy.window)})" + snooze)
+        return out("young", NONE, Text("admitted for less than the window ({window}){snooze}",
+                                       window=_duration(policy.window), snooze=snooze))
     if not subject.pods:
-        return out("unknown", NONE, "no running pods to measure" + snooze)
+        return out("unknown", NONE, Text("no running pods to measure{snooze}", snooze=snooze))
     peak = 0.0
     for pod in sorted(subject.pods):
         series = [(t, v) for t, v in samples.get(pod, ()) if t >= start - step]
         missing = _coverage(series, start, now, step)
         if missing:
-            return out("unknown", NONE, f"{policy.metric} of pod {pod}: {missing}" + snooze)
+            return out("unknown", NONE, Text("{metric} of pod {pod}: {missing}{snooze}", metric=policy.metric, pod=pod,
+                                             missing=missing, snooze=snooze))
         peak = max(peak, max(v for _, v in series))
     threshold = float(policy.below_percent)
+    used, limit = f"{peak:.1f}%", f"{threshold:g}%"
     if peak >= threshold:
         if subject.warned_at is not None:
-            return out("busy", CLEAR, f"used {peak:.1f}% (threshold {threshold:g}%): its warning is cleared", peak)
-        return out("busy", NONE, f"used {peak:.1f}% (threshold {threshold:g}%)", peak)
-    idle = f"at most {peak:.1f}% over {_duration(policy.window)} (threshold {threshold:g}%)"
+            return out("busy", CLEAR, Text("used {used} (threshold {threshold}): its warning is cleared", used=used,
+                                           threshold=limit), peak)
+        return out("busy", NONE, Text("used {used} (threshold {threshold})", used=used, threshold=limit), peak)
+    idle = Text("at most {used} over {window} (threshold {threshold})", used=used, window=_duration(policy.window),
+                threshold=limit)
+    grace = _duration(policy.grace)
     if subject.warned_at is None:
-        then = "deactivated" if policy.action == "deactivate" else "reported again"
-        return out("idle", WARN, f"{idle}; warned, {then} after {_duration(policy.grace)} unless used or snoozed"
-                   + snooze, peak)
+        if policy.action == "deactivate":
+            return out("idle", WARN, Text("{idle}; warned, deactivated after {grace} unless used or snoozed{snooze}",
+                                          idle=idle, grace=grace, snooze=snooze), peak)
+        return out("idle", WARN, Text("{idle}; warned, reported again after {grace} unless used or snoozed{snooze}",
+                                      idle=idle, grace=grace, snooze=snooze), peak)
     due = subject.warned_at + timedelta(seconds=policy.grace)
+    warned = _instant(subject.warned_at)
     if now < due:
-        return out("grace", NONE, f"{idle}; warned at {subject.warned_at:%Y-%m-%dT%H:%M:%SZ}, grace until "
-                   f"{due:%Y-%m-%dT%H:%M:%SZ}" + snooze, peak)
+        return out("grace", NONE, Text("{idle}; warned at {warned}, grace until {due}{snooze}", idle=idle,
+                                       warned=warned, due=_instant(due), snooze=snooze), peak)
     if policy.action != "deactivate":
-        return out("warned", NONE, f"{idle}; warned at {subject.warned_at:%Y-%m-%dT%H:%M:%SZ} (the policy only "
-                   "notifies)" + snooze, peak)
-    return out("reclaim", DEACTIVATE, f"{idle}; warned at {subject.warned_at:%Y-%m-%dT%H:%M:%SZ}, grace of "
-               f"{_duration(policy.grace)} over: deactivated (spec.active=false, Kueue frees its quota)" + snooze, peak)
+        return out("warned", NONE, Text("{idle}; warned at {warned} (the policy only notifies){snooze}", idle=idle,
+                                        warned=warned, snooze=snooze), peak)
+    return out("reclaim", DEACTIVATE, Text("{idle}; warned at {warned}, grace of {grace} over: deactivated "
+                                           "(spec.active=false, Kueue frees its quota){snooze}", idle=idle,
+                                           warned=warned, grace=grace, snooze=snooze), peak)

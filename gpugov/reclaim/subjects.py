@@ -10,6 +10,7 @@ from typing import Any
 
 from gpugov.declarations.model import Model, ReclaimPolicy
 from gpugov.findings import Finding, make
+from gpugov.i18n import Text
 from gpugov.kube.objects import ANNOTATION_RECLAIM_SNOOZE, ANNOTATION_RECLAIM_WARNED
 from gpugov.queueing.workload import WorkloadError, from_object, parse_time
 from gpugov.reclaim.decide import DEACTIVATE, WARN, Decision, Subject
@@ -91,5 +92,6 @@ def findings(decisions: Iterable[Decision]) -> list[Finding]:
     for d in decisions:
         if d.action in (WARN, DEACTIVATE):
             rule = RECLAIM_WARNED if d.action == WARN else RECLAIM_DEACTIVATED
-            out.append(make(rule, f"Workload {d.key} (tenant {d.tenant}): {d.why}", None, object=f"Workload {d.key}"))
+            out.append(make(rule, Text("Workload {workload} (tenant {tenant}): {why}", workload=d.key, tenant=d.tenant,
+                                       why=d.why), None, object=f"Workload {d.key}"))
     return out

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
+
+# subprocess (with signal, threading, selectors) is imported where used: gpugov's parser reads this module's names.
 
 CONTROLPLANE_BINARY = "gpugov-controlplane"
 # Set to an executable to skip tools/build entirely (e.g. a binary built elsewhere).
@@ -55,6 +56,8 @@ def _run_build(root: Path, tool: str) -> None:
         return
     # Output is passed through: a cold build runs for many minutes and its
     # progress/errors are what the user needs to see.
+    import subprocess
+
     result = subprocess.run([str(root / "tools" / "build"), tool], check=False)
     if result.returncode != 0:
         raise ToolUnavailableError(f"tools/build {tool} failed with exit code {result.returncode}")

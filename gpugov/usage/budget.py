@@ -3,7 +3,9 @@
 Spent = the accelerator-hours the usage ledger admitted since the period began (UTC: the 1st of
 the month, or Monday), each pool resource weighed by its share of a device (a MIG slice its
 compute slices, a HAMi vGPU slot 1/deviceSplitCount; HAMi's memory and core units, views of the
-same devices, weigh nothing), as the ledger prices them. A department spends what the tenants
+same devices, weigh nothing), as the ledger prices them. A cost budget (`cost` instead of
+`acceleratorHours`) spends the ledger's cost of the same rows, in the currency of the holder's pools
+(validate refuses pools of different currencies, GG176). A department spends what the tenants
 below it (at any depth) spend. Pure: the ledger rows and the model in, the statuses out.
 """
 
@@ -16,7 +18,9 @@ from decimal import ROUND_HALF_EVEN, Decimal
 
 from gpugov.declarations.equivalents import device_equivalents, hami_views
 from gpugov.declarations.model import Budget, Holder, Model
+from gpugov.declarations.timeline import holder_words
 from gpugov.findings import Finding, Level, make, rule
+from gpugov.i18n import Text
 from gpugov.queueing.workload import Workload
 from gpugov.usage.attribution import Attribution
 from gpugov.usage.ledger import HOURS, BudgetLine, Row, decimal_string, ledger
@@ -24,13 +28,16 @@ from gpugov.usage.segments import segments
 from gpugov.usage.window import Window
 
 BUDGET_ALERT = rule("GD050", "budget-threshold", Level.WARNING,
-                    "A tenant or department has spent an alert threshold of its GPU-hour budget this period.",
-                    "Raise spec.budget.acceleratorHours in Git, or slow down until the period renews.")
+                    "A tenant or department has spent an alert threshold of its GPU-hour or cost budget this "
+                    "period.",
+                    "Raise spec.budget.acceleratorHours (or cost) in Git, or slow down until the period renews.")
 BUDGET_SPENT = rule("GD051", "budget-spent", Level.ERROR,
-                    "A tenant or department has spent its whole GPU-hour budget this period (with action hold: "
-                    "its ClusterQueues admit nothing new until the period renews).",
-                    "Raise spec.budget.acceleratorHours in Git; what runs is never evicted.")
+                    "A tenant or department has spent its whole GPU-hour or cost budget this period (with action "
+                    "hold: its ClusterQueues admit nothing new until the period renews).",
+                    "Raise spec.budget.acceleratorHours (or cost) in Git; what runs is never evicted.")
 HOLD = "hold"
+HOURS_UNIT = "accelerator-hours"
+NO_CURRENCY = "price units"  # a cost budget over pools whose price names no currency
 
 
 @dataclass(frozen=True)
@@ -58,21 +65,29 @@ class BudgetStatus:
     holder: Holder
     budget: Budget
     period: Period
-    spent: Decimal  # accelerator-hours
+    spent: Decimal  # in the budget's unit: accelerator-hours, or money for a cost budget
     tenants: tuple[str, ...]  # whose ClusterQueues a hold stops: the tenant, or a department's tenants
+    currency: str | None = None  # a cost budget's: the ISO 4217 code of its pools' prices, where they name one
+
+    @property
+    def unit(self) -> str:
+        """What spent and the budget count: accelerator-hours, or the currency of a cost budget."""
+        if self.budget.cost is None:
+            return HOURS_UNIT
+        return self.currency or NO_CURRENCY
 
     @property
     def percent(self) -> Decimal:
-        return (self.spent * 100 / self.budget.accelerator_hours).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
+        return (self.spent * 100 / self.budget.amount).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
 
     @property
     def crossed(self) -> tuple[int, ...]:
         """The alert thresholds reached (spent >= threshold% of the budget), ascending."""
-        return tuple(t for t in self.budget.alerts if self.spent * 100 >= self.budget.accelerator_hours * t)
+        return tuple(t for t in self.budget.alerts if self.spent * 100 >= self.budget.amount * t)
 
     @property
     def exhausted(self) -> bool:
-        return self.spent >= self.budget.accelerator_hours
+        return self.spent >= self.budget.amount
 
     @property
     def hold(self) -> bool:
@@ -81,12 +96,18 @@ class BudgetStatus:
     def line(self) -> BudgetLine:
         """For the ledger's budgets section (`gpugov usage`)."""
         return BudgetLine(str(self.holder), self.period.label, f"{self.period.since:%Y-%m-%dT%H:%M:%SZ}", self.spent,
-                          self.budget.accelerator_hours, self.percent, self.budget.action, self.hold)
+                          self.budget.amount, self.percent, self.budget.action, self.hold, self.unit,
+                          self.budget.cost is not None, self.currency)
 
     def alert_message(self, threshold: int) -> str:
         """Stable for one holder, period and threshold: the deduplication key of its notification."""
-        return (f"{self.holder} reached {threshold}% of its GPU-hour budget for {self.period.label} "
-                f"({decimal_string(self.budget.accelerator_hours)} accelerator-hours a {self.budget.period})")
+        per = {"month": Text("a month"), "week": Text("a week")}.get(self.budget.period, f"a {self.budget.period}")
+        fields = {"holder": holder_words(self.holder), "threshold": threshold, "period": self.period.label,
+                  "amount": decimal_string(self.budget.amount), "unit": self.unit, "per": per}
+        if self.budget.cost is None:
+            return Text("{holder} reached {threshold}% of its GPU-hour budget for {period} ({amount} {unit} {per})",
+                        **fields)
+        return Text("{holder} reached {threshold}% of its cost budget for {period} ({amount} {unit} {per})", **fields)
 
 
 def device_hours(model: Model, row: Row) -> Decimal:
@@ -102,32 +123,35 @@ def device_hours(model: Model, row: Row) -> Decimal:
 
 def budget_holders(model: Model) -> list[tuple[Holder, Budget, tuple[str, ...]]]:
     """Every declared budget: (holder, budget, the tenants it covers), tenants before departments, by name."""
-    found: list[tuple[Holder, Budget, tuple[str, ...]]] = []
-    for name, tenant in sorted(model.tenants.items()):
-        if tenant.budget is not None:
-            found.append((Holder("Tenant", name), tenant.budget, (name,)))
-    for name, department in sorted(model.departments.items()):
-        if department.budget is not None:
-            below = tuple(t.name for _, t in sorted(model.tenants.items())
-                          if t.department and (t.department == name or name in model.ancestors(t.department)))
-            found.append((Holder("Department", name), department.budget, below))
-    return found
+    return model.budget_holders()
+
+
+def budget_currency(model: Model, tenants: tuple[str, ...]) -> str | None:
+    """The currency a cost budget over these tenants counts in: that of their priced pools (validate
+    refuses several, GG176); None where no priced pool names one."""
+    codes = sorted({pool.currency for pool in model.budget_pools(tenants)
+                    if pool.price_per_hour is not None and pool.currency})
+    return codes[0] if codes else None
 
 
 def budget_statuses(model: Model, rows_by_period: dict[str, Iterable[Row]], now: datetime) -> list[BudgetStatus]:
     """Each declared budget against the ledger rows of its period (`rows_by_period[budget.period]`:
     the rows of a ledger whose window is period_of(budget.period, now) up to now)."""
-    spent_by_period: dict[str, dict[str, Decimal]] = {}
+    hours_by_period: dict[str, dict[str, Decimal]] = {}
+    cost_by_period: dict[str, dict[str, Decimal]] = {}
     for kind, rows in rows_by_period.items():
-        spent: dict[str, Decimal] = {}
+        hours: dict[str, Decimal] = {}
+        cost: dict[str, Decimal] = {}
         for row in rows:
-            spent[row.tenant] = spent.get(row.tenant, Decimal(0)) + device_hours(model, row)
-        spent_by_period[kind] = spent
+            hours[row.tenant] = hours.get(row.tenant, Decimal(0)) + device_hours(model, row)
+            cost[row.tenant] = cost.get(row.tenant, Decimal(0)) + (row.cost or Decimal(0))  # unpriced: GG177
+        hours_by_period[kind], cost_by_period[kind] = hours, cost
     statuses = []
     for holder, budget, tenants in budget_holders(model):
-        spent = spent_by_period.get(budget.period, {})
-        total = sum((spent.get(t, Decimal(0)) for t in tenants), Decimal(0))
-        statuses.append(BudgetStatus(holder, budget, period_of(budget.period, now), total, tenants))
+        by_tenant = (hours_by_period if budget.cost is None else cost_by_period).get(budget.period, {})
+        total = sum((by_tenant.get(t, Decimal(0)) for t in tenants), Decimal(0))
+        currency = budget_currency(model, tenants) if budget.cost is not None else None
+        statuses.append(BudgetStatus(holder, budget, period_of(budget.period, now), total, tenants, currency))
     return statuses
 
 

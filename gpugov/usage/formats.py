@@ -10,6 +10,8 @@ from collections import defaultdict
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from gpugov.findings.markdown import table as markdown_table
+from gpugov.i18n import _
+from gpugov.i18n.width import ljust, width
 from gpugov.usage.ledger import Ledger, closure, decimal_string
 
 FORMATS = ("table", "csv", "json", "markdown")
@@ -18,6 +20,28 @@ ROW_COLUMNS = ("tenant", "department", "cost_center", "pool", "resource", "unit"
 
 
 CENT = Decimal("0.01")
+
+
+def _column(name: str) -> str:
+    """A column's name ("admitted hours") in the reader's language; the table writes it upper case with
+    dashes, the markdown as it is (ROW_COLUMNS with underscores). Unknown names stay as they are."""
+    names = {
+        "tenant": _("tenant"), "department": _("department"), "cost center": _("cost center"), "pool": _("pool"),
+        "resource": _("resource"), "unit": _("unit"), "admitted hours": _("admitted hours"),
+        "in quota hours": _("in quota hours"), "borrowed hours": _("borrowed hours"), "idle hours": _("idle hours"),
+        "rate": _("rate"), "cost": _("cost"), "unallocated hours": _("unallocated hours"),
+        "unallocated cost": _("unallocated cost"), "capacity hours": _("capacity hours"),
+        "capacity cost": _("capacity cost"), "deactivations": _("deactivations"),
+        "reclaimed hours": _("reclaimed hours"), "holder": _("holder"), "period": _("period"), "since": _("since"),
+        "spent": _("spent"), "budget": _("budget"), "percent": _("percent"),
+        "action": _("action"), "held": _("held"),
+    }
+    return names.get(name, name)
+
+
+def _upper(names: list[str] | tuple[str, ...]) -> list[str]:
+    """The table's header: "COST-CENTER" from "cost_center" or "cost center"."""
+    return [_column(n.replace("_", " ")).upper().replace(" ", "-") for n in names]
 
 
 def _h(value: Decimal | None) -> str:
@@ -66,12 +90,12 @@ def _reclaimed_cells(book: Ledger) -> list[list[str]]:
     return [[r.tenant, r.resource, str(r.deactivations), _h(r.hours)] for r in book.reclaimed]
 
 
-BUDGET_HEADER = ("holder", "period", "since", "spent hours", "budget hours", "percent", "action", "held")
+BUDGET_HEADER = ("holder", "period", "since", "spent", "budget", "unit", "percent", "action", "held")
 
 
 def _budget_cells(book: Ledger) -> list[list[str]]:
-    return [[b.holder, b.period, b.since, decimal_string(b.spent_hours), decimal_string(b.budget_hours),
-             f"{decimal_string(b.percent)}%", b.action, "yes" if b.held else "no"] for b in book.budgets]
+    return [[b.holder, b.period, b.since, decimal_string(b.spent), decimal_string(b.budget), b.unit,
+             f"{decimal_string(b.percent)}%", b.action, _("yes") if b.held else _("no")] for b in book.budgets]
 
 
 def _total_cells(book: Ledger, by: str) -> list[list[str]]:
@@ -79,7 +103,7 @@ def _total_cells(book: Ledger, by: str) -> list[list[str]]:
     costs: dict[str, list[tuple[Decimal, str | None]]] = defaultdict(list)
     for r in book.rows:
         costs[(r.tenant if by == "tenant" else r.cost_center) or "-"].append((r.cost or Decimal(0), book.currency(r.pool)))
-    return [[key, _h(hours), _sums(costs[key])] for key, hours, _ in totals(book, by)]
+    return [[key, _h(hours), _sums(costs[key])] for key, hours, _cost in totals(book, by)]
 
 
 def totals(book: Ledger, by: str) -> list[tuple[str, Decimal, Decimal]]:
@@ -101,32 +125,34 @@ def closure_line(book: Ledger) -> str:
     left = [(u.cost or Decimal(0), book.currency(u.pool)) for u in book.unallocated]
     whole = [(c.cost or Decimal(0), book.currency(c.pool)) for c in book.capacity]
     broken = closure(book)
-    verdict = "closes" if not broken else "DOES NOT CLOSE: " + "; ".join(broken)
-    return (f"ledger {verdict}: tenants' charges {_sums(charged)} + unallocated {_sums(left)} = capacity x rate x "
-            f"window {_sums(whole)}")
+    verdict = _("closes") if not broken else _("DOES NOT CLOSE: ") + "; ".join(broken)
+    return _("ledger {verdict}: tenants' charges {charged} + unallocated {left} = capacity x rate x window "
+             "{whole}").format(verdict=verdict, charged=_sums(charged), left=_sums(left), whole=_sums(whole))
+
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(x) for x in column) for column in zip(header, *rows, strict=False)]
-    return ["  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in [header, *rows]]
+    widths = [max(width(x) for x in column) for column in zip(header, *rows, strict=False)]  # cells, not chars
+    return ["  ".join(ljust(v, w) for v, w in zip(line, widths, strict=True)).rstrip() for line in [header, *rows]]
 
 
 def table(book: Ledger) -> str:
     since, until = book.to_json()["window"].values()
-    lines = [f"usage of cluster {book.cluster}, {since} to {until} ({book.window.seconds} s)", ""]
-    lines += _table([c.upper().replace("_", "-") for c in ROW_COLUMNS], _row_cells(book))
-    lines += ["", "unallocated and capacity per pool resource:"]
-    lines += _table(["POOL", "RESOURCE", "UNALLOCATED-HOURS", "UNALLOCATED-COST", "CAPACITY-HOURS", "RATE",
-                     "CAPACITY-COST"], _pool_cells(book))
+    lines = [_("usage of cluster {cluster}, {since} to {until} ({seconds} s)").format(
+        cluster=book.cluster, since=since, until=until, seconds=book.window.seconds), ""]
+    lines += _table(_upper(ROW_COLUMNS), _row_cells(book))
+    lines += ["", _("unallocated and capacity per pool resource:")]
+    lines += _table(_upper(["pool", "resource", "unallocated hours", "unallocated cost", "capacity hours", "rate",
+                            "capacity cost"]), _pool_cells(book))
     for by in ("tenant", "cost_center"):
-        lines += ["", f"per {by.replace('_', ' ')}:"]
-        lines += _table([by.upper().replace("_", "-"), "ADMITTED-HOURS", "COST"], _total_cells(book, by))
+        lines += ["", _("per tenant:") if by == "tenant" else _("per cost center:")]
+        lines += _table(_upper([by, "admitted hours", "cost"]), _total_cells(book, by))
     if book.reclaimed:
-        lines += ["", "reclaimed by gpugov reclaim (idle from the warning to the deactivation):"]
-        lines += _table([h.upper().replace(" ", "-") for h in RECLAIMED_HEADER], _reclaimed_cells(book))
+        lines += ["", _("reclaimed by gpugov reclaim (idle from the warning to the deactivation):")]
+        lines += _table(_upper(RECLAIMED_HEADER), _reclaimed_cells(book))
     if book.budgets:
-        lines += ["", "GPU-hour budgets, spent this period (not this window):"]
-        lines += _table([h.upper().replace(" ", "-") for h in BUDGET_HEADER], _budget_cells(book))
+        lines += ["", _("GPU-hour budgets, spent this period (not this window):")]
+        lines += _table(_upper(BUDGET_HEADER), _budget_cells(book))
     lines += ["", closure_line(book)]
     return "\n".join(lines) + "\n"
 
@@ -134,20 +160,21 @@ def table(book: Ledger) -> str:
 def markdown(book: Ledger) -> str:
     md = markdown_table
     since, until = book.to_json()["window"].values()
-    lines = [f"### Usage of cluster {book.cluster}, {since} to {until}", ""]
-    lines += md(list(ROW_COLUMNS), _row_cells(book))
-    lines += ["", "#### Unallocated and capacity", ""]
-    lines += md(["pool", "resource", "unallocated hours", "unallocated cost", "capacity hours", "rate", "capacity cost"],
-                _pool_cells(book))
+    lines = [_("### Usage of cluster {cluster}, {since} to {until}").format(cluster=book.cluster, since=since,
+                                                                            until=until), ""]
+    lines += md([_column(c.replace("_", " ")).replace(" ", "_") for c in ROW_COLUMNS], _row_cells(book))
+    lines += ["", _("#### Unallocated and capacity"), ""]
+    lines += md([_column(c) for c in ("pool", "resource", "unallocated hours", "unallocated cost", "capacity hours",
+                                      "rate", "capacity cost")], _pool_cells(book))
     for by in ("tenant", "cost_center"):
-        lines += ["", f"#### Per {by.replace('_', ' ')}", ""]
-        lines += md([by.replace("_", " "), "admitted hours", "cost"], _total_cells(book, by))
+        lines += ["", _("#### Per tenant") if by == "tenant" else _("#### Per cost center"), ""]
+        lines += md([_column(c) for c in (by.replace("_", " "), "admitted hours", "cost")], _total_cells(book, by))
     if book.reclaimed:
-        lines += ["", "#### Reclaimed by gpugov reclaim (idle from the warning to the deactivation)", ""]
-        lines += md(list(RECLAIMED_HEADER), _reclaimed_cells(book))
+        lines += ["", _("#### Reclaimed by gpugov reclaim (idle from the warning to the deactivation)"), ""]
+        lines += md([_column(c) for c in RECLAIMED_HEADER], _reclaimed_cells(book))
     if book.budgets:
-        lines += ["", "#### GPU-hour budgets, spent this period (not this window)", ""]
-        lines += md(list(BUDGET_HEADER), _budget_cells(book))
+        lines += ["", _("#### GPU-hour budgets, spent this period (not this window)"), ""]
+        lines += md([_column(c) for c in BUDGET_HEADER], _budget_cells(book))
     lines += ["", closure_line(book)]
     return "\n".join(lines) + "\n"
 

@@ -91,17 +91,29 @@ class ReclaimedRow:
 
 @dataclass(frozen=True)
 class BudgetLine:
-    """A declared GPU-hour budget against what its holder spent this period (usage.budget), whatever
-    the ledger's own window."""
+    """A declared budget against what its holder spent this period (usage.budget), whatever the
+    ledger's own window: in accelerator-hours, or in money for a cost budget."""
 
     holder: str  # "tenant 'a'" / "department 'b'"
     period: str  # 2026-12, 2026-W49
     since: str  # the period's start, UTC
-    spent_hours: Decimal  # accelerator-hours
-    budget_hours: Decimal
+    spent: Decimal  # in `unit`
+    budget: Decimal
     percent: Decimal
     action: str  # none | hold
     held: bool  # spent, with action hold
+    unit: str = "accelerator-hours"  # or a cost budget's currency
+    cost: bool = False  # a cost budget: spent and budget are money
+    currency: str | None = None  # a cost budget's ISO 4217 code, where its pools' prices name one
+
+    def to_json(self, number: Any) -> dict[str, Any]:
+        """An hours budget as spent_hours / budget_hours; a cost budget as spent_cost / budget_cost
+        and its currency, as the rows carry theirs."""
+        amounts = ({"spent_cost": number(self.spent), "budget_cost": number(self.budget)} if self.cost
+                   else {"spent_hours": number(self.spent), "budget_hours": number(self.budget)})
+        return {"holder": self.holder, "period": self.period, "since": self.since, **amounts,
+                **({"currency": self.currency} if self.cost and self.currency else {}),
+                "percent": number(self.percent), "action": self.action, "held": self.held}
 
 
 @dataclass(frozen=True)
@@ -145,9 +157,7 @@ class Ledger:
                           "cost": number(c.cost)} for c in self.capacity],
             "reclaimed": [{"tenant": r.tenant, "resource": r.resource, "deactivations": r.deactivations,
                            "hours": number(r.hours)} for r in self.reclaimed],
-            "budgets": [{"holder": b.holder, "period": b.period, "since": b.since, "spent_hours": number(b.spent_hours),
-                         "budget_hours": number(b.budget_hours), "percent": number(b.percent), "action": b.action,
-                         "held": b.held} for b in self.budgets],
+            "budgets": [b.to_json(number) for b in self.budgets],
         }
         for section in ("rows", "unallocated", "capacity"):
             data[section] = [priced(entry, entry["pool"]) for entry in data[section]]

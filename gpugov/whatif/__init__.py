@@ -5,7 +5,9 @@
 - synthetic.py: a seeded trace drawn from a revision's queues, for when none is configured;
 - setup.py: compile's Kueue objects as the simulator reads them;
 - quota.py, flavors.py, preemption.py, state.py, simulate.py: Kueue v0.17's admission, replayed;
-- replay.py: one revision compiled and replayed; report.py: two replays side by side.
+- timeline.py: where quotas change with time (QuotaGrant, QuotaWindow), the quotas at each boundary;
+- replay.py: one revision compiled and replayed; report.py: two replays side by side
+  (timeline_report.py: the boundaries each applied).
 
 Pure: no cluster, no network. The exporter of a live cluster's finished Workloads is
 gpugov.cluster.workloads.

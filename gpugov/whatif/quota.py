@@ -172,6 +172,30 @@ def accumulate(cohort: QuotaNode) -> None:
                         + [c.height + 1 for c in cohort.child_cohorts])
 
 
+def set_quotas(node: QuotaNode, quotas: dict[FR, Quota], weight: float) -> None:
+    """New quotas for a node of a built tree (a boundary of the quota timeline): everything derived
+    from them and the usage are cleared, for `relink` and the running workloads to fill in again."""
+    node.nominal = {fr: q.nominal for fr, q in quotas.items()}
+    node.borrowing_limit = {fr: q.borrowing_limit for fr, q in quotas.items() if q.borrowing_limit is not None}
+    node.lending_limit = {fr: q.lending_limit for fr, q in quotas.items() if q.lending_limit is not None}
+    node.subtree = dict(node.nominal)
+    node.weight = weight
+    node.usage, node.local, node.potential, node.lendable, node.height = {}, {}, {}, {}, 0
+
+
+def relink(nodes: list[QuotaNode]) -> None:
+    """Subtree quotas, local quotas and lendable amounts of a tree's nodes from their own quotas
+    (`nodes`: every ClusterQueue and Cohort node, quotas set and usage empty)."""
+    for node in nodes:
+        if node.parent is None:
+            if node.is_cq:
+                freeze_local(node)
+            else:
+                accumulate(node)
+    for node in nodes:
+        compute_lendable(node)
+
+
 def compute_lendable(node: QuotaNode) -> None:
     """What the parent could lend, per resource name (Kueue's calculateLendable): constant, as it
     depends on quotas only."""

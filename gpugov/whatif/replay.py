@@ -8,6 +8,7 @@ a GPU a MIG slice is (for GPU-hours).
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 
 from gpugov.compile import compile
@@ -16,6 +17,7 @@ from gpugov.declarations.model import Model
 from gpugov.whatif.report import Run
 from gpugov.whatif.setup import FR, Placement, Setup, cap_runtimes, read_setup
 from gpugov.whatif.simulate import Options, Simulator
+from gpugov.whatif.timeline import DEFAULT_START, quota_timeline
 from gpugov.whatif.trace import Job
 
 
@@ -42,9 +44,17 @@ def kueue_setup(model: Model, cluster: str) -> Setup:
     return read_setup(compile(model, backend="kueue", cluster=cluster))
 
 
-def replay(model: Model, cluster: str, jobs: list[Job], label: str, options: Options) -> Run:
-    setup = kueue_setup(model, cluster)
+def replay(model: Model, cluster: str, jobs: list[Job], label: str, options: Options,
+           start: datetime = DEFAULT_START) -> Run:
+    """`start`: the calendar instant of the trace's second 0, where the model's quotas change with
+    time (QuotaGrant, QuotaWindow); a model without them replays the quotas as declared."""
+    timeline = None
+    if model.has_timeline and jobs:
+        setup, timeline = quota_timeline(model, cluster, start, min(j.submit_ms for j in jobs),
+                                         max(j.submit_ms for j in jobs))
+    else:
+        setup = kueue_setup(model, cluster)
     jobs, cut = cap_runtimes(setup, jobs)  # Kueue ends a job at its queue's maximum runtime
-    simulator = Simulator(setup, jobs, options, placement_of(model))
+    simulator = Simulator(setup, jobs, options, placement_of(model), timeline.steps() if timeline else None)
     outcome = simulator.run()
-    return Run(label, setup, outcome, simulator.never, weights_of(model), cut)
+    return Run(label, setup, outcome, simulator.never, weights_of(model), cut, timeline)

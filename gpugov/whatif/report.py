@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from gpugov.i18n import _
 from gpugov.kube.resources import is_accelerator
 from gpugov.whatif.setup import FR, Setup
 from gpugov.whatif.simulate import Options, Outcome
 from gpugov.whatif.state import FINISHED
+from gpugov.whatif.timeline import Timeline
 
 MARKER = "<!-- gpugov-whatif -->"
 HOUR_MS = Decimal(3_600_000)
@@ -33,6 +35,7 @@ class Run:
     never: dict[int, str]  # workload index -> why it can never be admitted
     weights: dict[FR, Decimal]  # GPU equivalents of one unit; absent: 1 for accelerators
     runtime_cut: int = 0  # jobs ended at their queue's maximum runtime (reclaim.maxRuntime)
+    timeline: Timeline | None = None  # where quotas change with time: `setup` holds until its first boundary
 
 
 @dataclass(frozen=True)
@@ -73,8 +76,32 @@ def gpu_ms(units_ms: dict[FR, int], weights: dict[FR, Decimal]) -> Decimal:
     return sum((weight_of(weights, fr) * value for fr, value in units_ms.items()), Decimal(0))
 
 
-def tenant_metrics(run: Run) -> dict[str, TenantMetrics]:
-    """Metrics per tenant (the ClusterQueue's gpugov.io/tenant label), plus ALL."""
+def nominal_gpus(setup: Setup, weights: dict[FR, Decimal]) -> dict[str, Decimal]:
+    """GPU equivalents of nominal quota per tenant."""
+    nominal: dict[str, Decimal] = {}
+    for spec in setup.cluster_queues.values():
+        nominal[spec.tenant] = nominal.get(spec.tenant, Decimal(0)) + sum(
+            (weight_of(weights, fr) * q.nominal for fr, q in spec.quotas.items()), Decimal(0))
+    return nominal
+
+
+def mean_nominal(run: Run, start_ms: int, window_ms: int) -> dict[str, Decimal]:
+    """Nominal quota per tenant averaged over the window, where the timeline changes it."""
+    assert run.timeline is not None
+    end = start_ms + window_ms
+    spans = [(start_ms, run.setup), *((b.at_ms, b.setup) for b in run.timeline.boundaries)]
+    total: dict[str, Decimal] = {}
+    for index, (at, setup) in enumerate(spans):
+        until = spans[index + 1][0] if index + 1 < len(spans) else end
+        held = min(until, end) - max(at, start_ms)
+        for tenant, gpus in nominal_gpus(setup, run.weights).items():
+            total[tenant] = total.get(tenant, Decimal(0)) + gpus * max(held, 0)
+    return {tenant: value / window_ms for tenant, value in total.items()}
+
+
+def tenant_metrics(run: Run, window: tuple[int, int] | None = None) -> dict[str, TenantMetrics]:
+    """Metrics per tenant (the ClusterQueue's gpugov.io/tenant label), plus ALL. `window`: (start,
+    length) in trace milliseconds, over which a quota timeline's nominal quota is averaged."""
     by_tenant: dict[str, list[Any]] = {}
     known = {run.setup.tenant_of(name) for name in run.outcome.cluster_queues}
     outside: list[Any] = []  # jobs of a tenant this revision does not have: in the total, no row of their own
@@ -93,6 +120,8 @@ def tenant_metrics(run: Run) -> dict[str, TenantMetrics]:
             (weight_of(run.weights, fr) * q for fr, q in cq.node.nominal.items()), Decimal(0))
         borrowed[tenant] = borrowed.get(tenant, Decimal(0)) + gpu_ms(cq.borrowed_units_ms, run.weights)
         by_tenant.setdefault(tenant, [])
+    if run.timeline is not None and window is not None and window[1] > 0:
+        nominal = mean_nominal(run, *window)
     result = {}
     everyone: list[Any] = list(outside)
     for tenant in sorted(by_tenant):
@@ -157,7 +186,7 @@ def compare(trace_name: str, cluster: str, options: Options, base: Run, head: Ru
                 work += weight * amount * wl.job.share * wl.job.duration_ms
     shared = sum(1 for j in jobs if j.share < 1)
     return Comparison(trace_name, cluster, options, len(jobs), work, held, shared, last_submit - start, window, base,
-                      head, tenant_metrics(base), tenant_metrics(head))
+                      head, tenant_metrics(base, (start, window)), tenant_metrics(head, (start, window)))
 
 
 # -- formatting -------------------------------------------------------------------------------
@@ -200,17 +229,20 @@ def _side(metrics: dict[str, TenantMetrics], tenant: str, field: Callable[[Tenan
 
 def markdown(comparison: Comparison) -> str:
     c = comparison
-    fs = "on" if c.options.fair_sharing else "off (classical preemption)"
+    fs = _("on") if c.options.fair_sharing else _("off (classical preemption)")
+    header = (_("Tenant"), _("Jobs"), _("Wait p50"), _("Wait p95"), _("Use of nominal quota"), _("Borrowed GPU-h"),
+              _("Preempted"))
     lines = [
         MARKER,
-        f"### What-if: this change replayed against `{c.trace_name}`",
+        _("### What-if: this change replayed against `{trace}`").format(trace=c.trace_name),
         "",
-        f"{c.jobs:,} jobs ({hours(c.work_gpu_ms)} GPU-hours of work) submitted over {duration(c.span_ms)} on "
-        f"cluster `{c.cluster}`, admitted by a simulation of Kueue v0.17 over compile's objects of "
-        f"**base** {c.base.label} and **head** {c.head.label} (fair sharing {fs}, seed {c.options.seed}). "
-        "Cells read base → head where they differ.",
+        _("{jobs} jobs ({work} GPU-hours of work) submitted over {span} on cluster `{cluster}`, admitted by a "
+          "simulation of Kueue v0.17 over compile's objects of **base** {base} and **head** {head} (fair sharing "
+          "{fair_sharing}, seed {seed}). Cells read base → head where they differ.").format(
+            jobs=f"{c.jobs:,}", work=hours(c.work_gpu_ms), span=duration(c.span_ms), cluster=c.cluster,
+            base=c.base.label, head=c.head.label, fair_sharing=fs, seed=c.options.seed),
         "",
-        "| Tenant | Jobs | Wait p50 | Wait p95 | Use of nominal quota | Borrowed GPU-h | Preempted |",
+        "| " + " | ".join(header) + " |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     tenants = [*sorted((set(c.base_metrics) | set(c.head_metrics)) - {ALL}), ALL]
@@ -218,7 +250,7 @@ def markdown(comparison: Comparison) -> str:
         def both(field: Callable[[TenantMetrics], str], t: str = tenant) -> str:
             return cell(_side(c.base_metrics, t, field), _side(c.head_metrics, t, field))
 
-        name = f"**{tenant}**" if tenant == ALL else f"`{tenant}`"
+        name = "**" + _("all tenants") + "**" if tenant == ALL else f"`{tenant}`"  # ALL's words, translated
         lines.append(
             f"| {name} | {both(lambda m: f'{m.jobs:,}')} | {both(lambda m: duration(m.wait_p50_ms))} | "
             f"{both(lambda m: duration(m.wait_p95_ms))} | {both(lambda m: percent(m.utilisation(c.window_ms)))} | "
@@ -226,32 +258,40 @@ def markdown(comparison: Comparison) -> str:
         )
     notes = []
     if c.shared_jobs:
-        notes.append(f"- {c.shared_jobs:,} jobs use a share of a device: their work counts that share; Kueue's "
-                     f"quota holds whole devices for them ({hours(c.held_gpu_ms)} GPU-hours held for "
-                     f"{hours(c.work_gpu_ms)} of work)")
-    for side, run in (("base", c.base), ("head", c.head)):
+        notes.append("- " + _("{jobs} jobs use a share of a device: their work counts that share; Kueue's quota holds "
+                              "whole devices for them ({held} GPU-hours held for {work} of work)").format(
+            jobs=f"{c.shared_jobs:,}", held=hours(c.held_gpu_ms), work=hours(c.work_gpu_ms)))
+    for side, run in ((_("base"), c.base), (_("head"), c.head)):
         never = [(i, why) for i, why in sorted(run.never.items())]
         pending = [wl for wl in run.outcome.workloads if wl.state != FINISHED and wl.index not in run.never]
         if never:
             reasons: dict[str, int] = {}
-            for _, why in never:
+            for _index, why in never:
                 reasons[why] = reasons.get(why, 0) + 1
             listed = "; ".join(f"{why} ({n})" for why, n in sorted(reasons.items()))
-            notes.append(f"- {side}: {len(never):,} jobs can never be admitted: {listed}")
+            notes.append(f"- {side}: " + _("{jobs} jobs can never be admitted: {reasons}").format(
+                jobs=f"{len(never):,}", reasons=listed))
         if pending:
-            notes.append(f"- {side}: {len(pending):,} jobs still wait when the trace ends (no flavor can ever hold them)")
+            notes.append(f"- {side}: " + _("{jobs} jobs still wait when the trace ends (no flavor can ever hold "
+                                           "them)").format(jobs=f"{len(pending):,}"))
         if run.runtime_cut:
-            notes.append(f"- {side}: {run.runtime_cut:,} jobs run longer than their queue's maximum runtime "
-                         "(reclaim.maxRuntime): Kueue ends them at the limit, and so does the replay")
+            notes.append(f"- {side}: " + _("{jobs} jobs run longer than their queue's maximum runtime "
+                                           "(reclaim.maxRuntime): Kueue ends them at the limit, and so does the "
+                                           "replay").format(jobs=f"{run.runtime_cut:,}"))
         if run.outcome.unconverged_instants:
-            notes.append(f"- {side}: {run.outcome.unconverged_instants} instants hit the cycle limit")
+            notes.append(f"- {side}: " + _("{instants} instants hit the cycle limit").format(
+                instants=run.outcome.unconverged_instants))
     lines += ["", *notes] if notes else []
+    from gpugov.whatif import timeline_report  # it reads Run: imported where it is used
+
+    lines += timeline_report.markdown_lines(_("base"), c.base, duration)
+    lines += timeline_report.markdown_lines(_("head"), c.head, duration)
     lines += [
         "",
-        "<sub>Waits exclude jobs never admitted. Modelled: cohorts, nominal quota, borrowing and lending limits, "
-        "flavor order and fungibility, priorities, preemption (fair sharing or classical), BestEffortFIFO and "
-        "StrictFIFO. Not modelled: node-level topology placement, partial admission, admission checks, "
-        "pod start-up time. See the README's What-if section.</sub>",
+        "<sub>" + _("Waits exclude jobs never admitted. Modelled: cohorts, nominal quota, borrowing and lending "
+                    "limits, flavor order and fungibility, priorities, preemption (fair sharing or classical), "
+                    "BestEffortFIFO and StrictFIFO. Not modelled: node-level topology placement, partial admission, "
+                    "admission checks, pod start-up time. See the README's What-if section.") + "</sub>",
         "",
     ]
     return "\n".join(lines)
@@ -291,8 +331,10 @@ def never_admitted(run: Run) -> dict[str, dict[str, str]]:
 def to_json(comparison: Comparison) -> dict[str, Any]:
     c = comparison
 
+    from gpugov.whatif import timeline_report  # it reads Run: imported where it is used
+
     def side(run: Run, metrics: dict[str, TenantMetrics]) -> dict[str, Any]:
-        return {
+        found = {
             "revision": run.label,
             "tenants": {t: _metrics_json(m, c.window_ms) for t, m in metrics.items() if t != ALL},
             "total": _metrics_json(metrics[ALL], c.window_ms),
@@ -300,6 +342,9 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
             "scheduling_cycles": run.outcome.cycles,
             "cut_at_max_runtime": run.runtime_cut,
         }
+        if run.timeline is not None:  # only where quotas change with time: the JSON stays as it was elsewhere
+            found["quota_timeline"] = timeline_report.to_json(run)
+        return found
 
     return {
         "trace": {"name": c.trace_name, "jobs": c.jobs, "span_seconds": c.span_ms / 1000,

@@ -1,8 +1,8 @@
 """Replaying a trace through Kueue v0.17's admission, event by event.
 
 Time advances from event to event (a job submitted, a job finished, an evicted job's quota
-coming free, parked jobs retried). Between events the scheduler runs cycles, as Kueue's loop
-does:
+coming free, parked jobs retried, a boundary of the quota timeline changing the quotas).
+Between events the scheduler runs cycles, as Kueue's loop does:
 
 - each cycle pops the head of every ClusterQueue (highest priority, then oldest creation
   second, then UID; a BestEffortFIFO queue's preemptor stays at its head while its victims
@@ -38,14 +38,13 @@ from gpugov.whatif.flavors import MODE_FIT, MODE_NO_FIT, MODE_PREEMPT, Assignmen
 from gpugov.whatif.preemption import Preemptor, Target
 from gpugov.whatif.quota import (
     QuotaNode,
-    accumulate,
     add_all,
-    compute_lendable,
     cq_available,
-    freeze_local,
+    relink,
     remove_all,
+    set_quotas,
 )
-from gpugov.whatif.setup import DEFAULT_PLACEMENT, FR, NAMESPACE_NAME_LABEL, Placement, Setup
+from gpugov.whatif.setup import DEFAULT_PLACEMENT, FR, NAMESPACE_NAME_LABEL, Placement, Setup, SetupError
 from gpugov.whatif.state import (
     EVICTING,
     FINISHED,
@@ -91,6 +90,7 @@ class Outcome:
     admission_log: list[tuple[int, int, str]] = field(default_factory=list)  # (ms, cycle, job id)
     preemption_log: list[tuple[int, str, str, str]] = field(default_factory=list)  # (ms, victim, preemptor, reason)
     unconverged_instants: int = 0
+    boundaries_applied: int = 0  # of the quota timeline's, in order (see Simulator's `boundaries`)
 
 
 # A head's nomination, kept per cohort-tree version: (version, assignment, targets, hopeless,
@@ -147,8 +147,7 @@ def build_queues(setup: Setup) -> dict[str, ClusterQueue]:
         if spec.cohort is not None:
             node.parent = cohorts[spec.cohort]
             cohorts[spec.cohort].child_cqs.append(node)
-        rg_of = {resource: i for i, group in enumerate(spec.groups) for resource in group.covered}
-        cq = ClusterQueue(spec, node, rg_of)
+        cq = ClusterQueue(spec, node, resource_groups(setup, name))
         node.owner = cq
         queues[name] = cq
     for cq in queues.values():
@@ -156,15 +155,13 @@ def build_queues(setup: Setup) -> dict[str, ClusterQueue]:
     for cohort in cohorts.values():
         cohort.child_cqs.sort(key=lambda n: n.name)
         cohort.child_cohorts.sort(key=lambda n: n.name)
-    for cohort in cohorts.values():
-        if cohort.parent is None:
-            accumulate(cohort)
-    for cq in queues.values():
-        if cq.node.parent is None:
-            freeze_local(cq.node)
-    for node in [*cohorts.values(), *(cq.node for cq in queues.values())]:
-        compute_lendable(node)
+    relink([*cohorts.values(), *(cq.node for cq in queues.values())])
     return queues
+
+
+def resource_groups(setup: Setup, name: str) -> dict[str, int]:
+    """resource -> index of its resource group in ClusterQueue `name`."""
+    return {resource: i for i, group in enumerate(setup.cluster_queues[name].groups) for resource in group.covered}
 
 
 def make_workloads(jobs: list[Job], setup: Setup, queues: dict[str, ClusterQueue], seed: int,
@@ -211,9 +208,13 @@ def make_workloads(jobs: list[Job], setup: Setup, queues: dict[str, ClusterQueue
 
 
 class Simulator:
+    """`boundaries`: where quotas change with time (issue #27), (trace millisecond, the objects'
+    quotas from then on) in time order; empty, the quotas of `setup` hold throughout."""
+
     def __init__(self, setup: Setup, jobs: list[Job], options: Options = Options(),
-                 placement: Placement = DEFAULT_PLACEMENT) -> None:
+                 placement: Placement = DEFAULT_PLACEMENT, boundaries: list[tuple[int, Setup]] | None = None) -> None:
         self.setup = setup
+        self.boundaries = boundaries or []
         self.options = options
         self.queues = build_queues(setup)
         self.queue_order = [self.queues[name] for name in sorted(self.queues)]
@@ -292,6 +293,50 @@ class Simulator:
                     heap.append((-wl.priority, wl.created_s, wl.uid, wl.index, wl.heap_token, wl))
                 heapq.heapify(heap)
                 parked.inadmissible.clear()
+
+    # -- the quota timeline --------------------------------------------------------------------
+
+    def _apply_quotas(self, setup: Setup, now: int) -> None:
+        """A boundary: the ClusterQueues and Cohorts take the quotas of `setup`, as `gpugov apply
+        --only-quotas` updates them in place. Kueue (v0.17 UpdateClusterQueue) only recomputes its
+        cache: what runs keeps running, counted against the new quotas (above nominal it now
+        borrows, so reclaim and preemption may take it), and every parked workload of the tree is
+        queued again at once (requeueWorkloadsCohort on a spec update)."""
+        if set(setup.cluster_queues) != set(self.queues):
+            changed = sorted(set(setup.cluster_queues) ^ set(self.queues))
+            raise SetupError(f"the quota timeline adds or removes ClusterQueue {changed[0]}: the replay keeps "
+                             "the queues of the trace's start")
+        for cq in self.queue_order:
+            self._account(cq, now)  # borrowing until now is counted against the quotas until now
+        nodes: list[QuotaNode] = []
+        for root in {id(cq.root): cq.root for cq in self.queue_order}.values():
+            stack = [root]
+            while stack:
+                node = stack.pop()
+                nodes.append(node)
+                stack += node.child_cohorts + node.child_cqs
+        for node in nodes:
+            if node.is_cq:
+                cq: ClusterQueue = node.owner
+                spec = setup.cluster_queues[node.name]
+                if spec.cohort != cq.spec.cohort:
+                    raise SetupError(f"the quota timeline moves ClusterQueue {node.name} to another cohort")
+                cq.spec, cq.rg_of = spec, resource_groups(setup, node.name)
+                set_quotas(node, spec.quotas, spec.weight)
+            else:
+                cohort = setup.cohorts.get(node.name)
+                set_quotas(node, cohort.quotas if cohort else {}, cohort.weight if cohort else 1.0)
+        relink(nodes)
+        for cq in self.queue_order:
+            for wl in cq.admitted.values():  # evicting ones too: they hold their quota until released
+                add_all(cq.node, wl.usage)
+        for root in {id(cq.root): cq for cq in self.queue_order}.values():
+            self._requeue_inadmissible(root)
+
+    def _waiting(self) -> bool:
+        """Whether a workload waits for admission (a boundary may still let it in)."""
+        return any(cq.inadmissible or any(item[-1].state == PENDING and item[-2] == item[-1].heap_token
+                                          for item in cq.heap) for cq in self.queue_order)
 
     # -- usage and accounting -----------------------------------------------------------------
 
@@ -610,11 +655,17 @@ class Simulator:
         now = 0
         next_cycle: int | None = None  # when the scheduler runs its next cycle; None: idle until an event
         cycles_now = (0, 0)  # (instant, cycles run at it): the livelock guard
+        boundaries, applied = self.boundaries, 0
+        quiet_since: int | None = None  # since when only boundaries that changed nothing happened
         while True:
             due = [t for t in (pending[position].job.submit_ms if position < len(pending) else None,
                                self.finishing[0][0] if self.finishing else None,
                                self.releasing[0][0] if self.releasing else None,
                                self.requeuing[0][0] if self.requeuing else None) if t is not None]
+            # A boundary is an event while anything else is to come or a workload waits for one.
+            boundary = boundaries[applied][0] if applied < len(boundaries) else None
+            if boundary is not None and (due or next_cycle is not None or self._waiting()):
+                due.append(boundary)
             event = min(due) if due else None
             if next_cycle is not None and (event is None or next_cycle < event):
                 now = next_cycle
@@ -630,13 +681,23 @@ class Simulator:
                     count += 1
                 cycles_now = (now, count)
                 next_cycle = now + busy_ms if changed else None
+                if changed:
+                    quiet_since = None
                 if changed and busy_ms == 0:
                     self.outcome.unconverged_instants += 1
                     next_cycle = None
                 continue
             if event is None:
                 break
-            now = event
+            previous, now = now, event
+            if boundary is not None and boundary == now:
+                while applied < len(boundaries) and boundaries[applied][0] == now:
+                    self._apply_quotas(boundaries[applied][1], now)
+                    applied += 1
+                only_boundaries = due.count(now) == 1  # nothing else is due at this instant
+                quiet_since = (previous if quiet_since is None else quiet_since) if only_boundaries else None
+            else:
+                quiet_since = None
             self._requeue_due(now)
             self._release_due(now)
             while self.finishing and self.finishing[0][0] == now:
@@ -650,13 +711,16 @@ class Simulator:
                 position += 1
             if next_cycle is None:
                 next_cycle = now  # the scheduler wakes up; a busy one finishes its cycle first
+        # Boundaries where nothing happened after the last job left do not lengthen the replay.
+        end = now if quiet_since is None else quiet_since
         for cq in self.queue_order:
-            self._account(cq, now)
-        self.outcome.end_ms = now
+            self._account(cq, end)
+        self.outcome.end_ms = end
         self.outcome.cycles = self.cycles
+        self.outcome.boundaries_applied = applied
         return self.outcome
 
 
 def simulate(setup: Setup, jobs: list[Job], options: Options = Options(),
-             placement: Placement = DEFAULT_PLACEMENT) -> Outcome:
-    return Simulator(setup, jobs, options, placement).run()
+             placement: Placement = DEFAULT_PLACEMENT, boundaries: list[tuple[int, Setup]] | None = None) -> Outcome:
+    return Simulator(setup, jobs, options, placement, boundaries).run()

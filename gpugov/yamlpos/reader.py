@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.i18n import Text
 from gpugov.yamlpos.hints import YamlError, syntax_hint
 
 MAX_DEPTH = 64
@@ -135,7 +136,7 @@ def parse_documents(text: str, rel: str) -> Iterator[SourceDoc]:
     except yaml.YAMLError as exc:
         raise LoadError(make(SYNTAX, str(exc), Location(rel))) from exc
     except RecursionError as exc:
-        raise LoadError(make(UNREADABLE, "YAML nesting is too deep", Location(rel))) from exc
+        raise LoadError(make(UNREADABLE, Text("YAML nesting is too deep"), Location(rel))) from exc
     finally:
         loader.dispose()
 
@@ -150,9 +151,9 @@ def _tab_on_line(text: str, index: int) -> tuple[int, str] | None:
     line = text[start : min(ends, default=len(text))]
     indent = line[: len(line) - len(line.lstrip(" \t"))]
     if "\t" in indent:
-        return indent.index("\t"), "tab character used for indentation (YAML allows only spaces)"
+        return indent.index("\t"), Text("tab character used for indentation (YAML allows only spaces)")
     if text[index : index + 1] == "\t":
-        return index - start, "tab character where YAML needs a space (YAML indents only with spaces)"
+        return index - start, Text("tab character where YAML needs a space (YAML indents only with spaces)")
     return None
 
 
@@ -177,15 +178,16 @@ def _convert(node: yaml.Node, rel: str, budget: _Budget, depth: int) -> Any:
         return node.value if node.tag == _STR else _scalar(node, rel)
     budget.left -= 1
     if budget.left < 0:
-        raise LoadError(make(UNREADABLE, "YAML aliases expand too far (an alias bomb?)", _where(node, rel)))
+        raise LoadError(make(UNREADABLE, Text("YAML aliases expand too far (an alias bomb?)"), _where(node, rel)))
     if depth > MAX_DEPTH:
-        raise LoadError(make(UNREADABLE, f"YAML nesting is deeper than {MAX_DEPTH} levels", _where(node, rel)))
+        raise LoadError(make(UNREADABLE, Text("YAML nesting is deeper than {depth} levels", depth=MAX_DEPTH),
+                             _where(node, rel)))
     if cls is yaml.MappingNode and node.tag == _MAP:
         return _mapping(node, rel, budget, depth)
     if cls is yaml.SequenceNode and node.tag == _SEQ:
         budget.left -= len(node.value)
         return [_convert(item, rel, budget, depth + 1) for item in node.value]
-    raise LoadError(make(SYNTAX, f"unsupported YAML tag {node.tag}", _where(node, rel)))
+    raise LoadError(make(SYNTAX, Text("unsupported YAML tag {tag}", tag=node.tag), _where(node, rel)))
 
 
 def _mapping(node: yaml.MappingNode, rel: str, budget: _Budget, depth: int) -> dict[str, Any]:
@@ -198,11 +200,12 @@ def _mapping(node: yaml.MappingNode, rel: str, budget: _Budget, depth: int) -> d
                 merged = _merge(merged, value_node, rel, budget, depth)
                 continue
             if key_node.__class__ is not yaml.ScalarNode:
-                raise LoadError(make(SYNTAX, "mapping keys must be plain scalars", _where(key_node, rel)))
+                raise LoadError(make(SYNTAX, Text("mapping keys must be plain scalars"), _where(key_node, rel)))
         key = key_node.value
         if key in result:
             first = next(k for k, _ in node.value if k.__class__ is yaml.ScalarNode and k.value == key)
-            raise LoadError(make(DUPLICATE_KEY, f"duplicate key '{key}'", _where(key_node, rel), _where(first, rel)))
+            raise LoadError(make(DUPLICATE_KEY, Text("duplicate key '{key}'", key=key), _where(key_node, rel),
+                                 _where(first, rel)))
         value_cls = value_node.__class__
         if value_cls is yaml.ScalarNode and value_node.tag == _STR:
             result[key] = value_node.value
@@ -219,7 +222,7 @@ def _merge(merged: dict[str, Any] | None, value_node: yaml.Node, rel: str, budge
     merged = dict(merged or {})
     for source in reversed(sources):
         if not isinstance(source, dict):
-            raise LoadError(make(SYNTAX, "a merge key (<<) needs a mapping", _where(value_node, rel)))
+            raise LoadError(make(SYNTAX, Text("a merge key (<<) needs a mapping"), _where(value_node, rel)))
         merged.update(source)
     return merged
 
@@ -239,4 +242,4 @@ def _scalar(node: yaml.ScalarNode, rel: str) -> Any:
         return _constructor.construct_yaml_float(node)
     if tag == _CORE + "timestamp":
         return value  # dates stay text: no declaration field is a date object
-    raise LoadError(make(SYNTAX, f"unsupported YAML tag {tag}", _where(node, rel)))
+    raise LoadError(make(SYNTAX, Text("unsupported YAML tag {tag}", tag=tag), _where(node, rel)))

@@ -251,6 +251,29 @@ def test_class2_a_queued_workload_stays_held_after_creation(cluster: Sandbox) ->
     batch.delete_namespaced_job(name, NS, propagation_policy="Background")
 
 
+def test_class2_a_running_job_does_not_grow_and_stopped_pods_give_their_devices_back(cluster: Sandbox) -> None:
+    """Once Kueue admits and unsuspends a Job, raising its parallelism made the Job controller start
+    pods the queue never admitted, before Kueue's reconciler saw the mismatch and suspended the Job;
+    and the pods Kueue stops (preemption, reclaim, a hold's drain) keep their devices for their
+    terminationGracePeriodSeconds, which a tenant set to a day. Both are refused now."""
+    tenant, admin = as_tenant(cluster), cluster.cp.api_client()
+    batch = client.BatchV1Api(tenant)
+    job = batch.create_namespaced_job(NS, gpu_job(unique("grow")))
+    eventually(lambda: batch.read_namespaced_job(job.metadata.name, NS).spec.suspend is False, "Kueue to start it")
+    name = job.metadata.name
+    assert "its parallelism may not grow while it runs" in refused(
+        lambda: batch.patch_namespaced_job(name, NS, {"spec": {"parallelism": 4}}))
+    assert not [p for p in client.CoreV1Api(admin).list_namespaced_pod(NS, label_selector=f"job-name={name}").items
+                if p.metadata.deletion_timestamp is None][1:]  # still the one pod it was admitted for
+    # honest: a running Job may shrink (Kueue keeps it admitted for fewer pods); to grow, submit it again
+    batch.patch_namespaced_job(name, NS, {"spec": {"parallelism": 0}})
+    batch.delete_namespaced_job(name, NS, propagation_policy="Background")
+    lingering = gpu_job(unique("linger"))
+    lingering["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 86400
+    message = refused(lambda: batch.create_namespaced_job(NS, lingering))
+    assert "terminationGracePeriodSeconds 86400" in message and "at most 300" in message
+
+
 def test_class3_no_accelerator_without_a_resource_request(cluster: Sandbox) -> None:
     """The device runtime hands GPUs through the environment or the `nvidia` RuntimeClass, and
     privileged containers or /dev mounts reach them directly: none of these needs a GPU request,

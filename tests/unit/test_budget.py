@@ -214,8 +214,17 @@ def test_budget_command_alerts_once_per_threshold_and_holds(tmp_path: Path, rece
 
 def test_without_budgets_the_command_reads_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo, _ = build(tmp_path / "repo", LAB)
-    code, writes = run_budget(tmp_path, repo, [], {}, "--apply")
+    code, writes = run_budget(tmp_path, repo, [], {})
     assert code == 0 and writes == [] and "no GPU-hour budgets declared" in capsys.readouterr().out
+
+
+def test_without_budgets_apply_releases_what_it_held(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The last budget removed: --apply still sets None where gpugov budget had set Hold, and only there."""
+    repo, _ = build(tmp_path / "repo", LAB)
+    held = {"alpha": live_queue("alpha", "Hold", "gpugov-budget"), "beta": live_queue("beta", "Hold", "kubectl-patch")}
+    code, writes = run_budget(tmp_path, repo, [], held, "--apply")
+    assert code == 0 and writes == [("PATCH", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/alpha")]
+    assert "stopPolicy Hold -> None" in capsys.readouterr().err
 
 
 def test_usage_shows_spent_and_budget_per_period(tmp_path: Path) -> None:

@@ -137,6 +137,40 @@ def test_the_readme_table_stays_english() -> None:
     assert "一个命名空间被多个租户声明" in run(["rules"], "zh_CN.UTF-8").stdout
 
 
+# --- a finding's own message ----------------------------------------------------------------
+
+def messages_of(repo: Path, rule_id: str) -> list[str]:
+    """The rule's finding messages as validate finds them, in process: Texts whose value is the English."""
+    from gpugov.app.revision import read_revision
+
+    return [f.message for f in read_revision(repo).validation.findings if f.rule == rule_id]
+
+
+# GG015's messages hold a Text (the reserved namespace's reason) inside a Text; GG012's a Joined list of them.
+@pytest.mark.parametrize("case", ["GG012-namespace-in-two-tenants", "GG015-reserved-namespace"])
+def test_validate_prints_a_findings_message_in_chinese(case: str, tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, REPO / "tests" / "examples" / "negative" / case)
+    rule_id = case.split("-")[0]
+    messages = messages_of(repo, rule_id)
+    assert messages and all(isinstance(m, i18n.Text) for m in messages)
+    zh = run(["validate", str(repo)], "zh_CN.UTF-8")
+    assert zh.returncode == 1, zh.stderr
+    for english in messages:
+        chinese = i18n.localized(english, i18n.translator("zh_CN"))  # the catalogue's words, not this test's
+        assert chinese != english and any("\u4e00" <= c <= "\u9fff" for c in chinese), english
+        assert f"{chinese} [{rule_id}]\n" in zh.stdout
+        assert english not in zh.stdout
+
+
+def test_a_findings_message_stays_english_in_json_and_under_lang_c(gg012_repo: Path) -> None:
+    english = [str(m) for m in messages_of(gg012_repo, "GG012")]
+    data = json.loads(run(["validate", str(gg012_repo), "--format", "json"], "zh_CN.UTF-8").stdout)
+    assert sorted(f["message"] for f in data["findings"] if f["rule"] == "GG012") == sorted(english)
+    en = run(["validate", str(gg012_repo)], "C").stdout
+    assert all(f": error: {message} [GG012]\n" in en for message in english)
+    assert not any("\u4e00" <= c <= "\u9fff" for c in en)
+
+
 # --- a chat payload ---------------------------------------------------------------------------
 
 class Feishu(BaseHTTPRequestHandler):
@@ -233,3 +267,83 @@ def test_why_tells_the_queue_reason_in_chinese(tmp_path: Path) -> None:
     assert "  原因: 超出 vision 的上限，按当前声明永远无法容纳：它请求 24 nvidia.com/gpu" in zh.stdout
     assert TOO_BIG in zh.stdout  # Kueue's own words are not translated
     assert data["workload"]["message"].startswith("exceeds vision's maximum")
+
+
+# --- the pull-request comment and the reports ------------------------------------------------
+
+def chinese(msgid: str) -> str:
+    """`msgid` as the shipped zh_CN catalogue tells it (never hard-coded here), which must differ."""
+    told = i18n.translator("zh_CN").gettext(msgid)
+    assert told != msgid, f"no zh_CN translation of {msgid!r} in {PO.name}"
+    return told
+
+
+def test_the_plans_pull_request_comment_is_chinese_under_a_chinese_locale(tmp_path: Path) -> None:
+    from tests.unit.test_plan import make_repo, raise_quota
+
+    repo = make_repo(tmp_path, raise_quota)
+    argv = ["plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "markdown"]
+    zh, en = run(argv, "zh_CN.UTF-8"), run(argv, "C")
+    assert zh.returncode == en.returncode == 0, zh.stderr + en.stderr
+    header = ("who", "pool", "resource", "nominal", "borrowing limit", "lending limit")
+    base, head = en.stdout.splitlines()[1].split("`")[1::2]  # "HEAD~1 (8e2d715a)", as the English heading says
+    for english, told in (("**Quota changes**", chinese("**Quota changes**")),
+                          ("**Guaranteed quota against capacity**", chinese("**Guaranteed quota against capacity**")),
+                          ("| " + " | ".join(header) + " |", "| " + " | ".join(map(chinese, header)) + " |"),
+                          ("**Risks (1)**", chinese("**Risks ({count})**").format(count=1)),
+                          (f"### gpugov plan: `{base}` → `{head}`",
+                           chinese("### gpugov plan: `{base}` → `{head}`").format(base=base, head=head))):
+        assert told in zh.stdout.splitlines() and english not in zh.stdout
+        assert english in en.stdout.splitlines() and told not in en.stdout
+    assert "(GP014)" in zh.stdout and "| tenant `alpha` | a100 | nvidia.com/mig-1g.10gb |" in en.stdout  # ids stay
+    assert run([*argv[:-1], "json"], "zh_CN.UTF-8").stdout == run([*argv[:-1], "json"], "C").stdout
+    assert run(["--lang", "en", *argv], "zh_CN.UTF-8").stdout == en.stdout
+
+
+def test_the_capacity_report_in_markdown_is_chinese_under_a_chinese_locale() -> None:
+    from tests.unit.test_capacity_report import ORG, WINDOW
+
+    argv = ["capacity", str(ORG), "--usage", str(WINDOW), "--format", "markdown"]
+    zh, en = run(argv, "zh_CN.UTF-8"), run(argv, "C")
+    assert zh.returncode == en.returncode == 0, zh.stderr + en.stderr
+    for english in ("# GPU capacity", "### Pools", "### Tenants", "### Advice"):
+        assert chinese(english) in zh.stdout.splitlines() and english not in zh.stdout.splitlines()
+        assert english in en.stdout.splitlines()
+    assert "| h100 | H100-80GB | 4 / – | 32 / – | `nvidia.com/gpu` | 32 | – | 30 | 22 | 2 | 0.94 (≤ 1) |" in zh.stdout
+    html = ["capacity", str(ORG), "--usage", str(WINDOW), "--format", "html"]
+    assert run(html, "zh_CN.UTF-8").stdout == run(html, "C").stdout  # the page stays English
+
+
+@pytest.fixture
+def in_chinese() -> Iterator[None]:
+    i18n.use("zh_CN")
+    try:
+        yield
+    finally:
+        i18n.use(i18n.ENGLISH)
+
+
+def test_the_usage_table_and_markdown_are_chinese_and_the_table_lines_up(in_chinese: None, tmp_path: Path) -> None:
+    from gpugov.app.pipeline import validate_repo
+    from gpugov.i18n.width import width
+    from gpugov.usage import formats
+    from tests.unit.test_usage_display import book_of
+    from tests.unit.test_usage_unit import ORG
+
+    for rel, text in ORG.items():  # the usage org of test_usage_display
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    model = validate_repo(tmp_path).model
+    assert model is not None
+    book = book_of(model)
+    table, markdown = formats.table(book), formats.markdown(book)
+    assert chinese("per tenant:") in table.splitlines() and chinese("#### Per tenant") in markdown.splitlines()
+    lines = table.splitlines()
+    header = next(line for line in lines if line.startswith(chinese("tenant").upper()))
+    first = lines[lines.index(header) + 1]
+    # the second column starts in the same terminal cell on the header and the row (CJK is two cells wide)
+    department = chinese("department")
+    assert width(header[:header.index(department)]) == width(first[:first.index(first.split()[1])])
+    assert "tenants' charges" not in table and "#### Per tenant" not in markdown
+    i18n.use(i18n.ENGLISH)
+    assert "per tenant:" in formats.table(book).splitlines()

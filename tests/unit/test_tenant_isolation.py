@@ -295,3 +295,40 @@ def test_on_volcano_no_pod_podgroup_or_job_outranks_what_its_queues_declare(
     env = volcano_pod("recsys")
     env["spec"]["containers"] = [container(env=[{"name": "ASCEND_VISIBLE_DEVICES", "value": "0-7"}])]
     assert by(DEVICE_ACCESS, refused("recsys", "pods", env))
+
+
+def test_class2_a_running_job_does_not_grow_and_stopped_pods_give_their_devices_back(
+        policies: list[dict[str, Any]]) -> None:
+    """After admission Kueue unsuspends the Job: raising its parallelism then starts pods the queue never
+    admitted (the Job controller is faster than Kueue's suspend). And a pod that Kueue preempts or
+    deactivates keeps its devices for its terminationGracePeriodSeconds: capped for accelerator pods."""
+    running, suspended = job(suspend=False), job(suspend=True)
+    for old in (running, suspended):
+        old["spec"]["parallelism"] = 1
+    grown = copy.deepcopy(running)
+    grown["spec"]["parallelism"] = 8
+    assert by(LIFECYCLE, denied(policies, grown, old=running))
+    assert "its parallelism may not grow while it runs" in denied(policies, grown, old=running)[0]
+    unset = copy.deepcopy(running)
+    del unset["spec"]["parallelism"]
+    assert by(LIFECYCLE, denied(policies, grown, old=unset))  # unset reads 1, as the Job controller does
+    shrunk = copy.deepcopy(grown)
+    shrunk["spec"]["parallelism"] = 1
+    assert denied(policies, shrunk, old=grown) == []  # scaling down gives back
+    while_held = copy.deepcopy(suspended)
+    while_held["spec"]["parallelism"] = 8
+    assert denied(policies, while_held, old=suspended) == []  # Kueue re-admits it at its new size
+    assert denied(policies, grown, old=running, who=KUEUE) == []
+
+    def lingering(seconds: int, limits: dict[str, str] | None = GPU) -> dict[str, Any]:
+        return job(spec=pod_spec(limits, terminationGracePeriodSeconds=seconds))
+
+    for obj in (lingering(86400), pod(QUEUED, pod_spec(terminationGracePeriodSeconds=301))):
+        message = denied(policies, obj)
+        assert by(LIFECYCLE, message) and "at most 300" in " ".join(message), message
+    assert denied(policies, lingering(300)) == []
+    assert denied(policies, lingering(86400, limits={"cpu": "1"})) == []  # holds no accelerator
+    raised = lingering(30)
+    later = copy.deepcopy(raised)
+    later["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 3600
+    assert by(LIFECYCLE, denied(policies, later, old=raised))
