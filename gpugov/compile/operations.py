@@ -223,7 +223,6 @@ def timeline_objects(scope: Scope) -> list[Object]:
 
 
 BUDGET = "gpugov-budget"
-BUDGET_SCHEDULE = "*/10 * * * *"  # a spent hold budget stops new admissions within ten minutes
 BUDGET_STATE = f"{BUDGET}-notify-state"  # its own: two CronJobs rewriting one ConfigMap would drop each other's
 
 
@@ -250,7 +249,7 @@ def budget_objects(scope: Scope, objects: list[Object]) -> list[Object]:
         rules.append({"apiGroups": [CLUSTER_QUEUE.group], "resources": [CLUSTER_QUEUE.plural], "resourceNames": queues,
                       "verbs": ["get", "patch"]})
     state = f"configmap:{cluster.operations_namespace}/{BUDGET_STATE}"
-    return CronOperation(BUDGET, "budget", BUDGET_SCHEDULE,
+    return CronOperation(BUDGET, "budget", cluster.budget_schedule,
                          ["budget", "/config", "--cluster", cluster.name, "--backend", scope.backend.value, "--apply",
                           "--format", "json"],
                          (Grant(BUDGET, rules), state_grant(scope, BUDGET_STATE)),

@@ -166,6 +166,7 @@ class Cluster(Decl):
     prune_limit_fraction: Decimal = Decimal("0.5")
     prometheus_url: str | None = None  # spec.operations.prometheus: what the reclaim CronJob reads
     reclaim_schedule: str = "*/5 * * * *"  # spec.operations.reclaimSchedule
+    budget_schedule: str = "*/10 * * * *"  # spec.operations.budgetSchedule
     adopt: tuple[AdoptEntry, ...] = ()  # spec.adopt: existing scheduler objects apply may take over
 
 
@@ -707,6 +708,7 @@ def cluster_from_spec(name: str, doc: Locator, declared_spec: dict[str, Any], de
         prune_limit_fraction=Decimal(str(spec["pruneLimit"]["fraction"])),
         prometheus_url=operations.get("prometheus"),
         reclaim_schedule=operations["reclaimSchedule"],
+        budget_schedule=operations["budgetSchedule"],
         adopt=tuple(AdoptEntry(e["kind"], e["name"], e.get("namespace", "")) for e in spec["adopt"]),
     )
 

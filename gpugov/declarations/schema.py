@@ -654,6 +654,12 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                             "default": "*/5 * * * *",
                             "description": "Cron schedule of the reclaim CronJob (gpugov reclaim --apply).",
                         },
+                        "budgetSchedule": {
+                            "type": "string",
+                            "default": "*/10 * * * *",
+                            "description": "Cron schedule of the budget CronJob (gpugov budget --apply): how soon a "
+                            "spent hold budget stops new admissions.",
+                        },
                     },
                     ["image"],
                 ),

@@ -201,6 +201,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         "spec.operations.agent": widens("up", CLUSTER_CHANGED),  # a DaemonSet on every GPU node
         "spec.operations.prometheus": widens("changed", CLUSTER_CHANGED),  # the metric reclaim deactivates on
         "spec.operations.reclaimSchedule": widens("changed", CLUSTER_CHANGED),  # how often reclaim acts
+        "spec.operations.budgetSchedule": widens("changed", CLUSTER_CHANGED),  # how soon a spent budget holds
         "spec.identity.kubeSystemUID": widens("changed", CLUSTER_CHANGED),  # which cluster apply may write to
         "spec.pruneLimit.objects": widens("up", CLUSTER_CHANGED),  # how much apply may delete at once (unset: default)
         "spec.pruneLimit.fraction": widens("up", CLUSTER_CHANGED),

@@ -26,6 +26,7 @@ from kubernetes import client
 from gpugov.app.pipeline import validate_repo
 from gpugov.cluster.apply import apply_objects
 from gpugov.compile import compile
+from gpugov.compile.operations import BUDGET
 from gpugov.kube.names import KUEUE_GROUP, KUEUE_VERSION
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
@@ -33,17 +34,33 @@ from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
 from tests.e2e.conftest import SMALL_ORG_POLICIES
 from tests.helpers.local_http import serving
+from tests.helpers.service_account import service_account_kubeconfig
 from tests.helpers.waiting import condition, wait_for
 
 pytestmark = pytest.mark.e2e
 
 ORG = {
     "policies/org.yaml": SMALL_ORG_POLICIES,
+    # gpugov in the cluster: the budget CronJob's ServiceAccount and RBAC are what the runs below use
+    # (the schedule names February 31st: the sandbox's CronJob controller never starts it)
+    "policies/clusters.yaml": """\
+apiVersion: gpugov.io/v1alpha1
+kind: Cluster
+metadata: {name: lab}
+spec:
+  backend: kueue
+  operations:
+    image: registry.example.com/gpugov:1
+    agent: false
+    driftSchedule: "0 0 31 2 *"
+    budgetSchedule: "0 0 31 2 *"
+""",
     "hardware/pools.yaml": """\
 apiVersion: gpugov.io/v1alpha1
 kind: GPUPool
 metadata: {name: whole}
 spec:
+  cluster: lab
   accelerator: {model: H100-80GB}
   acceleratorsPerNode: 8
   nodeResources: {cpu: 64, memory: 512Gi}
@@ -144,7 +161,6 @@ def stop_policy(api: client.ApiClient) -> str:
 def test_over_budget_alerts_once_and_holds_new_admissions_while_running_work_finishes(
         sandbox: Sandbox, api: client.ApiClient, root: Path, webhook: tuple[str, list[dict[str, Any]]]) -> None:
     hook, sent = webhook
-    kubeconfig = sandbox.cp.kubeconfig
     create(api, "first", GPUS, RUN_FOR)
     wait_for(lambda: status(api, "first", "Admitted"), "the first job admitted")
     admitted_at = datetime.fromisoformat(condition(workloads(api)["first"], "Admitted")["lastTransitionTime"]
@@ -152,6 +168,8 @@ def test_over_budget_alerts_once_and_holds_new_admissions_while_running_work_fin
     while datetime.now(UTC) < admitted_at + timedelta(seconds=BUDGET_SECONDS / GPUS + 3):
         time.sleep(0.5)  # past 100% of the budget
 
+    # as the budget CronJob runs: its own ServiceAccount, with the RBAC compile gives it and no more
+    kubeconfig = service_account_kubeconfig(sandbox, "gpugov-system", BUDGET, root / "budget.kubeconfig")
     over = budget(root, kubeconfig, hook)
     assert over.returncode == 1, over.stderr
     (alpha,) = json.loads(over.stdout)["budgets"]

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -42,6 +41,7 @@ from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
 from tests.helpers.local_http import serving
+from tests.helpers.service_account import service_account_kubeconfig
 from tests.helpers.waiting import condition, wait_for
 from tests.unit.test_usage_prometheus import fake_prometheus
 
@@ -174,18 +174,6 @@ def gpugov_events(api: client.ApiClient, namespace: str) -> dict[str, list[str]]
         if e.involved_object.kind == "Workload" and e.reason.startswith("GpugovIdle"):
             found.setdefault(e.involved_object.name, []).append(e.reason)
     return found
-
-
-def service_account_kubeconfig(sandbox: Sandbox, namespace: str, name: str, path: Path) -> Path:
-    """A kubeconfig that acts as the ServiceAccount, with a token the API server issues for it."""
-    token = client.CoreV1Api(sandbox.cp.api_client()).create_namespaced_service_account_token(
-        name, namespace, {"spec": {"expirationSeconds": 3600}}).status.token
-    admin = yaml.safe_load(sandbox.cp.kubeconfig.read_text())
-    path.write_text(yaml.safe_dump({
-        **admin, "users": [{"name": name, "user": {"token": token}}],
-        "contexts": [{"name": name, "context": {"cluster": admin["clusters"][0]["name"], "user": name}}],
-        "current-context": name}))
-    return path
 
 
 class Lab:
