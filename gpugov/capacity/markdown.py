@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from gpugov.capacity.report import ClusterReport, hours_text, money, percent, q, ratio_display
 from gpugov.findings.markdown import table as markdown_table
-from gpugov.i18n import Translator, _
+from gpugov.i18n import Translator, _, localized
 
 DASH = "–"
 
@@ -74,7 +74,7 @@ def cluster_markdown(report: ClusterReport) -> list[str]:
                        hours_text(p.idle_hours), hours_text(p.unallocated_hours), percent(p.utilisation) or DASH]
                       for p in report.pool_usage])
     out += ["", _("### Advice"), ""]
-    out += [f"- **{a.kind}**: {a.text}" for a in report.advice] or ["- " + _("nothing to advise")]
+    out += [f"- **{a.kind}**: {localized(a.text)}" for a in report.advice] or ["- " + _("nothing to advise")]
     return out
 
 

@@ -31,6 +31,7 @@ from gpugov.declarations.equivalents import device_equivalents
 from gpugov.declarations.model import GPUPool, ResourceQuota
 from gpugov.drift.hardware import mig_geometry
 from gpugov.drift.usage import is_known_accelerator
+from gpugov.i18n import Joined, Text
 from gpugov.kube.objects import Object
 from gpugov.kube.resources import is_accelerator
 
@@ -268,17 +269,22 @@ def _pool_report(
                             max(have - held, ZERO), held / have if have else None, limit)
         lines.append(line)
         subject = f"{pool.name} {resource}"
+        # Advice texts are Texts: English in JSON and HTML, the reader's language in markdown (issue #30).
         if line.ratio is not None and line.ratio > 1:
-            advice.append(Advice("oversubscribed", subject, f"pool {pool.name}: {q(held)} {resource} guaranteed on "
-                                 f"{q(have)} (ratio {ratio_display(line.ratio)}, Guardrails allow {q(limit)}): the "
-                                 f"guarantees cannot all be honoured at once"))
+            text = Text("pool {pool}: {held} {resource} guaranteed on {capacity} (ratio {ratio}, Guardrails allow "
+                        "{limit}): the guarantees cannot all be honoured at once", pool=pool.name, held=q(held),
+                        resource=resource, capacity=q(have), ratio=ratio_display(line.ratio), limit=q(limit))
+            advice.append(Advice("oversubscribed", subject, text))
         if line.unassigned and scope.backend is Backend.KUEUE:
-            advice.append(Advice("unassigned", subject, f"pool {pool.name}: {q(line.unassigned)} of {q(have)} "
-                                 f"{resource} are in nobody's nominal quota, and Kueue admits nothing onto them: give "
-                                 f"them to a department as shared quota or to a tenant"))
+            text = Text("pool {pool}: {free} of {capacity} {resource} are in nobody's nominal quota, and Kueue admits "
+                        "nothing onto them: give them to a department as shared quota or to a tenant", pool=pool.name,
+                        free=q(line.unassigned), capacity=q(have), resource=resource)
+            advice.append(Advice("unassigned", subject, text))
         if live is not None and live < have:
-            advice.append(Advice("live-short", subject, f"pool {pool.name}: its nodes advertise {q(live)} {resource}, "
-                                 f"the declarations {q(have)} (nodes missing, unhealthy or laid out differently)"))
+            text = Text("pool {pool}: its nodes advertise {live} {resource}, the declarations {capacity} (nodes "
+                        "missing, unhealthy or laid out differently)", pool=pool.name, live=q(live), resource=resource,
+                        capacity=q(have))
+            advice.append(Advice("live-short", subject, text))
     mig: list[MigLine] = []
     node_lines: list[NodeLine] = []
     if members is not None:
@@ -293,16 +299,21 @@ def _pool_report(
                            carved.get(resource, ZERO) if members is not None else None)
             mig.append(line)
             if line.carvable is not None and line.carvable != line.declared:
-                advice.append(Advice("mig-carve", f"{pool.name} {line.profile}", f"pool {pool.name}: the nodes' "
-                                     f"nvidia.com/mig.config carves {q(line.carvable)} {line.profile}, the declared "
-                                     f"layouts {q(line.declared)} ({q(line.guaranteed)} guaranteed)"))
+                text = Text("pool {pool}: the nodes' nvidia.com/mig.config carves {carvable} {profile}, the declared "
+                            "layouts {declared} ({guaranteed} guaranteed)", pool=pool.name, carvable=q(line.carvable),
+                            profile=line.profile, declared=q(line.declared), guaranteed=q(line.guaranteed))
+                advice.append(Advice("mig-carve", f"{pool.name} {line.profile}", text))
         if unknown:
-            advice.append(Advice("mig-config", pool.name, f"pool {pool.name}: nodes select MIG configs gpugov's "
-                                 f"mig-parted ConfigMap does not define, not counted: {', '.join(unknown)}"))
-        failing = [f"{n.name} ({n.mig_state or 'no state'})" for n in node_lines if n.mig_state != "success"]
+            text = Text("pool {pool}: nodes select MIG configs gpugov's mig-parted ConfigMap does not define, not "
+                        "counted: {nodes}", pool=pool.name, nodes=", ".join(unknown))
+            advice.append(Advice("mig-config", pool.name, text))
+        no_state = Text("no state")
+        failing = [Text("{node} ({state})", node=n.name, state=n.mig_state or no_state) for n in node_lines
+                   if n.mig_state != "success"]
         if failing:
-            advice.append(Advice("mig-state", pool.name, f"pool {pool.name}: nvidia.com/mig.config.state is not "
-                                 f"success on {', '.join(failing)}, so their layout may not be what the label says"))
+            text = Text("pool {pool}: nvidia.com/mig.config.state is not success on {nodes}, so their layout may not "
+                        "be what the label says", pool=pool.name, nodes=Joined(", ", failing))
+            advice.append(Advice("mig-state", pool.name, text))
     nodes_declared = len(pool.nodes) if pool.nodes else (pool.node_count or 0)
     gpus_live = None
     if members is not None and pool.model.vendor == "nvidia":  # GFD labels NVIDIA nodes only
@@ -369,13 +380,17 @@ def _usage(scope: Scope, ledger: Ledger, advice: list[Advice]) -> tuple[list[Usa
         tenant, pool, resource = key
         subject = f"{tenant} {pool} {resource}"
         if held and not admitted and is_accelerator(resource):
-            advice.append(Advice("never-used", subject, f"{tenant} holds {q(held)} {resource} on {pool} and used none "
-                                 f"of it in the {hours_text(hours)} h window: lower or drop the guarantee so others can have it"))
+            text = Text("{tenant} holds {held} {resource} on {pool} and used none of it in the {hours} h window: lower "
+                        "or drop the guarantee so others can have it", tenant=tenant, held=q(held), resource=resource,
+                        pool=pool, hours=hours_text(hours))
+            advice.append(Advice("never-used", subject, text))
         if borrowed and borrowed >= CHRONIC_BORROWER_SHARE * admitted:
             average = (borrowed / hours).quantize(Decimal("0.01"))
-            advice.append(Advice("chronic-borrower", subject, f"{tenant} borrowed {q(borrowed)} of its {q(admitted)} "
-                                 f"{resource}-hours on {pool} ({percent(borrowed / admitted)}), {average} on "
-                                 f"average: a larger nominal quota would guarantee what it keeps borrowing"))
+            text = Text("{tenant} borrowed {borrowed} of its {admitted} {resource}-hours on {pool} ({share}), "
+                        "{average} on average: a larger nominal quota would guarantee what it keeps borrowing",
+                        tenant=tenant, borrowed=q(borrowed), admitted=q(admitted), resource=resource, pool=pool,
+                        share=percent(borrowed / admitted), average=average)
+            advice.append(Advice("chronic-borrower", subject, text))
     unallocated: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
     for entry in ledger.unallocated:
         unallocated[(entry.pool, entry.resource)] += entry.hours
@@ -389,13 +404,15 @@ def _usage(scope: Scope, ledger: Ledger, advice: list[Advice]) -> tuple[list[Usa
         if entry.pool not in scope.pools:
             unknown.add(f"pool {entry.pool}")
         if line.utilisation is not None and line.utilisation >= NEAR_EXHAUSTION:
-            advice.append(Advice("near-exhaustion", f"{entry.pool} {entry.resource}", f"pool {entry.pool}: "
-                                 f"{percent(line.utilisation)} of its {entry.resource}-hours were used in the window: "
-                                 f"near exhaustion, new guarantees or borrowing will queue; add nodes"))
+            text = Text("pool {pool}: {share} of its {resource}-hours were used in the window: near exhaustion, new "
+                        "guarantees or borrowing will queue; add nodes", pool=entry.pool,
+                        share=percent(line.utilisation), resource=entry.resource)
+            advice.append(Advice("near-exhaustion", f"{entry.pool} {entry.resource}", text))
     advice += _idle_advice(scope, lines, hours)
     if unknown:
-        advice.append(Advice("ledger-unknown", ledger.source, f"the ledger names what the declarations of cluster "
-                             f"{scope.cluster.name} lack: {', '.join(sorted(unknown))} (counted as read)"))
+        text = Text("the ledger names what the declarations of cluster {cluster} lack: {names} (counted as read)",
+                    cluster=scope.cluster.name, names=", ".join(sorted(unknown)))
+        advice.append(Advice("ledger-unknown", ledger.source, text))
     return lines, pools
 
 
@@ -425,17 +442,20 @@ def _idle_advice(scope: Scope, lines: list[UsageLine], hours: Decimal) -> list[A
             continue
         declared = scope.model.tenants.get(tenant)
         policy = scope.model.reclaim_policy(declared) if declared is not None else None
-        said = (f"{tenant} held accelerators idle for {hours_text(idle[tenant])} of the {hours_text(used[tenant])} "
-                f"device-hours it used in the {hours_text(hours)} h window ({percent(idle[tenant] / used[tenant])})")
+        said = Text("{tenant} held accelerators idle for {idle} of the {used} device-hours it used in the {hours} h "
+                    "window ({share})", tenant=tenant, idle=hours_text(idle[tenant]), used=hours_text(used[tenant]),
+                    hours=hours_text(hours), share=percent(idle[tenant] / used[tenant]))
         if policy is None or policy.idle is None:
-            text = f"{said} and declares no reclaim idle policy: declare reclaim.idle (Guardrails or the tenant)"
+            text = Text("{said} and declares no reclaim idle policy: declare reclaim.idle (Guardrails or the tenant)",
+                        said=said)
         elif policy.idle.action != "deactivate":
-            text = (f"{said}; its reclaim idle policy only notifies (action: {policy.idle.action}): "
-                    "action: deactivate frees the cards after the grace")
+            text = Text("{said}; its reclaim idle policy only notifies (action: {action}): action: deactivate frees "
+                        "the cards after the grace", said=said, action=policy.idle.action)
         else:
-            text = (f"{said}, more than its reclaim idle policy tolerates (warn after {_duration(policy.idle.window)} "
-                    f"below {q(policy.idle.below_percent)}%, deactivate {_duration(policy.idle.grace)} later): "
-                    "check its exemptions and snoozes, or shorten the window")
+            text = Text("{said}, more than its reclaim idle policy tolerates (warn after {window} below {percent}%, "
+                        "deactivate {grace} later): check its exemptions and snoozes, or shorten the window",
+                        said=said, window=_duration(policy.idle.window), percent=q(policy.idle.below_percent),
+                        grace=_duration(policy.idle.grace))
         advice.append(Advice("idle-over-policy", tenant, text))
     return advice
 

@@ -23,6 +23,7 @@ def cmd_doctor(args: argparse.Namespace) -> ExitCode:
     from gpugov.doctor.checks import VISIBILITY_APISERVICE, required_crds, run_checks, tenant_namespaces, workload_crds
     from gpugov.doctor.facts import FactsRequest
     from gpugov.doctor.roles import is_tenant_rbac
+    from gpugov.i18n import _
 
     state = desired(args)
     request = FactsRequest(
@@ -41,7 +42,7 @@ def cmd_doctor(args: argparse.Namespace) -> ExitCode:
     except (kube_config.ConfigException, OSError) as exc:
         return fail(f"could not check: {' '.join(str(exc).split())}", ExitCode.INCOMPLETE)
     results = run_checks(state, facts=read_facts(api, request), request=request)
-    where = f"cluster {state.cluster} ({state.backend})"
+    where = _("cluster {name} ({backend})").format(name=state.cluster, backend=state.backend)
     if args.format == "json":
         sys.stdout.write(report.to_json(results, state.cluster, state.backend))
     elif args.format == "markdown":

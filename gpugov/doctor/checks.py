@@ -27,6 +27,7 @@ from gpugov.doctor.facts import KUEUE_CONFIG_KEY, KUEUE_CONFIGMAP, Facts, FactsR
 from gpugov.doctor.metrics import Sample, parse_samples
 from gpugov.drift.hardware import expected_allocatable
 from gpugov.drift.usage import accelerator_requests
+from gpugov.i18n import Joined, Text
 from gpugov.kube.kinds import KINDS
 from gpugov.kube.names import KUEUE_API, VISIBILITY_APISERVICE, VOLCANO_API
 from gpugov.kube.objects import LABEL_TENANT, selector_matches
@@ -101,13 +102,14 @@ class Situation:
             return None, None
         text = (configmap.get("data") or {}).get(KUEUE_CONFIG_KEY)
         if text is None:
-            return None, f"ConfigMap {self.request.kueue_namespace}/{KUEUE_CONFIGMAP} has no key {KUEUE_CONFIG_KEY}"
+            return None, Text("ConfigMap {namespace}/{configmap} has no key {key}",
+                              namespace=self.request.kueue_namespace, configmap=KUEUE_CONFIGMAP, key=KUEUE_CONFIG_KEY)
         try:
             config = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            return None, f"{KUEUE_CONFIG_KEY} is not YAML: {str(exc).splitlines()[0]}"
+            return None, Text("{key} is not YAML: {error}", key=KUEUE_CONFIG_KEY, error=str(exc).splitlines()[0])
         if not isinstance(config, dict):
-            return None, f"{KUEUE_CONFIG_KEY} is not a Kueue Configuration"
+            return None, Text("{key} is not a Kueue Configuration", key=KUEUE_CONFIG_KEY)
         return config, None
 
 
@@ -150,9 +152,14 @@ def _skip(message: str) -> Outcome:
     return Outcome(Status.SKIP, message, "")
 
 
+# Words a message puts in its fields; each check's message and hint is a Text: English in JSON, the
+# reader's language in text and markdown (issue #30).
+NOTHING, UNSET, NONE = Text("nothing"), Text("unset"), Text("none")
+
+
 def _listing(items: list[str], limit: int = 6) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+    shown = Joined(", ", items[:limit])  # items may be Texts: each told in the reader's language
+    return Text("{items} and {count} more", items=shown, count=len(items) - limit) if len(items) > limit else shown
 
 
 def scheduler_api(backend: str) -> str:
@@ -177,28 +184,29 @@ def _condition(obj: Obj, kind: str) -> dict[str, Any] | None:
 
 @check("DR001", "scheduler-installed", reads=("crds",),
        summary="The CRDs of the scheduler kinds gpugov emits (Kueue or Volcano) exist.",
-       hint="Install Kueue 0.16 or later (or Volcano for a volcano cluster).")
+       hint=Text("Install Kueue 0.16 or later (or Volcano for a volcano cluster)."))
 def check_scheduler_installed(s: Situation) -> Outcome:
     wanted = required_crds(s.state)
     scheduler = "Kueue" if s.kueue else "Volcano"
     if not wanted:
-        return _skip(f"compile emits no {scheduler} objects for cluster {s.state.cluster}")
+        return _skip(Text("compile emits no {scheduler} objects for cluster {cluster}", scheduler=scheduler,
+                          cluster=s.state.cluster))
     missing = [n for n in wanted if n not in s.facts.crds]
     if missing:
-        return _fail(f"{scheduler} CRDs missing: {_listing(missing)} ({len(wanted) - len(missing)} of "
-                     f"{len(wanted)} installed)")
-    return _pass(f"{scheduler} CRDs installed: {_listing(wanted, 8)}")
+        return _fail(Text("{scheduler} CRDs missing: {missing} ({count} of {total} installed)", scheduler=scheduler,
+                          missing=_listing(missing), count=len(wanted) - len(missing), total=len(wanted)))
+    return _pass(Text("{scheduler} CRDs installed: {wanted}", scheduler=scheduler, wanted=_listing(wanted, 8)))
 
 
 @check("DR002", "scheduler-api-version", reads=("crds",),
        summary="Those CRDs serve, store and have established the API version gpugov compiles "
                "(kueue.x-k8s.io/v1beta2, scheduling.volcano.sh/v1beta1).",
-       hint="Upgrade the scheduler to a release that serves this version.")
+       hint=Text("Upgrade the scheduler to a release that serves this version."))
 def check_scheduler_version(s: Situation) -> Outcome:
     version = scheduler_api(s.state.backend).split("/")[1]
     present = [n for n in required_crds(s.state) if n in s.facts.crds]
     if not present:
-        return _skip("no scheduler CRD to read (see DR001)")
+        return _skip(Text("no scheduler CRD to read (see DR001)"))
     not_served, not_stored, not_established = [], [], []
     for crd_name in present:
         crd = s.facts.crds[crd_name]
@@ -206,28 +214,30 @@ def check_scheduler_version(s: Situation) -> Outcome:
         entry = versions.get(version)
         if entry is None or not entry.get("served"):
             served = sorted(n for n, v in versions.items() if v.get("served"))
-            not_served.append(f"{crd_name} (serves {', '.join(served) or 'nothing'})")
+            not_served.append(Text("{crd} (serves {versions})", crd=crd_name, versions=", ".join(served) or NOTHING))
         elif not entry.get("storage"):
             not_stored.append(crd_name)
         established = _condition(crd, "Established")
         if established is None or established.get("status") != "True":
             not_established.append(crd_name)
     if not_served:
-        return _fail(f"gpugov compiles {scheduler_api(s.state.backend)}, which these CRDs do not serve: "
-                     f"{_listing(not_served)}")
+        return _fail(Text("gpugov compiles {scheduler_api}, which these CRDs do not serve: {not_served}",
+                          scheduler_api=scheduler_api(s.state.backend), not_served=_listing(not_served)))
     if not_established:
-        return _fail(f"CRDs not Established: {_listing(not_established)}",
-                     "The apiserver has not accepted these CRDs yet; see their status.conditions.")
+        return _fail(Text("CRDs not Established: {not_established}", not_established=_listing(not_established)),
+                     Text("The apiserver has not accepted these CRDs yet; see their status.conditions."))
     if not_stored:
-        return _warn(f"{version} is served but not the storage version of {_listing(not_stored)} (Kueue before "
-                     f"0.16?)", "Upgrade the scheduler so that the version gpugov writes is the one it stores.")
-    return _pass(f"all {len(present)} CRDs serve and store {version}")
+        return _warn(Text("{version} is served but not the storage version of {not_stored} (Kueue before 0.16?)",
+                          version=version, not_stored=_listing(not_stored)),
+                     Text("Upgrade the scheduler so that the version gpugov writes is the one it stores."))
+    return _pass(Text("all {count} CRDs serve and store {version}", count=len(present), version=version))
 
 
 # --- Kueue's settings ------------------------------------------------------------------------
 
 def _not_kueue(s: Situation) -> Outcome | None:
-    return None if s.kueue else _skip(f"cluster {s.state.cluster} runs {s.state.backend}, not Kueue")
+    return None if s.kueue else _skip(Text("cluster {cluster} runs {backend}, not Kueue", cluster=s.state.cluster,
+                                           backend=s.state.backend))
 
 
 def _fair_sharing_configured(config: dict[str, Any]) -> bool:
@@ -256,22 +266,24 @@ def check_fair_sharing(s: Situation) -> Outcome:
     severity = _fail if _weights_declared(s) else _warn
     where = f"ConfigMap {s.request.kueue_namespace}/{KUEUE_CONFIGMAP}"
     if config is not None and not _fair_sharing_configured(config):
-        return severity(f"{where} turns fair sharing off (no fairSharing block): Kueue ignores the "
-                        f"fairSharing weights gpugov sets on ClusterQueues and Cohorts")
+        return severity(Text("{where} turns fair sharing off (no fairSharing block): Kueue ignores the fairSharing "
+                             "weights gpugov sets on ClusterQueues and Cohorts", where=where))
     ours = {o["metadata"]["name"] for o in s.state.objects if o["kind"] == "ClusterQueue"}
     reconciled = [cq for cq in s.facts.clusterqueues if cq["metadata"]["name"] in ours and _condition(cq, "Active")]
     with_share = [cq["metadata"]["name"] for cq in reconciled if "fairSharing" in (cq.get("status") or {})]
     if reconciled and not with_share:
-        return severity(f"{len(reconciled)} ClusterQueues of gpugov report no status.fairSharing: the running Kueue "
-                        f"has fair sharing off")
+        return severity(Text("{count} ClusterQueues of gpugov report no status.fairSharing: the running Kueue has fair "
+                             "sharing off", count=len(reconciled)))
     evidence = []
     if config is not None:
-        evidence.append(f"{where} has a fairSharing block")
+        evidence.append(Text("{where} has a fairSharing block", where=where))
     if with_share:
-        evidence.append(f"{len(with_share)} of {len(reconciled)} ClusterQueues report status.fairSharing.weightedShare")
+        evidence.append(Text("{count} of {total} ClusterQueues report status.fairSharing.weightedShare",
+                             count=len(with_share), total=len(reconciled)))
     if not evidence:
-        return _skip(f"not observable: no {where} and no ClusterQueue of gpugov reconciled yet (gpugov apply first)")
-    return _pass("; ".join(evidence))
+        return _skip(Text("not observable: no {where} and no ClusterQueue of gpugov reconciled yet (gpugov apply "
+                          "first)", where=where))
+    return _pass(Joined("; ", evidence))
 
 
 def tenant_namespaces(state: DesiredState) -> tuple[str, ...]:
@@ -305,64 +317,71 @@ def check_manage_jobs(s: Situation) -> Outcome:
     if problem:
         return _fail(problem)
     if config is None:
-        return _skip(f"Kueue's Configuration is not readable from the API: no ConfigMap "
-                     f"{s.request.kueue_namespace}/{KUEUE_CONFIGMAP} (an out-of-cluster or renamed install); check "
-                     f"manageJobsWithoutQueueName and managedJobsNamespaceSelector in its --config file by hand")
+        return _skip(Text("Kueue's Configuration is not readable from the API: no ConfigMap "
+                          "{kueue_namespace}/{configmap} (an out-of-cluster or renamed install); check "
+                          "manageJobsWithoutQueueName and managedJobsNamespaceSelector in its --config file by hand",
+                          kueue_namespace=s.request.kueue_namespace, configmap=KUEUE_CONFIGMAP))
     if config.get("manageJobsWithoutQueueName") is not True:
-        return _fail("manageJobsWithoutQueueName is false: in a tenant namespace a Job or Pod without a queue label "
-                     "is not held by Kueue, so gpugov's admission policies are the only line between a tenant and "
-                     "an accelerator outside its quota")
+        return _fail(Text("manageJobsWithoutQueueName is false: in a tenant namespace a Job or Pod without a queue "
+                          "label is not held by Kueue, so gpugov's admission policies are the only line between a "
+                          "tenant and an accelerator outside its quota"))
     selector = config.get("managedJobsNamespaceSelector") or KUEUE_DEFAULT_NAMESPACE_SELECTOR
     namespaces = tenant_namespaces(s.state)
     outside = [n for n in namespaces if not selector_matches(selector, _namespace_labels(s.state, n))]
     if outside:
-        return _fail(f"managedJobsNamespaceSelector {selector} leaves out {len(outside)} tenant namespaces: "
-                     f"{_listing(outside)}")
+        return _fail(Text("managedJobsNamespaceSelector {selector} leaves out {count} tenant namespaces: {outside}",
+                          selector=selector, count=len(outside), outside=_listing(outside)))
     system = [n for n in ("kube-system", s.request.kueue_namespace)
               if selector_matches(selector, {"kubernetes.io/metadata.name": n})]
     if system:
-        return _fail(f"managedJobsNamespaceSelector {selector} also holds the pods of {_listing(system)}")
-    return _pass(f"manageJobsWithoutQueueName is true in all {len(namespaces)} tenant namespaces "
-                 f"(managedJobsNamespaceSelector {selector}): a workload there without a queue is held")
+        return _fail(Text("managedJobsNamespaceSelector {selector} also holds the pods of {system}", selector=selector,
+                          system=_listing(system)))
+    return _pass(Text("manageJobsWithoutQueueName is true in all {count} tenant namespaces "
+                      "(managedJobsNamespaceSelector {selector}): a workload there without a queue is held",
+                      count=len(namespaces), selector=selector))
 
 
 @check("DR005", "kueue-visibility-api", reads=("apiservices",),
        summary=f"The visibility API (APIService {VISIBILITY_APISERVICE}) is Available.",
-       hint="Check the APIService's status and the Kueue visibility server behind its Service.")
+       hint=Text("Check the APIService's status and the Kueue visibility server behind its Service."))
 def check_visibility(s: Situation) -> Outcome:
     if (other := _not_kueue(s)) is not None:
         return other
     service = s.facts.apiservices.get(VISIBILITY_APISERVICE)
     if service is None:
-        return _fail(f"APIService {VISIBILITY_APISERVICE} is missing: pending workloads and queue positions cannot "
-                     f"be read")
+        return _fail(Text("APIService {apiservice} is missing: pending workloads and queue positions "
+                          "cannot be read", apiservice=VISIBILITY_APISERVICE))
     available = _condition(service, "Available")
     if available is None or available.get("status") != "True":
-        why = (available or {}).get("message") or (available or {}).get("reason") or "no Available condition"
-        return _fail(f"APIService {VISIBILITY_APISERVICE} is not Available: {why}")
-    return _pass(f"APIService {VISIBILITY_APISERVICE} is Available")
+        why = (available or {}).get("message") or (available or {}).get("reason") or Text("no Available condition")
+        return _fail(Text("APIService {apiservice} is not Available: {why}",
+                          apiservice=VISIBILITY_APISERVICE, why=why))
+    return _pass(Text("APIService {apiservice} is Available", apiservice=VISIBILITY_APISERVICE))
 
 
 def _kueue_metric_outcome(s: Situation, samples: list[Sample]) -> Outcome:
     kueue = [m for m in samples if m.name.startswith("kueue_")]
     if not kueue:
-        return _fail(f"{s.request.kueue_metrics_url} serves no kueue_ metric")
+        return _fail(Text("{kueue_metrics_url} serves no kueue_ metric", kueue_metrics_url=s.request.kueue_metrics_url))
     queues = {m.labels.get("cluster_queue") for m in kueue if m.name == "kueue_cluster_queue_status"}
     ours = sorted(o["metadata"]["name"] for o in s.state.objects if o["kind"] == "ClusterQueue")
     absent = [q for q in ours if q not in queues]
     if absent:
-        return _warn(f"{len(kueue)} kueue_ series, but kueue_cluster_queue_status names none of "
-                     f"{_listing(absent)}", "Apply the declarations (gpugov apply), or scrape the Kueue that runs them.")
+        return _warn(Text("{count} kueue_ series, but kueue_cluster_queue_status names none of {absent}",
+                          count=len(kueue), absent=_listing(absent)),
+                     Text("Apply the declarations (gpugov apply), or scrape the Kueue that runs them."))
     if not any(m.name == "kueue_cluster_queue_resource_usage" for m in kueue):
-        return _warn(f"{len(kueue)} kueue_ series, no kueue_cluster_queue_resource_usage: the quota and usage gauges "
-                     f"are off", "Set metrics.enableClusterQueueResources: true in Kueue's Configuration.")
-    return _pass(f"{len(kueue)} kueue_ series, with status and resource usage of all {len(ours)} ClusterQueues")
+        return _warn(Text("{count} kueue_ series, no kueue_cluster_queue_resource_usage: the quota and usage gauges "
+                          "are off", count=len(kueue)),
+                     Text("Set metrics.enableClusterQueueResources: true in Kueue's Configuration."))
+    return _pass(Text("{count} kueue_ series, with status and resource usage of all {total} ClusterQueues",
+                      count=len(kueue), total=len(ours)))
 
 
 @check("DR006", "kueue-metrics", reads=("kueue-services", "kueue-config", "kueue-metrics"),
        summary="Kueue's metrics are exposed (its metrics Service, or --kueue-metrics URL) with ClusterQueue status "
                "and resource usage.",
-       hint="Expose Kueue's /metrics and set metrics.enableClusterQueueResources: true.")
+       hint=Text("Expose Kueue's /metrics and set metrics.enableClusterQueueResources: true."))
 def check_kueue_metrics(s: Situation) -> Outcome:
     if (other := _not_kueue(s)) is not None:
         return other
@@ -370,20 +389,23 @@ def check_kueue_metrics(s: Situation) -> Outcome:
         return _kueue_metric_outcome(s, parse_samples(s.facts.kueue_metrics))
     services = [x["metadata"]["name"] for x in s.facts.kueue_services if "metrics" in x["metadata"]["name"]]
     if not services:
-        return _warn(f"no metrics Service in namespace {s.request.kueue_namespace}: Prometheus cannot scrape Kueue",
-                     f"Install Kueue with its metrics Service ({KUEUE_METRICS_SERVICE}), or pass --kueue-metrics URL "
-                     f"where its /metrics is served.")
+        return _warn(Text("no metrics Service in namespace {kueue_namespace}: Prometheus cannot scrape Kueue",
+                          kueue_namespace=s.request.kueue_namespace),
+                     Text("Install Kueue with its metrics Service ({service}), or pass --kueue-metrics "
+                          "URL where its /metrics is served.", service=KUEUE_METRICS_SERVICE))
     config, _ = s.kueue_config()
     if config is not None and not (config.get("metrics") or {}).get("enableClusterQueueResources"):
-        return _warn(f"Service {services[0]} exposes metrics, but metrics.enableClusterQueueResources is off: no "
-                     f"quota or usage gauges", "Set metrics.enableClusterQueueResources: true in Kueue's Configuration.")
-    return _pass(f"Service {', '.join(services)} exposes Kueue's metrics (pass --kueue-metrics URL to read them)")
+        return _warn(Text("Service {service} exposes metrics, but metrics.enableClusterQueueResources is off: no "
+                          "quota or usage gauges", service=services[0]),
+                     Text("Set metrics.enableClusterQueueResources: true in Kueue's Configuration."))
+    return _pass(Text("Service {services} exposes Kueue's metrics (pass --kueue-metrics URL to read them)",
+                      services=", ".join(services)))
 
 
 # --- NVIDIA's stack --------------------------------------------------------------------------
 
 def _not_nvidia(s: Situation) -> Outcome | None:
-    return None if s.nvidia_pools else _skip(f"cluster {s.state.cluster} declares no NVIDIA pool")
+    return None if s.nvidia_pools else _skip(Text("cluster {cluster} declares no NVIDIA pool", cluster=s.state.cluster))
 
 
 def _clusterpolicy(s: Situation) -> Obj | None:
@@ -406,31 +428,36 @@ def _unready(daemonsets: list[Obj]) -> list[str]:
         status = ds.get("status") or {}
         desired, ready = status.get("desiredNumberScheduled", 0), status.get("numberReady", 0)
         if ready < desired:
-            result.append(f"{ds['metadata'].get('namespace', '')}/{ds['metadata']['name']} ({ready}/{desired} ready)")
+            where = f"{ds['metadata'].get('namespace', '')}/{ds['metadata']['name']}"
+            result.append(Text("{daemonset} ({ready}/{desired} ready)", daemonset=where, ready=ready, desired=desired))
     return result
 
 
 @check("DR010", "gpu-operator", reads=("crds", "clusterpolicies"),
        summary="The NVIDIA GPU Operator's ClusterPolicy (nvidia.com/v1) exists and is ready; skip without its CRDs.",
-       hint="Install the GPU Operator, or fix what its status names.")
+       hint=Text("Install the GPU Operator, or fix what its status names."))
 def check_gpu_operator(s: Situation) -> Outcome:
     if (other := _not_nvidia(s)) is not None:
         return other
     crd = s.facts.crds.get(CLUSTERPOLICY_CRD)
     if crd is None:
-        return _skip(f"no GPU Operator CRDs ({CLUSTERPOLICY_CRD}): the device plugin, GFD, MIG manager and DCGM "
-                     f"checks read the nodes instead")
+        return _skip(Text("no GPU Operator CRDs ({crd}): the device plugin, GFD, MIG manager and DCGM "
+                          "checks read the nodes instead", crd=CLUSTERPOLICY_CRD))
     served = [v.get("name") for v in (crd.get("spec") or {}).get("versions") or [] if v.get("served")]
     if "v1" not in served:
-        return _fail(f"{CLUSTERPOLICY_CRD} serves {', '.join(served) or 'nothing'}, not nvidia.com/v1")
+        return _fail(Text("{crd} serves {served}, not nvidia.com/v1",
+                          crd=CLUSTERPOLICY_CRD, served=", ".join(served) or NOTHING))
     policy = _clusterpolicy(s)
     if policy is None:
-        return _fail("the GPU Operator's CRD is installed but there is no ClusterPolicy: the operator deploys nothing")
+        return _fail(Text("the GPU Operator's CRD is installed but there is no ClusterPolicy: the operator deploys "
+                          "nothing"))
     state = (policy.get("status") or {}).get("state")
     if state != "ready":
-        return _fail(f"ClusterPolicy {policy['metadata']['name']} is {state or 'without a state'}, not ready",
-                     "kubectl describe clusterpolicy; the operator's own pods in its namespace say which part fails.")
-    return _pass(f"ClusterPolicy {policy['metadata']['name']} is ready")
+        return _fail(Text("ClusterPolicy {name} is {state}, not ready", name=policy["metadata"]["name"],
+                          state=state or Text("without a state")),
+                     Text("kubectl describe clusterpolicy; the operator's own pods in its namespace say which part "
+                          "fails."))
+    return _pass(Text("ClusterPolicy {name} is ready", name=policy["metadata"]["name"]))
 
 
 def _pool_resources(pool: GPUPool) -> set[str]:
@@ -451,108 +478,120 @@ def _advertises(node: Obj, resources: set[str]) -> bool:
 @check("DR011", "device-plugin", reads=("nodes", "daemonsets"),
        summary="Every pool node advertises its accelerators in status.allocatable (the device plugin runs), and "
                "device plugin DaemonSets are ready.",
-       hint="Run the vendor's device plugin on the pool's nodes (the GPU Operator deploys NVIDIA's).")
+       hint=Text("Run the vendor's device plugin on the pool's nodes (the GPU Operator deploys NVIDIA's)."))
 def check_device_plugin(s: Situation) -> Outcome:
     members = [(pool, node) for pool in s.scope.pools.values() for node in s.nodes_of(pool)]
     if not members:
-        return _skip("no node of a declared pool found (see DR020)")
+        return _skip(Text("no node of a declared pool found (see DR020)"))
     silent = [f"{name(n)} ({p.name})" for p, n in members if not _advertises(n, _pool_resources(p))]
     plugins = [d["metadata"]["name"] for d in _daemonsets(s, "device-plugin")]
     unready = _unready(_daemonsets(s, "device-plugin"))
     if silent:
-        return _fail(f"{len(silent)} of {len(members)} pool nodes advertise no accelerator in status.allocatable: "
-                     f"{_listing(silent)}")
+        return _fail(Text("{count} of {total} pool nodes advertise no accelerator in status.allocatable: {silent}",
+                          count=len(silent), total=len(members), silent=_listing(silent)))
     if unready:
-        return _fail(f"device plugin DaemonSets not ready: {_listing(unready)}")
-    via = f" (DaemonSets {', '.join(plugins)})" if plugins else ""
-    return _pass(f"all {len(members)} pool nodes advertise their accelerators{via}")
+        return _fail(Text("device plugin DaemonSets not ready: {unready}", unready=_listing(unready)))
+    if plugins:
+        return _pass(Text("all {count} pool nodes advertise their accelerators (DaemonSets {daemonsets})",
+                          count=len(members), daemonsets=", ".join(plugins)))
+    return _pass(Text("all {count} pool nodes advertise their accelerators", count=len(members)))
 
 
 @check("DR012", "gpu-feature-discovery", reads=("nodes",),
        summary="Every NVIDIA pool node carries GFD's nvidia.com/gpu.product and nvidia.com/gpu.count labels.",
-       hint="Run GPU Feature Discovery (the GPU Operator deploys it).")
+       hint=Text("Run GPU Feature Discovery (the GPU Operator deploys it)."))
 def check_gfd(s: Situation) -> Outcome:
     if (other := _not_nvidia(s)) is not None:
         return other
     members = [node for pool in s.nvidia_pools for node in s.nodes_of(pool)]
     if not members:
-        return _skip("no node of an NVIDIA pool found (see DR020)")
+        return _skip(Text("no node of an NVIDIA pool found (see DR020)"))
     unlabelled = [name(n) for n in members if GPU_PRODUCT not in labels(n) or GPU_COUNT not in labels(n)]
     if unlabelled:
-        return _fail(f"{len(unlabelled)} of {len(members)} NVIDIA pool nodes lack {GPU_PRODUCT} / {GPU_COUNT}: "
-                     f"{_listing(unlabelled)}")
-    return _pass(f"all {len(members)} NVIDIA pool nodes carry GFD's {GPU_PRODUCT} and {GPU_COUNT}")
+        return _fail(Text("{count} of {total} NVIDIA pool nodes lack {product_label} / {count_label}: {unlabelled}",
+                          count=len(unlabelled), total=len(members), product_label=GPU_PRODUCT, count_label=GPU_COUNT,
+                          unlabelled=_listing(unlabelled)))
+    return _pass(Text("all {count} NVIDIA pool nodes carry GFD's {product_label} and {count_label}", count=len(members),
+                      product_label=GPU_PRODUCT, count_label=GPU_COUNT))
 
 
 @check("DR013", "mig-strategy", reads=("nodes", "clusterpolicies"),
        summary="With MIG quotas, the MIG strategy is mixed: the ClusterPolicy's mig.strategy and every MIG pool "
                "node's nvidia.com/mig.strategy label.",
-       hint="Set mig.strategy=mixed in the GPU Operator (Helm: --set mig.strategy=mixed).")
+       hint=Text("Set mig.strategy=mixed in the GPU Operator (Helm: --set mig.strategy=mixed)."))
 def check_mig_strategy(s: Situation) -> Outcome:
     if not s.mig_quotas:
-        return _skip("no tenant or department holds quota of a MIG profile")
+        return _skip(Text("no tenant or department holds quota of a MIG profile"))
     policy = _clusterpolicy(s)
     strategy = ((policy or {}).get("spec") or {}).get("mig", {}).get("strategy") if policy else None
     if policy is not None and strategy != "mixed":
-        return _fail(f"ClusterPolicy {policy['metadata']['name']} sets mig.strategy {strategy or 'unset (single)'}: "
-                     f"MIG quotas need mixed, where each profile is its own nvidia.com/mig-<profile> resource")
+        return _fail(Text("ClusterPolicy {name} sets mig.strategy {strategy}: MIG quotas need mixed, where each "
+                          "profile is its own nvidia.com/mig-<profile> resource", name=policy["metadata"]["name"],
+                          strategy=strategy or Text("unset (single)")))
     members = [node for pool in s.mig_pools for node in s.nodes_of(pool)]
     if not members:
-        return _skip("no node of a MIG pool found (see DR020)")
-    wrong = [f"{name(n)} ({labels(n).get(MIG_STRATEGY, 'none')})" for n in members
+        return _skip(Text("no node of a MIG pool found (see DR020)"))
+    wrong = [Text("{node} ({strategy})", node=name(n), strategy=labels(n).get(MIG_STRATEGY, NONE)) for n in members
              if labels(n).get(MIG_STRATEGY) != "mixed"]
     if wrong:
-        return _fail(f"{len(wrong)} of {len(members)} MIG pool nodes are not on the mixed strategy "
-                     f"({MIG_STRATEGY}): {_listing(wrong)}")
-    return _pass(f"all {len(members)} MIG pool nodes report {MIG_STRATEGY}=mixed")
+        return _fail(Text("{count} of {total} MIG pool nodes are not on the mixed strategy ({strategy_label}): {wrong}",
+                          count=len(wrong), total=len(members), strategy_label=MIG_STRATEGY, wrong=_listing(wrong)))
+    return _pass(Text("all {count} MIG pool nodes report {strategy_label}=mixed", count=len(members),
+                      strategy_label=MIG_STRATEGY))
 
 
 @check("DR014", "mig-config-state", reads=("nodes",),
        summary="mig-manager applied the selected layout on every MIG pool node: nvidia.com/mig.config.state is "
                "success.",
-       hint="Read the mig-manager pod's log on the node; gpugov drift names the config it should have.")
+       hint=Text("Read the mig-manager pod's log on the node; gpugov drift names the config it should have."))
 def check_mig_state(s: Situation) -> Outcome:
     if not s.mig_pools:
-        return _skip("no pool declares MIG layouts")
+        return _skip(Text("no pool declares MIG layouts"))
     members = [node for pool in s.mig_pools for node in s.nodes_of(pool)]
     if not members:
-        return _skip("no node of a MIG pool found (see DR020)")
+        return _skip(Text("no node of a MIG pool found (see DR020)"))
     states = {name(n): labels(n).get(MIG_STATE) for n in members}
-    failed = [f"{n} ({v or 'no state'})" for n, v in states.items() if v not in ("success", "pending", "rebooting")]
+    no_state = Text("no state")
+    failed = [Text("{node} ({state})", node=n, state=v or no_state) for n, v in states.items()
+              if v not in ("success", "pending", "rebooting")]
     waiting = [f"{n} ({v})" for n, v in states.items() if v in ("pending", "rebooting")]
     if failed:
-        return _fail(f"{MIG_STATE} is not success on {len(failed)} of {len(members)} nodes: {_listing(failed)}")
+        return _fail(Text("{state_label} is not success on {count} of {total} nodes: {failed}", state_label=MIG_STATE,
+                          count=len(failed), total=len(members), failed=_listing(failed)))
     if waiting:
-        return _warn(f"MIG reconfiguration in progress on {_listing(waiting)}",
-                     "Wait for mig-manager; the nodes' MIG resources change when it is done.")
-    return _pass(f"{MIG_STATE}=success on all {len(members)} MIG pool nodes")
+        return _warn(Text("MIG reconfiguration in progress on {waiting}", waiting=_listing(waiting)),
+                     Text("Wait for mig-manager; the nodes' MIG resources change when it is done."))
+    return _pass(Text("{state_label}=success on all {count} MIG pool nodes", state_label=MIG_STATE, count=len(members)))
 
 
 @check("DR015", "mig-manager", reads=("clusterpolicies", "daemonsets"),
        summary="The ClusterPolicy points mig-manager at gpugov's mig-parted ConfigMap, and mig-manager DaemonSets "
                "are ready.",
-       hint="Set migManager.config.name to the Cluster's migConfig.name.")
+       hint=Text("Set migManager.config.name to the Cluster's migConfig.name."))
 def check_mig_manager(s: Situation) -> Outcome:
     if not s.mig_pools:
-        return _skip("no pool declares MIG layouts")
+        return _skip(Text("no pool declares MIG layouts"))
     cluster = s.scope.cluster
     policy = _clusterpolicy(s)
     managers = _daemonsets(s, "mig-manager")
     if policy is None and not managers:
-        return _skip("no ClusterPolicy and no mig-manager DaemonSet: see DR014 for what the nodes report")
+        return _skip(Text("no ClusterPolicy and no mig-manager DaemonSet: see DR014 for what the nodes report"))
     if policy is not None:
         config = (((policy.get("spec") or {}).get("migManager") or {}).get("config") or {}).get("name")
         if config != cluster.mig_config_name:
-            return _fail(f"ClusterPolicy migManager.config.name is {config or 'unset'}, not gpugov's "
-                         f"{cluster.mig_config_name}: mig-manager applies another geometry than the declared layouts",
-                         f"Set migManager.config.name={cluster.mig_config_name} (the ConfigMap compile emits in "
-                         f"{cluster.mig_config_namespace}).")
+            return _fail(Text("ClusterPolicy migManager.config.name is {config}, not gpugov's {mig_config_name}: "
+                              "mig-manager applies another geometry than the declared layouts",
+                              config=config or UNSET, mig_config_name=cluster.mig_config_name),
+                         Text("Set migManager.config.name={mig_config_name} (the ConfigMap compile emits in "
+                              "{mig_config_namespace}).", mig_config_name=cluster.mig_config_name,
+                              mig_config_namespace=cluster.mig_config_namespace))
     unready = _unready(managers)
     if unready:
-        return _fail(f"mig-manager DaemonSets not ready: {_listing(unready)}")
-    parts = [f"ClusterPolicy points mig-manager at {cluster.mig_config_name}"] if policy is not None else []
-    parts += [f"DaemonSet {m['metadata']['name']} ready" for m in managers]
-    return _pass("; ".join(parts))
+        return _fail(Text("mig-manager DaemonSets not ready: {unready}", unready=_listing(unready)))
+    parts = [Text("ClusterPolicy points mig-manager at {config}", config=cluster.mig_config_name)] \
+        if policy is not None else []
+    parts += [Text("DaemonSet {name} ready", name=m["metadata"]["name"]) for m in managers]
+    return _pass(Joined("; ", parts))
 
 
 def _dcgm_samples(s: Situation) -> list[Sample] | None:
@@ -563,31 +602,35 @@ def _dcgm_samples(s: Situation) -> list[Sample] | None:
 @check("DR016", "dcgm-exporter", reads=("daemonsets", "dcgm-metrics"),
        summary="A DCGM exporter runs (ready DaemonSet, or --dcgm-metrics URL) with the utilisation counters the idle "
                "check reads.",
-       hint="Enable dcgmExporter in the GPU Operator with its default counters.")
+       hint=Text("Enable dcgmExporter in the GPU Operator with its default counters."))
 def check_dcgm_exporter(s: Situation) -> Outcome:
     if (other := _not_nvidia(s)) is not None:
         return other
     exporters = _daemonsets(s, "dcgm-exporter")
     unready = _unready(exporters)
     if unready:
-        return _fail(f"DCGM exporter DaemonSets not ready: {_listing(unready)}")
+        return _fail(Text("DCGM exporter DaemonSets not ready: {unready}", unready=_listing(unready)))
     samples = _dcgm_samples(s)
     if samples is None:
         if not exporters:
-            return _warn("no DCGM exporter DaemonSet found: GPU utilisation (idle GPUs, gpugov drift --prometheus) "
-                         "cannot be measured", "Enable dcgmExporter in the GPU Operator, or pass --dcgm-metrics URL.")
-        return _pass(f"DaemonSet {exporters[0]['metadata']['name']} ready (pass --dcgm-metrics URL to read it)")
+            return _warn(Text("no DCGM exporter DaemonSet found: GPU utilisation (idle GPUs, gpugov drift "
+                              "--prometheus) cannot be measured"),
+                         Text("Enable dcgmExporter in the GPU Operator, or pass --dcgm-metrics URL."))
+        return _pass(Text("DaemonSet {name} ready (pass --dcgm-metrics URL to read it)",
+                          name=exporters[0]["metadata"]["name"]))
     if not samples:
-        return _fail(f"{s.request.dcgm_metrics_url} serves no DCGM_FI_ metric")
+        return _fail(Text("{dcgm_metrics_url} serves no DCGM_FI_ metric", dcgm_metrics_url=s.request.dcgm_metrics_url))
     names = {m.name for m in samples}
     utilisation = [n for n in DCGM_UTILISATION if n in names]
     if not utilisation:
-        return _warn(f"{len(samples)} DCGM series, none of {', '.join(DCGM_UTILISATION)}: idle GPUs cannot be found",
-                     "Use the exporter's default counters (dcp-metrics-included.csv).")
+        return _warn(Text("{count} DCGM series, none of {counters}: idle GPUs cannot be found",
+                          count=len(samples), counters=", ".join(DCGM_UTILISATION)),
+                     Text("Use the exporter's default counters (dcp-metrics-included.csv)."))
     if s.mig_pools and "DCGM_FI_PROF_GR_ENGINE_ACTIVE" not in names:
-        return _warn("no DCGM_FI_PROF_GR_ENGINE_ACTIVE: MIG instances report no utilisation without it",
-                     "Enable the DCP (profiling) counters in the exporter.")
-    return _pass(f"{len(samples)} DCGM series, with {', '.join(utilisation)}")
+        return _warn(Text("no DCGM_FI_PROF_GR_ENGINE_ACTIVE: MIG instances report no utilisation without it"),
+                     Text("Enable the DCP (profiling) counters in the exporter."))
+    return _pass(Text("{count} DCGM series, with {utilisation}", count=len(samples),
+                      utilisation=", ".join(utilisation)))
 
 
 def _pod_of(sample: Sample) -> str:
@@ -597,7 +640,7 @@ def _pod_of(sample: Sample) -> str:
 @check("DR017", "dcgm-pod-labels", reads=("dcgm-metrics", "pods", "daemonsets"),
        summary="GPU metrics name the pod that holds the GPU (DCGM_EXPORTER_KUBERNETES), checked against the running "
                "GPU pods.",
-       hint="Set DCGM_EXPORTER_KUBERNETES=true on the exporter (the GPU Operator's default).")
+       hint=Text("Set DCGM_EXPORTER_KUBERNETES=true on the exporter (the GPU Operator's default)."))
 def check_dcgm_pod_labels(s: Situation) -> Outcome:
     if (other := _not_nvidia(s)) is not None:
         return other
@@ -607,12 +650,13 @@ def check_dcgm_pod_labels(s: Situation) -> Outcome:
             containers = (((ds.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
             env = {e.get("name"): e.get("value") for c in containers for e in c.get("env") or []}
             if str(env.get("DCGM_EXPORTER_KUBERNETES", "")).lower() == "false":
-                return _fail(f"DaemonSet {ds['metadata']['name']} sets DCGM_EXPORTER_KUBERNETES=false: GPU metrics "
-                             f"name no pod")
+                return _fail(Text("DaemonSet {name} sets DCGM_EXPORTER_KUBERNETES=false: GPU metrics name no pod",
+                                  name=ds["metadata"]["name"]))
             if "DCGM_EXPORTER_KUBERNETES" in env:
-                return _pass(f"DaemonSet {ds['metadata']['name']} sets DCGM_EXPORTER_KUBERNETES="
-                             f"{env['DCGM_EXPORTER_KUBERNETES']}")
-        return _skip("pass --dcgm-metrics URL to see whether GPU metrics name their pods")
+                return _pass(Text("DaemonSet {name} sets DCGM_EXPORTER_KUBERNETES={value}",
+                                  name=ds["metadata"]["name"],
+                                  value=env["DCGM_EXPORTER_KUBERNETES"]))
+        return _skip(Text("pass --dcgm-metrics URL to see whether GPU metrics name their pods"))
     gpu_series = [m for m in samples if m.name in DCGM_UTILISATION]
     attributed = sorted({f"{m.labels.get('exported_namespace') or m.labels.get('namespace', '')}/{_pod_of(m)}"
                          for m in gpu_series if _pod_of(m)})
@@ -620,12 +664,13 @@ def check_dcgm_pod_labels(s: Situation) -> Outcome:
     running = sorted(f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}" for p in s.facts.pods or []
                      if (p.get("spec") or {}).get("nodeName") in nvidia_nodes and accelerator_requests(p))
     if attributed:
-        return _pass(f"{len(attributed)} pods named on GPU series: {_listing(attributed)}")
+        return _pass(Text("{count} pods named on GPU series: {attributed}", count=len(attributed),
+                          attributed=_listing(attributed)))
     if running:
-        return _fail(f"{len(running)} GPU pods run ({_listing(running)}) but no DCGM series names a pod: the "
-                     f"exporter runs without its Kubernetes mapping")
-    return _warn("no GPU pod runs on the pools' nodes now, so pod attribution cannot be seen",
-                 "Run again while a GPU job runs.")
+        return _fail(Text("{count} GPU pods run ({running}) but no DCGM series names a pod: the exporter runs without "
+                          "its Kubernetes mapping", count=len(running), running=_listing(running)))
+    return _warn(Text("no GPU pod runs on the pools' nodes now, so pod attribution cannot be seen"),
+                 Text("Run again while a GPU job runs."))
 
 
 # --- the declarations against the nodes ------------------------------------------------------
@@ -633,10 +678,10 @@ def check_dcgm_pod_labels(s: Situation) -> Outcome:
 @check("DR020", "pool-nodes", reads=("nodes",),
        summary="Every declared pool matches real nodes: its listed node names, or at least one node (nodeCount of "
                "them) for its nodeSelector.",
-       hint="Fix the pool's nodes or nodeSelector in hardware/.")
+       hint=Text("Fix the pool's nodes or nodeSelector in hardware/."))
 def check_pool_nodes(s: Situation) -> Outcome:
     if not s.scope.pools:
-        return _skip(f"cluster {s.state.cluster} declares no pool")
+        return _skip(Text("cluster {cluster} declares no pool", cluster=s.state.cluster))
     empty, short, counts, miscounted = [], [], [], []
     for pool in s.scope.pools.values():
         found = {name(n) for n in s.nodes_of(pool)}
@@ -645,23 +690,24 @@ def check_pool_nodes(s: Situation) -> Outcome:
             if len(missing) == len(pool.nodes):
                 empty.append(pool.name)
             elif missing:
-                short.append(f"{pool.name} lacks {_listing(missing, 4)}")
+                short.append(Text("{pool} lacks {nodes}", pool=pool.name, nodes=_listing(missing, 4)))
             counts.append(f"{pool.name} {len(pool.nodes) - len(missing)}/{len(pool.nodes)}")
         else:
             if not found:
                 empty.append(pool.name)
             elif pool.node_count is not None and len(found) != pool.node_count:
-                miscounted.append(f"{pool.name} has {len(found)}, declares {pool.node_count}")
-            counts.append(f"{pool.name} {len(found)} by selector")
+                miscounted.append(Text("{pool} has {count}, declares {declared}", pool=pool.name, count=len(found),
+                                       declared=pool.node_count))
+            counts.append(Text("{pool} {count} by selector", pool=pool.name, count=len(found)))
     if empty:
-        return _fail(f"no node in the cluster for pool {', '.join(empty)}",
-                     "Check the pool's node names or nodeSelector against kubectl get nodes --show-labels.")
+        return _fail(Text("no node in the cluster for pool {empty}", empty=", ".join(empty)),
+                     Text("Check the pool's node names or nodeSelector against kubectl get nodes --show-labels."))
     if short:
-        return _fail(f"declared nodes missing: {'; '.join(short)}")
+        return _fail(Text("declared nodes missing: {short}", short=Joined("; ", short)))
     if miscounted:
-        return _warn(f"selector pools with another node count: {'; '.join(miscounted)}",
-                     "Update nodeCount, or find the nodes the selector misses.")
-    return _pass("every pool has its nodes: " + ", ".join(counts))
+        return _warn(Text("selector pools with another node count: {miscounted}", miscounted=Joined("; ", miscounted)),
+                     Text("Update nodeCount, or find the nodes the selector misses."))
+    return _pass(Text("every pool has its nodes: {pools}", pools=Joined(", ", counts)))
 
 
 def _device_mismatches(pool: GPUPool, node: Obj) -> list[str]:
@@ -673,9 +719,10 @@ def _device_mismatches(pool: GPUPool, node: Obj) -> list[str]:
     suffix = ""
     if pool.vnpu_layouts.get(layout or "") is not None:
         expected.setdefault(pool.model.resource, 0)
-        suffix = f" (vNPU layout {layout})"
+        suffix = Text(" (vNPU layout {layout})", layout=layout)
     capacity = (node.get("status") or {}).get("capacity") or {}
-    return [f"{name(node)} has {capacity.get(resource, 0)} {resource}, pool {pool.name} declares {amount}{suffix}"
+    return [Text("{node} has {count} {resource}, pool {pool} declares {amount}{layout}", node=name(node),
+                 count=capacity.get(resource, 0), resource=resource, pool=pool.name, amount=amount, layout=suffix)
             for resource, amount in sorted(expected.items())
             if parse_quantity(capacity.get(resource, 0)) != amount]
 
@@ -684,11 +731,11 @@ def _device_mismatches(pool: GPUPool, node: Obj) -> list[str]:
        summary="The pools' nodes have the declared GPU model (nvidia.com/gpu.product) and accelerators per node "
                "(nvidia.com/gpu.count; for other vendors what drift expects the device plugin to advertise: whole "
                "devices, or the vNPU templates of the node's layout).",
-       hint="Fix accelerator.model or acceleratorsPerNode, or move the node to the right pool.")
+       hint=Text("Fix accelerator.model or acceleratorsPerNode, or move the node to the right pool."))
 def check_pool_hardware(s: Situation) -> Outcome:
     members = [(pool, node) for pool in s.scope.pools.values() for node in s.nodes_of(pool)]
     if not members:
-        return _skip("no node of a declared pool found (see DR020)")
+        return _skip(Text("no node of a declared pool found (see DR020)"))
     wrong, checked = [], 0
     for pool, node in members:
         node_labels = labels(node)
@@ -698,43 +745,49 @@ def check_pool_hardware(s: Situation) -> Outcome:
             checked += 1
             products = (pool.product_label,) if pool.product_label else pool.model.gfd_products
             if node_labels[GPU_PRODUCT] not in products:
-                wrong.append(f"{name(node)} is {node_labels[GPU_PRODUCT]}, pool {pool.name} declares {pool.model.name}")
+                wrong.append(Text("{node} is {product}, pool {pool} declares {model}", node=name(node),
+                                  product=node_labels[GPU_PRODUCT], pool=pool.name, model=pool.model.name))
             if node_labels.get(GPU_COUNT) != str(pool.per_node):
-                wrong.append(f"{name(node)} has {node_labels.get(GPU_COUNT)} GPUs, pool {pool.name} declares "
-                             f"{pool.per_node}")
+                wrong.append(Text("{node} has {count} GPUs, pool {pool} declares {declared}", node=name(node),
+                                  count=node_labels.get(GPU_COUNT), pool=pool.name, declared=pool.per_node))
         else:
             checked += 1
             wrong.extend(_device_mismatches(pool, node))
     if wrong:
-        return _fail(f"{len(wrong)} mismatches: {_listing(wrong, 4)}")
+        return _fail(Text("{count} mismatches: {wrong}", count=len(wrong), wrong=_listing(wrong, 4)))
     if not checked:
-        return _skip("no pool node reports its hardware (see DR012)")
-    return _pass(f"{checked} pool nodes have the declared model and accelerator count")
+        return _skip(Text("no pool node reports its hardware (see DR012)"))
+    return _pass(Text("{checked} pool nodes have the declared model and accelerator count", checked=checked))
 
 
 @check("DR030", "admission-policies", reads=("admission",),
        summary="The ValidatingAdmissionPolicies and bindings gpugov emits exist, and the bindings deny.",
-       hint="gpugov apply.")
+       hint=Text("gpugov apply."))
 def check_admission(s: Situation) -> Outcome:
     wanted = [(o["kind"], o["metadata"]["name"]) for o in s.state.objects if o["apiVersion"] == ADMISSION_API]
     if not wanted:
-        return _skip("compile emits no admission policy for this cluster")
+        return _skip(Text("compile emits no admission policy for this cluster"))
     missing = [f"{k} {n}" for k, n in wanted if (k, n) not in s.facts.admission]
     if missing:
-        return _fail(f"{len(missing)} of {len(wanted)} missing: {_listing(missing)}: pods can bypass the queues or "
-                     f"ask for priority classes their queue does not allow",
-                     "gpugov apply (the apiserver needs admissionregistration.k8s.io/v1 policies, Kubernetes 1.30+).")
+        return _fail(Text("{count} of {total} missing: {missing}: pods can bypass the queues or ask for priority "
+                          "classes their queue does not allow", count=len(missing), total=len(wanted),
+                          missing=_listing(missing)),
+                     Text("gpugov apply (the apiserver needs admissionregistration.k8s.io/v1 policies, Kubernetes "
+                          "1.30+)."))
     wrong = []
     for kind, obj_name in wanted:
         if kind != "ValidatingAdmissionPolicyBinding":
             continue
         spec = s.facts.admission[(kind, obj_name)].get("spec") or {}
         if spec.get("policyName") != obj_name or "Deny" not in (spec.get("validationActions") or []):
-            wrong.append(f"{obj_name} (policy {spec.get('policyName')}, actions {spec.get('validationActions')})")
+            wrong.append(Text("{name} (policy {policy}, actions {actions})", name=obj_name,
+                              policy=spec.get("policyName"), actions=spec.get("validationActions")))
     if wrong:
-        return _fail(f"bindings that do not deny: {_listing(wrong)}", "gpugov apply restores them.")
+        return _fail(Text("bindings that do not deny: {wrong}", wrong=_listing(wrong)),
+                     Text("gpugov apply restores them."))
     policies = sorted({n for _, n in wanted})
-    return _pass(f"all {len(wanted)} admission objects present (policy and binding of {', '.join(policies)})")
+    return _pass(Text("all {count} admission objects present (policy and binding of {policies})", count=len(wanted),
+                      policies=", ".join(policies)))
 
 
 # --- tenant isolation (issue #21: README "Threat model") ---------------------------------------
@@ -751,7 +804,7 @@ def workload_crds() -> dict[str, str]:
 @check("DR040", "kueue-integrations", reads=("kueue-config", "crds"),
        summary="Kueue's integrations include batch/job and pod, and the framework of every workload kind whose CRD "
                "is installed (JobSet, KubeRay, Kubeflow, LeaderWorkerSet).",
-       hint="Add the missing frameworks to integrations.frameworks in Kueue's Configuration.")
+       hint=Text("Add the missing frameworks to integrations.frameworks in Kueue's Configuration."))
 def check_integrations(s: Situation) -> Outcome:
     if (other := _not_kueue(s)) is not None:
         return other
@@ -759,40 +812,46 @@ def check_integrations(s: Situation) -> Outcome:
     if problem:
         return _fail(problem)
     if config is None:
-        return _skip(f"Kueue's Configuration is not readable from the API (no ConfigMap "
-                     f"{s.request.kueue_namespace}/{KUEUE_CONFIGMAP}); check integrations.frameworks by hand")
+        return _skip(Text("Kueue's Configuration is not readable from the API (no ConfigMap "
+                          "{kueue_namespace}/{configmap}); check integrations.frameworks by hand",
+                          kueue_namespace=s.request.kueue_namespace, configmap=KUEUE_CONFIGMAP))
     frameworks = set(((config.get("integrations") or {}).get("frameworks")) or [])
-    wanted = {name: "always" for name in REQUIRED_INTEGRATIONS}
-    wanted.update({integration: f"CRD {crd} installed" for crd, integration in workload_crds().items()
+    wanted: dict[str, str] = {name: Text("always") for name in REQUIRED_INTEGRATIONS}
+    wanted.update({integration: Text("CRD {crd} installed", crd=crd) for crd, integration in workload_crds().items()
                    if crd in s.facts.crds})
-    missing = [f"{name} ({why})" for name, why in sorted(wanted.items()) if name not in frameworks]
+    missing = [Text("{framework} ({why})", framework=name, why=why) for name, why in sorted(wanted.items())
+               if name not in frameworks]
     if missing:
-        return _fail(f"Kueue does not manage {_listing(missing)}: such a workload runs without a queue's admission "
-                     f"although gpugov's policies accept it with a queue label")
-    return _pass(f"Kueue manages {_listing(sorted(wanted), 10)}")
+        return _fail(Text("Kueue does not manage {missing}: such a workload runs without a queue's admission although "
+                          "gpugov's policies accept it with a queue label", missing=_listing(missing)))
+    return _pass(Text("Kueue manages {wanted}", wanted=_listing(sorted(wanted), 10)))
 
 
 @check("DR041", "tenant-pod-security", reads=("namespaces",),
        summary="Every tenant namespace enforces the Pod Security level of Guardrails.isolation.podSecurity (no "
                "privileged pods, hostPath /dev or host namespaces).",
-       hint="gpugov apply (it labels the namespaces); find who relabelled them.")
+       hint=Text("gpugov apply (it labels the namespaces); find who relabelled them."))
 def check_pod_security(s: Situation) -> Outcome:
     wanted = tenant_namespaces(s.state)
     if not wanted:
-        return _skip("compile emits no tenant namespace for this cluster")
+        return _skip(Text("compile emits no tenant namespace for this cluster"))
     labels = {k: v for k, v in _namespace_labels(s.state, wanted[0]).items() if k.startswith(POD_SECURITY)}
     missing = [n for n in wanted if n not in s.facts.namespaces]
     if missing:
-        return _fail(f"{len(missing)} tenant namespaces not found: {_listing(missing)}", "gpugov apply.")
+        return _fail(Text("{count} tenant namespaces not found: {missing}", count=len(missing),
+                          missing=_listing(missing)), Text("gpugov apply."))
     wrong = []
     for namespace in wanted:
         live = (s.facts.namespaces[namespace].get("metadata") or {}).get("labels") or {}
         if any(live.get(k) != v for k, v in labels.items()):
-            wrong.append(f"{namespace} (enforce {live.get(POD_SECURITY + 'enforce', 'none')})")
+            wrong.append(Text("{namespace} (enforce {level})", namespace=namespace,
+                              level=live.get(POD_SECURITY + "enforce", NONE)))
     if wrong:
-        return _fail(f"{len(wrong)} of {len(wanted)} tenant namespaces do not enforce Pod Security level "
-                     f"{labels.get(POD_SECURITY + 'enforce')}: {_listing(wrong)}")
-    return _pass(f"all {len(wanted)} tenant namespaces enforce Pod Security level {labels.get(POD_SECURITY + 'enforce')}")
+        return _fail(Text("{count} of {total} tenant namespaces do not enforce Pod Security level {level}: {wrong}",
+                          count=len(wrong), total=len(wanted), level=labels.get(POD_SECURITY + "enforce"),
+                          wrong=_listing(wrong)))
+    return _pass(Text("all {count} tenant namespaces enforce Pod Security level {level}", count=len(wanted),
+                      level=labels.get(POD_SECURITY + "enforce")))
 
 
 def _differences(desired: Any, live: Any, path: str = "spec") -> list[str]:
@@ -811,60 +870,63 @@ def _differences(desired: Any, live: Any, path: str = "spec") -> list[str]:
 @check("DR042", "tenant-isolation-intact", reads=("admission",),
        summary="gpugov's admission policies and bindings hold what the declarations compile to: no trusted identity "
                "added, no rule dropped or edited by hand.",
-       hint="gpugov apply restores them; find who changed them.")
+       hint=Text("gpugov apply restores them; find who changed them."))
 def check_isolation_intact(s: Situation) -> Outcome:
     wanted = [o for o in s.state.objects if o["apiVersion"] == ADMISSION_API]
     if not wanted:
-        return _skip("compile emits no admission policy for this cluster")
+        return _skip(Text("compile emits no admission policy for this cluster"))
     present = [o for o in wanted if (o["kind"], o["metadata"]["name"]) in s.facts.admission]
     if not present:
-        return _skip("none of gpugov's admission objects found (see DR030)")
+        return _skip(Text("none of gpugov's admission objects found (see DR030)"))
     changed = []
     for obj in present:
         live = s.facts.admission[(obj["kind"], obj["metadata"]["name"])]
         where = _differences(obj.get("spec"), live.get("spec"))
         if where:
-            changed.append(f"{obj['kind']} {obj['metadata']['name']} at {where[0]}")
+            changed.append(Text("{kind} {name} at {path}", kind=obj["kind"], name=obj["metadata"]["name"], path=where[0]))
     if changed:
-        return _fail(f"{len(changed)} admission objects differ from what the declarations compile to (a widened "
-                     f"trust, a dropped rule): {_listing(changed, 4)}")
-    return _pass(f"all {len(present)} admission objects found hold what the declarations compile to")
+        return _fail(Text("{count} admission objects differ from what the declarations compile to (a widened trust, a "
+                          "dropped rule): {changed}", count=len(changed), changed=_listing(changed, 4)))
+    return _pass(Text("all {count} admission objects found hold what the declarations compile to", count=len(present)))
 
 
 @check("DR050", "tenant-roles", reads=("rbac",),
        summary="gpugov's tenant ClusterRoles exist with exactly the compiled rules, and their RoleBindings and "
                "ClusterRoleBindings with the subjects the declarations name (owners, members, viewers).",
-       hint="gpugov apply restores them.")
+       hint=Text("gpugov apply restores them."))
 def check_tenant_roles(s: Situation) -> Outcome:
     from gpugov.doctor.roles import is_tenant_rbac, role_problems
 
     wanted = [o for o in s.state.objects if is_tenant_rbac(o)]
     if not wanted:
-        return _skip("compile emits no tenant role for this cluster (no tenant names an owner, member or viewer)")
+        return _skip(Text("compile emits no tenant role for this cluster (no tenant names an owner, member or viewer)"))
     missing, wrong = role_problems(wanted, s.facts.rbac, s.facts.rolebindings)
     if missing:
-        return _fail(f"{len(missing)} of {len(wanted)} tenant role objects missing: {_listing(missing)}: tenants "
-                     "cannot submit or read their queues as declared")
+        return _fail(Text("{count} of {total} tenant role objects missing: {missing}: tenants cannot submit or read "
+                          "their queues as declared", count=len(missing), total=len(wanted),
+                          missing=_listing(missing)))
     if wrong:
-        return _fail(f"tenant roles changed on the cluster: {_listing(wrong)}")
-    return _pass(f"all {len(wanted)} tenant role objects present, with the compiled rules and the declared subjects")
+        return _fail(Text("tenant roles changed on the cluster: {wrong}", wrong=_listing(wrong)))
+    return _pass(Text("all {count} tenant role objects present, with the compiled rules and the declared subjects",
+                      count=len(wanted)))
 
 
 @check("DR051", "tenant-broad-bindings", reads=("rbac",),
        summary="No RoleBinding in a tenant namespace binds the built-in edit, admin or cluster-admin (every Secret, "
                "ServiceAccount tokens, impersonation).",
-       hint="Delete those RoleBindings (gpugov apply prunes gpugov's own former gpugov-owners bindings; with "
-            "--no-prune or a GitOps sync without prune they stay).")
+       hint=Text("Delete those RoleBindings (gpugov apply prunes gpugov's own former gpugov-owners bindings; with "
+                 "--no-prune or a GitOps sync without prune they stay)."))
 def check_broad_bindings(s: Situation) -> Outcome:
     from gpugov.doctor.roles import broad_bindings
 
     if not s.request.namespaces:
-        return _skip("no tenant namespace")
+        return _skip(Text("no tenant namespace"))
     found = broad_bindings(s.facts.rolebindings)
     if found:
-        return _fail(f"{len(found)} RoleBinding(s) in tenant namespaces hand out a built-in role that reads every "
-                     f"Secret and mints ServiceAccount tokens: {_listing(found)}")
-    return _pass(f"no RoleBinding of edit, admin or cluster-admin in the {len(s.request.namespaces)} tenant namespaces")
+        return _fail(Text("{count} RoleBinding(s) in tenant namespaces hand out a built-in role that reads every "
+                          "Secret and mints ServiceAccount tokens: {found}", count=len(found), found=_listing(found)))
+    return _pass(Text("no RoleBinding of edit, admin or cluster-admin in the {count} tenant namespaces",
+                      count=len(s.request.namespaces)))
 
 
 CHECKS: tuple[Check, ...] = (  # the order of the report
@@ -875,6 +937,7 @@ CHECKS: tuple[Check, ...] = (  # the order of the report
     check_broad_bindings,
 )
 CHECK_IDS = tuple(c.id for c in CHECKS)
+COULD_NOT_READ = Text("Fix access to what it reads and run again.")
 
 
 def run_checks(state: DesiredState, *, facts: Facts, request: FactsRequest,
@@ -884,8 +947,8 @@ def run_checks(state: DesiredState, *, facts: Facts, request: FactsRequest,
     for check in checks:
         unread = [f"{source}: {facts.unreadable[source]}" for source in check.sources if source in facts.unreadable]
         if unread:
-            results.append(Result(check.id, check.name, Status.SKIP, "could not check: " + "; ".join(unread),
-                                  "Fix access to what it reads and run again.", incomplete=True))
+            why, fix = Text("could not check: {sources}", sources="; ".join(unread)), COULD_NOT_READ
+            results.append(Result(check.id, check.name, Status.SKIP, why, fix, incomplete=True))
             continue
         outcome = check.function(situation)
         hint = outcome.hint if outcome.hint is not None else check.hint

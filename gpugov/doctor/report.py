@@ -9,7 +9,7 @@ from gpugov.app.exit import ExitCode
 from gpugov.doctor.checks import CHECKS, Result, Status
 from gpugov.doctor.facts import SOURCES
 from gpugov.findings.markdown import table
-from gpugov.i18n import _
+from gpugov.i18n import _, localized
 from gpugov.i18n.width import ljust
 
 FORMATS = ("text", "json", "markdown")
@@ -44,9 +44,9 @@ def text(results: list[Result], where: str) -> str:
     width = max((len(r.name) for r in results), default=0)
     lines, hint = [], _("hint")
     for r in results:
-        lines.append(f"{r.id} {ljust(_status(r.status), 4)}  {r.name:<{width}}  {r.message}")
+        lines.append(f"{r.id} {ljust(_status(r.status), 4)}  {r.name:<{width}}  {localized(r.message)}")
         if r.hint and r.status is not Status.PASS:
-            lines.append(f"{'':<12}{'':<{width}}  {hint}: {r.hint}")
+            lines.append(f"{'':<12}{'':<{width}}  {hint}: {localized(r.hint)}")
     lines.append(summary(results, where))
     return "\n".join(lines) + "\n"
 
@@ -71,7 +71,7 @@ def markdown(results: list[Result], where: str) -> str:
     icons = {status: f"{icon} {_status(status)}" for status, icon in icons.items()}
     lines = [_("## gpugov doctor: {where}").format(where=where), ""]
     lines += table((_("id"), _("check"), _("result"), _("detail"), _("hint")),
-                   ((r.id, r.name, icons[r.status], r.message, r.hint) for r in results))
+                   ((r.id, r.name, icons[r.status], localized(r.message), localized(r.hint)) for r in results))
     lines += ["", summary(results, where)]
     return "\n".join(lines) + "\n"
 

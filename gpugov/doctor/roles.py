@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpugov.compile.roles import LABELS, QUEUE_READER
+from gpugov.i18n import Text
 from gpugov.kube.objects import LABEL_COMPONENT
 
 Obj = dict[str, Any]
@@ -55,18 +56,21 @@ def role_problems(desired: Iterable[Obj], cluster_scoped: dict[tuple[str, str], 
             continue
         if want["kind"] == "ClusterRole":
             more, less = grants(live.get("rules")) - grants(want["rules"]), grants(want["rules"]) - grants(live.get("rules"))
+            # Texts: English in doctor's JSON, the reader's language in its text and markdown (issue #30)
             if more:
-                wrong.append(f"{_label(want)} grants more than compiled: "
-                             + ", ".join(f"{v} {r}" + (f".{g}" if g else "") for g, r, v in sorted(more)[:4]))
+                shown = ", ".join(f"{v} {r}" + (f".{g}" if g else "") for g, r, v in sorted(more)[:4])
+                wrong.append(Text("{object} grants more than compiled: {grants}", object=_label(want), grants=shown))
             elif less:
-                wrong.append(f"{_label(want)} lacks {len(less)} compiled grant(s)")
+                wrong.append(Text("{object} lacks {count} compiled grant(s)", object=_label(want), count=len(less)))
             continue
         if (live.get("roleRef") or {}).get("name") != want["roleRef"]["name"]:
-            wrong.append(f"{_label(want)} binds {(live.get('roleRef') or {}).get('name')}, not {want['roleRef']['name']}")
+            wrong.append(Text("{object} binds {role}, not {wanted}", object=_label(want),
+                              role=(live.get("roleRef") or {}).get("name"), wanted=want["roleRef"]["name"]))
         elif _subjects(live) != _subjects(want):
             extra = sorted(n for _, n in _subjects(live) - _subjects(want))
-            wrong.append(f"{_label(want)} subjects differ from the declarations"
-                         + (f" (not declared: {', '.join(extra[:4])})" if extra else ""))
+            wrong.append(Text("{object} subjects differ from the declarations (not declared: {subjects})",
+                              object=_label(want), subjects=", ".join(extra[:4])) if extra else
+                         Text("{object} subjects differ from the declarations", object=_label(want)))
     return missing, wrong
 
 

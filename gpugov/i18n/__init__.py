@@ -89,6 +89,10 @@ class Text(str):
         self.msgid, self.fields = msgid, fields
         return self
 
+    def __getnewargs_ex__(self) -> tuple[tuple[str], dict[str, Any]]:
+        # copy and pickle (dataclasses.asdict) rebuild from the msgid: the English may hold braces
+        return (self.msgid,), self.fields
+
     def render(self, tr: Translator) -> str:
         return _(self.msgid, tr).format(**{name: localized(value, tr) for name, value in self.fields.items()})
 
@@ -104,6 +108,9 @@ class Joined(str):
         self = super().__new__(cls, separator.join(items))
         self.separator, self.parts = separator, items
         return self
+
+    def __getnewargs__(self) -> tuple[str, tuple[str, ...]]:
+        return self.separator, self.parts
 
     def render(self, tr: Translator) -> str:
         return _(self.separator, tr).join(localized(part, tr) for part in self.parts)

@@ -9,6 +9,7 @@ from gpugov.compile import Object, object_key
 from gpugov.compile.mig import compiled_mig_configs
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import Model, ResourceQuota, Tenant
+from gpugov.i18n import Text
 from gpugov.kube.objects import without_source
 from gpugov.plan.changes import (
     QUOTA_FIELDS,
@@ -202,10 +203,12 @@ def mig_changes(cluster: str, base: list[Object], head: list[Object]) -> list[Mi
     old_sel, new_sel = selections(base), selections(head)
     old_cfg, new_cfg = compiled_mig_configs(base), compiled_mig_configs(head)
     changes = []
+    layout = Text("layout changed")  # the reason: English in JSON, the reader's language in the comment
     for node in sorted(set(old_sel) & set(new_sel)):
         before, after = old_sel[node], new_sel[node]
         if before != after:
-            changes.append(MigChange(cluster, node, before, after, "layout changed"))
+            changes.append(MigChange(cluster, node, before, after, layout))
         elif after is not None and old_cfg.get(after) != new_cfg.get(after):
-            changes.append(MigChange(cluster, node, before, after, f"config '{after}' changed"))
+            reason = Text("config '{config}' changed", config=after)
+            changes.append(MigChange(cluster, node, before, after, reason))
     return changes

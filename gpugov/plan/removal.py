@@ -58,11 +58,11 @@ def category(kind: str) -> str:
 def drain_hint(kind: str, name: str) -> str:
     """How to empty a removed tenant's queue before it goes, per scheduler."""
     if kind == "ClusterQueue":
-        return (f"drain ClusterQueue {name} first (spec.stopPolicy: HoldAndDrain): `gpugov apply` sets it itself "
-                "before deleting; Pulumi and Argo CD / Flux delete at once, and Kueue's resource-in-use finalizer "
-                "keeps the ClusterQueue until its admitted workloads finish")
+        return Text("drain ClusterQueue {name} first (spec.stopPolicy: HoldAndDrain): `gpugov apply` sets it itself "
+                    "before deleting; Pulumi and Argo CD / Flux delete at once, and Kueue's resource-in-use finalizer "
+                    "keeps the ClusterQueue until its admitted workloads finish", name=name)
     if kind == "Queue":
-        return (f"close Volcano Queue {name} first (`vcctl queue operate --name {name} --action close`; the state "
-                "lives in status, Closing turns Closed once no PodGroups remain): no deploy path closes it, and "
-                "some Volcano releases refuse to delete a Queue that is not Closed")
-    return f"drain {kind} {name} first"
+        return Text("close Volcano Queue {name} first (`vcctl queue operate --name {name} --action close`; the state "
+                    "lives in status, Closing turns Closed once no PodGroups remain): no deploy path closes it, and "
+                    "some Volcano releases refuse to delete a Queue that is not Closed", name=name)
+    return Text("drain {kind} {name} first", kind=kind, name=name)

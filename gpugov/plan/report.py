@@ -61,7 +61,7 @@ def _capacity_delta(before: dict[str, Decimal], after: dict[str, Decimal]) -> st
 
 
 def _holder(holder: str) -> str:
-    """"tenant" or "department" in the reader's language (the markdown's; the text output keeps the word)."""
+    """"tenant" or "department" in the reader's language."""
     return {"tenant": _("tenant"), "department": _("department")}.get(holder, holder)
 
 
@@ -75,6 +75,18 @@ def _weight(change: WeightChange) -> str:
     before = _("new") if change.new else str(change.before or 1)
     return _("{holder} `{name}`: fairSharing weight {before} → {after}").format(
         holder=_holder(change.holder), name=change.name, before=before, after=change.after or 1)
+
+
+def _action(action: str) -> str:
+    """An object change's action as the reader says it (JSON keeps the English word)."""
+    words = {"create": _("create"), "label": _("label"), "update": _("update"), "replace": _("replace"),
+             "delete": _("delete"), "retain": _("retain")}
+    return words.get(action, action)
+
+
+def _quota_field(field: str) -> str:
+    words = {"nominal": _("nominal"), "borrowing_limit": _("borrowing limit"), "lending_limit": _("lending limit")}
+    return words.get(field, field.replace("_", " "))
 
 
 def _object_counts(counts: dict[str, int]) -> str:
@@ -139,7 +151,8 @@ def markdown(plan: Plan) -> str:
     if plan.mig:
         out += [_("**MIG reconfiguration** (nodes are drained while mig-manager applies the new geometry)"), "",
                 _row(_("cluster"), _("node"), _("before"), _("after"), _("why")), "|---|---|---|---|---|"]
-        out += [f"| {m.cluster} | {m.node} | {m.before or '-'} | {m.after or '-'} | {m.reason} |" for m in plan.mig]
+        out += [f"| {m.cluster} | {m.node} | {m.before or '-'} | {m.after or '-'} | {localized(m.reason)} |"
+                for m in plan.mig]
         out.append("")
     if plan.priorities:
         out += [_("**Priority classes**"), ""]
@@ -157,7 +170,7 @@ def markdown(plan: Plan) -> str:
                 _row(_("cluster"), _("action"), _("kind"), _("name"), _("fields")), "|---|---|---|---|---|"]
         for o in plan.objects[:MAX_OBJECT_ROWS]:
             name = f"{o.namespace}/{o.name}" if o.namespace else o.name
-            out.append(f"| {o.cluster} | {o.action} | {o.kind} | {name} | {', '.join(o.fields)} |")
+            out.append(f"| {o.cluster} | {_action(o.action)} | {o.kind} | {name} | {', '.join(o.fields)} |")
         if len(plan.objects) > MAX_OBJECT_ROWS:
             more = _("… {count} more").format(count=len(plan.objects) - MAX_OBJECT_ROWS)
             out.append(f"| | | | {more} | |")
@@ -193,28 +206,45 @@ def _row(*cells: str) -> str:
 
 def text(plan: Plan) -> str:
     out = [_("gpugov plan: {base} -> {head}").format(base=plan.base, head=plan.head)]
-    out += [f"RISK {r.id} ({r.rule}): {localized(r.message)}" for r in plan.risks]
+    # Each line's leading words are a message (issue #30); ids, names and quantities stay as they are.
+    told = _("RISK {id} ({rule}): {message}")
+    out += [told.format(id=r.id, rule=r.rule, message=localized(r.message)) for r in plan.risks]
     added, removed = _("tenant added: {name}"), _("tenant removed: {name}")
     out += [added.format(name=n) for n in plan.tenants_added] + [removed.format(name=n) for n in plan.tenants_removed]
+    told, sep = _("quota {holder} {name} {pool} {resource}: {fields}"), _(", ")
     for c in plan.quotas:
-        fields = ", ".join(f"{f.replace('_', ' ')} {_cell(c, f)}" for f in QUOTA_FIELDS if c.before[f] != c.after[f])
-        out.append(f"quota {c.holder} {c.name} {c.pool} {c.resource}: {fields}")
-    for r in plan.capacity:
-        out.append(f"capacity {r.pool} {r.resource}: {_fraction(r.guaranteed_before, r.capacity_before)} -> "
-                   f"{_fraction(r.guaranteed_after, r.capacity_after)}")
+        fields = sep.join(f"{_quota_field(f)} {_cell(c, f)}" for f in QUOTA_FIELDS if c.before[f] != c.after[f])
+        out.append(told.format(holder=_holder(c.holder), name=c.name, pool=c.pool, resource=c.resource, fields=fields))
+    told = _("capacity {pool} {resource}: {before} -> {after}")
+    out += [told.format(pool=r.pool, resource=r.resource, before=_fraction(r.guaranteed_before, r.capacity_before),
+                        after=_fraction(r.guaranteed_after, r.capacity_after)) for r in plan.capacity]
+    told, more = _("pool {pool} {status} +{added} -{removed} nodes"), _("; capacity {change}")
+    statuses = {"added": _("added"), "removed": _("removed"), "changed": _("changed")}
     for p in plan.pools:
         capacity = _capacity_delta(p.capacity_before, p.capacity_after)
-        out.append(f"pool {p.pool} {p.status} +{len(p.nodes_added)} -{len(p.nodes_removed)} nodes"
-                   + (f"; capacity {capacity}" if capacity else ""))
-    out += [f"mig {m.cluster} {m.node}: {m.before} -> {m.after} ({m.reason})" for m in plan.mig]
-    out += [f"priority {p.name}: {p.before} -> {p.after}" for p in plan.priorities]
-    out += [f"{m.holder} {m.name} {m.field}: {m.before or 'none'} -> {m.after or 'none'}" for m in plan.moves]
-    out += [f"{w.holder} {w.name} weight: {'new' if w.new else w.before or 1} -> {w.after or 1}" for w in plan.weights]
+        out.append(told.format(pool=p.pool, status=statuses.get(p.status, p.status), added=len(p.nodes_added),
+                               removed=len(p.nodes_removed)) + (more.format(change=capacity) if capacity else ""))
+    told = _("mig {cluster} {node}: {before} -> {after} ({reason})")
+    out += [told.format(cluster=m.cluster, node=m.node, before=m.before, after=m.after, reason=localized(m.reason))
+            for m in plan.mig]
+    told = _("priority {name}: {before} -> {after}")
+    out += [told.format(name=p.name, before=p.before, after=p.after) for p in plan.priorities]
+    none, told = _("none"), _("{holder} {name} {field}: {before} -> {after}")
+    fields = {"department": _("department"), "parent": _("parent")}
+    out += [told.format(holder=_holder(m.holder), name=m.name, field=fields.get(m.field, m.field),
+                        before=m.before or none, after=m.after or none) for m in plan.moves]
+    new, told = _("new"), _("{holder} {name} weight: {before} -> {after}")
+    out += [told.format(holder=_holder(w.holder), name=w.name, before=new if w.new else w.before or 1,
+                        after=w.after or 1) for w in plan.weights]
     for o in plan.objects:
         name = f"{o.namespace}/{o.name}" if o.namespace else o.name
-        out.append(f"{o.action} {o.cluster} {o.kind} {name}" + (f" ({', '.join(o.fields)})" if o.fields else ""))
+        out.append(f"{_action(o.action)} {o.cluster} {o.kind} {name}" + (f" ({', '.join(o.fields)})" if o.fields else ""))
+    told = _("removed {things}, {path}: {what}")
+    things = {"objects": _("objects"), "namespaces": _("namespaces"), "nodes": _("nodes")}
     for removal in plan.removals:
-        out += [f"removed {PLURAL[removal.category]}, {path}: {localized(removal.paths[path])}" for path in PATHS]
+        plural = PLURAL[removal.category]
+        out += [told.format(things=things.get(plural, plural), path=path, what=localized(removal.paths[path]))
+                for path in PATHS]
     # One message, no plural forms: English has always said "1 risks" here, and Chinese has no plural.
     out.append(_("{risks} risks, {quotas} quota changes, {objects} object changes").format(
         risks=len(plan.risks), quotas=len(plan.quotas), objects=len(plan.objects)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpugov.findings import Level, Rule, rule
+from gpugov.i18n import Text
 
 QUOTA_DECREASE = rule("GP001", "quota-decrease", Level.WARNING,
                       "A nominal quota or a borrowing or lending limit that existed goes down or is removed; running "
@@ -86,7 +87,18 @@ OBJECTS_ADOPTED = rule("GP026", "objects-adopted", Level.WARNING,
 class Risk:
     rule: str  # GP id
     id: str  # the rule's name, e.g. quota-decrease
-    message: str
+    message: str  # a Text: English in JSON, the reader's language in the comment and the text output
+
+
+# The words a risk's message puts in its fields, each a message of its own (issue #30).
+HOLDERS = {"tenant": Text("tenant"), "department": Text("department")}
+FIELDS = {"department": Text("department"), "parent": Text("parent")}
+ABSENT = Text("absent")
+
+
+def holder(word: str) -> str:
+    """"tenant" or "department", told in the reader's language where the risk is shown."""
+    return HOLDERS.get(word, word)
 
 
 def risk(of: Rule, message: str) -> Risk:

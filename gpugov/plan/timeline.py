@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpugov.declarations.model import Model, QuotaGrant, QuotaWindow, ResourceQuota
+from gpugov.declarations.model import Holder, Model, QuotaGrant, QuotaWindow, ResourceQuota
 from gpugov.declarations.schema import WEEKDAYS
 from gpugov.declarations.timeline import rfc3339
 from gpugov.findings import Level, rule
-from gpugov.i18n import _
+from gpugov.i18n import Text, _, localized
 from gpugov.kube.quantity import format_quantity
 from gpugov.plan.risks import Risk, risk
 
@@ -38,23 +38,36 @@ def _amounts(resources: tuple[ResourceQuota, ...]) -> str:
     return ", ".join(f"{format_quantity(rq.nominal)} {rq.key}" for rq in resources)
 
 
+# Cells as Texts: English in the plan's JSON, the reader's language in its comment (issue #30).
+EVERY_DAY, NEVER = Text("every day"), Text("never")
+
+
 def _days(days: tuple[int, ...]) -> str:
-    return ",".join(WEEKDAYS[d] for d in days) if len(days) < 7 else "every day"
+    return ",".join(WEEKDAYS[d] for d in days) if len(days) < 7 else EVERY_DAY
+
+
+def _holder(holder: Holder) -> str:
+    """As Holder's str: "tenant 'a'", "department 'b'"."""
+    if holder.kind == "Tenant":
+        return Text("tenant '{name}'", name=holder.name)
+    if holder.kind == "Department":
+        return Text("department '{name}'", name=holder.name)
+    return str(holder)
 
 
 def _grant(grant: QuotaGrant) -> TimelineEntry:
+    source = Text("pool '{pool}' capacity no one else is guaranteed", pool=grant.pool)
     return TimelineEntry("QuotaGrant", grant.name, grant.pool, _amounts(grant.resources),
-                         rfc3339(grant.starts) if grant.starts else "?", rfc3339(grant.ends) if grant.ends else "never",
-                         f"pool '{grant.pool}' capacity no one else is guaranteed", f"tenant '{grant.tenant}'",
-                         grant.reason, grant.approved_by)
+                         rfc3339(grant.starts) if grant.starts else "?", rfc3339(grant.ends) if grant.ends else NEVER,
+                         source, _holder(Holder("Tenant", grant.tenant)), grant.reason, grant.approved_by)
 
 
 def _window(window: QuotaWindow) -> TimelineEntry:
-    overnight = " (next day)" if window.end <= window.start else ""
-    return TimelineEntry("QuotaWindow", window.name, window.pool, _amounts(window.resources),
-                         f"{_days(window.weekdays)} {window.start:%H:%M} {window.time_zone}",
-                         f"{window.end:%H:%M}{overnight}", str(window.donor), str(window.recipient),
-                         window.reason, window.approved_by)
+    opens, closes = f"{window.start:%H:%M}", f"{window.end:%H:%M}"
+    start = Text("{days} {time} {zone}", days=_days(window.weekdays), time=opens, zone=window.time_zone)
+    end = Text("{time} (next day)", time=closes) if window.end <= window.start else closes
+    return TimelineEntry("QuotaWindow", window.name, window.pool, _amounts(window.resources), start, end,
+                         _holder(window.donor), _holder(window.recipient), window.reason, window.approved_by)
 
 
 def timeline(model: Model) -> list[TimelineEntry]:
@@ -73,10 +86,18 @@ def timeline_risks(base: Model, head: Model) -> list[Risk]:
                                    before.to) == (entry.pool, entry.resources, entry.start, entry.end,
                                                   entry.borrows_from, entry.to):
             continue
-        verb = "adds" if before is None else "changes"
-        found.append(risk(TIMELINE_WIDENED, f"{entry.kind} {entry.name} {verb} {entry.resources} of pool "
-                          f"'{entry.pool}' for {entry.to}, {entry.start} → {entry.end}, from {entry.borrows_from}"))
+        found.append(risk(TIMELINE_WIDENED, _widened(entry, new=before is None)))
     return found
+
+
+def _widened(entry: TimelineEntry, *, new: bool) -> str:
+    fields = {"kind": entry.kind, "name": entry.name, "resources": entry.resources, "pool": entry.pool,
+              "to": entry.to, "start": entry.start, "end": entry.end, "source": entry.borrows_from}
+    if new:
+        return Text("{kind} {name} adds {resources} of pool '{pool}' for {to}, {start} → {end}, from {source}",
+                    **fields)
+    return Text("{kind} {name} changes {resources} of pool '{pool}' for {to}, {start} → {end}, from {source}",
+                **fields)
 
 
 def markdown_rows(entries: list[TimelineEntry]) -> list[str]:
@@ -86,6 +107,7 @@ def markdown_rows(entries: list[TimelineEntry]) -> list[str]:
     header = (_("kind"), _("name"), _("pool"), _("resources"), _("start"), _("end"), _("borrowed from"), _("to"),
               _("reason"))
     out = [_("**Quota timeline**"), "", "| " + " | ".join(header) + " |", "|---|---|---|---|---|---|---|---|---|"]
-    out += [f"| {e.kind} | {e.name} | {e.pool} | {e.resources} | {e.start} | {e.end} | {e.borrows_from} | {e.to} | "
-            f"{' '.join(e.reason.split()).replace('|', '/')} |" for e in entries]
+    out += [f"| {e.kind} | {e.name} | {e.pool} | {e.resources} | {localized(e.start)} | {localized(e.end)} | "
+            f"{localized(e.borrows_from)} | {localized(e.to)} | {' '.join(e.reason.split()).replace('|', '/')} |"
+            for e in entries]
     return [*out, ""]

@@ -15,6 +15,7 @@ from typing import Any
 
 from gpugov.declarations.loader import is_declaration_path
 from gpugov.declarations.model import Decl, Model
+from gpugov.i18n import Joined, Text
 from gpugov.kube.quantity import parse_quantity
 from gpugov.plan.directions import REPORTED_ELSEWHERE, Direction, direction
 from gpugov.plan.fields import Path, flatten, place
@@ -31,13 +32,15 @@ from gpugov.plan.risks import (
 
 SINGLETONS = ("Guardrails", "SchedulingPolicy")
 NOTES = {
-    NAMESPACE_CLAIMED.id: "its RoleBindings give the tenant's owners, members and viewers their roles there; gpugov "
-    "apply refuses a namespace that exists on the cluster without being gpugov's unless spec.adoptNamespaces names it",
-    NAMESPACE_ADOPTED.id: "gpugov apply takes over the namespace even where it exists on the cluster without being "
-    "gpugov's (another team's or an operator's)",
-    OBJECTS_ADOPTED.id: "gpugov apply takes the object over although it exists on the cluster without being "
-    "gpugov's, and prune owns it from then on: removing it from the declarations deletes it",
+    NAMESPACE_CLAIMED.id: Text("its RoleBindings give the tenant's owners, members and viewers their roles there; "
+    "gpugov apply refuses a namespace that exists on the cluster without being gpugov's unless "
+    "spec.adoptNamespaces names it"),
+    NAMESPACE_ADOPTED.id: Text("gpugov apply takes over the namespace even where it exists on the cluster without "
+    "being gpugov's (another team's or an operator's)"),
+    OBJECTS_ADOPTED.id: Text("gpugov apply takes the object over although it exists on the cluster without being "
+    "gpugov's, and prune owns it from then on: removing it from the declarations deletes it"),
 }
+UNSET, ADDED, REMOVED = Text("unset"), Text("added"), Text("removed")
 MAX_LISTED = 8
 
 
@@ -97,7 +100,7 @@ def widened(when: str, old: Any, new: Any) -> bool:
 
 def _show(value: Any) -> str:
     if value is None:
-        return "unset"
+        return UNSET
     if isinstance(value, tuple):
         return "[" + ", ".join(str(v) for v in value) + "]"
     if isinstance(value, bool):
@@ -110,15 +113,19 @@ def _change(old: Any, new: Any) -> str:
         before, after = list(old or ()), list(new or ())
         parts = []
         if added := [v for v in after if v not in before]:
-            parts.append("adds " + ", ".join(str(v) for v in added))
+            parts.append(Text("adds {values}", values=", ".join(str(v) for v in added)))
         if removed := [v for v in before if v not in after]:
-            parts.append("removes " + ", ".join(str(v) for v in removed))
-        return "; ".join(parts) or f"{_show(old)} -> {_show(new)}"
+            parts.append(Text("removes {values}", values=", ".join(str(v) for v in removed)))
+        return Joined("; ", parts) if parts else _from_to(old, new)
     if old is None and new is True:
-        return "added"
+        return ADDED
     if old is True and new is None:
-        return "removed"
-    return f"{_show(old)} -> {_show(new)}"
+        return REMOVED
+    return _from_to(old, new)
+
+
+def _from_to(old: Any, new: Any) -> str:
+    return Text("{before} -> {after}", before=_show(old), after=_show(new))
 
 
 def _inside(path: Path, prefixes: Iterable[Path]) -> bool:
@@ -166,15 +173,23 @@ def field_risks(kind: str, name: str, before_doc: dict[str, Any], after_doc: dic
             continue
         if not widened(entry.when or "changed", was, now):
             continue
-        message = f"{kind} {name}: {place(path)} {_change(was, now)}"
+        message = Text("{kind} {name}: {field} {change}", kind=kind, name=name, field=place(path),
+                       change=_change(was, now))
         if entry.rule.id == POOL_GAINS_NODE.id:
-            node = path[-1].split("=", 1)[1]
-            source = (base_nodes or {}).get(node)
-            message = f"{kind} {name} gains node {node}" + (
-                f", taken from pool {source}" if source and source != name else " (new to the declarations)")
+            message = _gains_node(kind, name, path[-1].split("=", 1)[1], base_nodes or {})
         note = NOTES.get(entry.rule.id)
-        risks.append(risk(entry.rule, message + (f": {note}" if note else "")))
+        if note:
+            message = Text("{change}: {note}", change=message, note=note)
+        risks.append(risk(entry.rule, message))
     return risks
+
+
+def _gains_node(kind: str, name: str, node: str, base_nodes: dict[str, str]) -> str:
+    source = base_nodes.get(node)
+    if source and source != name:
+        return Text("{kind} {name} gains node {node}, taken from pool {source}", kind=kind, name=name, node=node,
+                    source=source)
+    return Text("{kind} {name} gains node {node} (new to the declarations)", kind=kind, name=name, node=node)
 
 
 def _added(kind: str, decl: Decl) -> Risk:
@@ -186,10 +201,15 @@ def _added(kind: str, decl: Decl) -> Risk:
         if entry.direction is Direction.WIDENS and widened(entry.when or "changed", None, value) \
                 and not _inside(path, [p for p in values if values[p][1] is True and p != path and len(p) < len(path)]):
             listed.append(f"{place(path)}" + ("" if value is True else f" {_show(value)}"))
-    shown = "; ".join(listed[:MAX_LISTED]) + (f"; and {len(listed) - MAX_LISTED} more" if len(listed) > MAX_LISTED else "")
-    adopted = (": gpugov apply refuses any of its namespaces that exists on the cluster without being gpugov's "
-               "unless spec.adoptNamespaces names it") if kind == "Tenant" else ""
-    return risk(DECLARATION_ADDED, f"new {kind} {decl.name}" + (f" ({shown})" if shown else "") + adopted)
+    shown: str = Joined("; ", listed[:MAX_LISTED])
+    if len(listed) > MAX_LISTED:
+        shown = Text("{fields}; and {count} more", fields=shown, count=len(listed) - MAX_LISTED)
+    message = Text("new {kind} {name} ({fields})", kind=kind, name=decl.name, fields=shown) if listed else \
+        Text("new {kind} {name}", kind=kind, name=decl.name)
+    if kind == "Tenant":
+        message = Text("{declaration}: gpugov apply refuses any of its namespaces that exists on the cluster without "
+                       "being gpugov's unless spec.adoptNamespaces names it", declaration=message)
+    return risk(DECLARATION_ADDED, message)
 
 
 def outside_risks(changed: Sequence[str]) -> list[Risk]:
@@ -198,7 +218,10 @@ def outside_risks(changed: Sequence[str]) -> list[Risk]:
     outside = sorted(p for p in changed if not is_declaration_path(p))
     if not outside:
         return []
-    shown = ", ".join(outside[:MAX_LISTED]) + (f" and {len(outside) - MAX_LISTED} more" if len(outside) > MAX_LISTED else "")
-    return [risk(OUTSIDE_DECLARATIONS, f"{len(outside)} file(s) outside the declaration folders change ({shown}): "
-                 "the verdict comes from the trusted gpugov reading declarations only, so code, schemas, workflows, "
-                 "CODEOWNERS and build files need the platform team's review")]
+    shown = ", ".join(outside[:MAX_LISTED])
+    if len(outside) > MAX_LISTED:
+        shown = Text("{files} and {count} more", files=shown, count=len(outside) - MAX_LISTED)
+    message = Text("{count} file(s) outside the declaration folders change ({files}): the verdict comes from the "
+                   "trusted gpugov reading declarations only, so code, schemas, workflows, CODEOWNERS and build files "
+                   "need the platform team's review", count=len(outside), files=shown)
+    return [risk(OUTSIDE_DECLARATIONS, message)]

@@ -102,12 +102,13 @@ class BudgetStatus:
     def alert_message(self, threshold: int) -> str:
         """Stable for one holder, period and threshold: the deduplication key of its notification."""
         per = {"month": Text("a month"), "week": Text("a week")}.get(self.budget.period, f"a {self.budget.period}")
-        fields = {"holder": holder_words(self.holder), "threshold": threshold, "period": self.period.label,
+        # the share as one field: a "%" followed by " of" in a message reads to gettext as a printf conversion
+        fields = {"holder": holder_words(self.holder), "share": f"{threshold}%", "period": self.period.label,
                   "amount": decimal_string(self.budget.amount), "unit": self.unit, "per": per}
         if self.budget.cost is None:
-            return Text("{holder} reached {threshold}% of its GPU-hour budget for {period} ({amount} {unit} {per})",
+            return Text("{holder} reached {share} of its GPU-hour budget for {period} ({amount} {unit} {per})",
                         **fields)
-        return Text("{holder} reached {threshold}% of its cost budget for {period} ({amount} {unit} {per})", **fields)
+        return Text("{holder} reached {share} of its cost budget for {period} ({amount} {unit} {per})", **fields)
 
 
 def device_hours(model: Model, row: Row) -> Decimal:

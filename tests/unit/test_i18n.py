@@ -300,6 +300,24 @@ def test_the_plans_pull_request_comment_is_chinese_under_a_chinese_locale(tmp_pa
     assert run(["--lang", "en", *argv], "zh_CN.UTF-8").stdout == en.stdout
 
 
+def test_the_plans_risk_is_told_in_chinese_and_its_json_stays_english(tmp_path: Path) -> None:
+    from gpugov.plan.removal import drain_hint
+    from tests.unit.test_plan import make_repo, remove_tenant
+
+    repo = make_repo(tmp_path, remove_tenant)
+    argv = ["plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "text"]
+    zh, en = run(argv, "zh_CN.UTF-8"), run(argv, "C")
+    assert zh.returncode == en.returncode == 0, zh.stderr + en.stderr
+    removed, hint = "tenant {name} is removed: {drain}; its namespaces are kept", drain_hint("ClusterQueue", "beta")
+    english = "RISK tenant-removed (GP002): " + removed.format(name="beta", drain=hint)
+    told = chinese("RISK {id} ({rule}): {message}").format(id="tenant-removed", rule="GP002", message=chinese(
+        removed).format(name="beta", drain=chinese(hint.msgid).format(name="beta")))
+    assert english in en.stdout.splitlines() and told in zh.stdout.splitlines()
+    assert english not in zh.stdout and "drain ClusterQueue beta first" not in zh.stdout
+    as_json = [*argv[:-1], "json"]
+    assert run(as_json, "zh_CN.UTF-8").stdout == run(as_json, "C").stdout  # JSON keeps the English message
+
+
 def test_the_capacity_report_in_markdown_is_chinese_under_a_chinese_locale() -> None:
     from tests.unit.test_capacity_report import ORG, WINDOW
 
