@@ -62,12 +62,13 @@ def _snapshot(args: argparse.Namespace, state: DesiredState, what: str) -> Snaps
 
     from kubernetes import config as kube_config
 
+    from gpugov.app.pipeline import gc_paused
     from gpugov.cli.cluster import api_client
     from gpugov.cluster.impersonate import impersonate
     from gpugov.cluster.queues import read_queues
     from gpugov.kube.objects import LABEL_TENANT
     from gpugov.queueing.view import snapshot
-    from gpugov.queueing.workload import WorkloadError
+    from gpugov.queueing.workload import WorkloadError, from_object
     from gpugov.sources import CheckIncomplete
 
     if args.as_group and not args.as_user:
@@ -81,9 +82,11 @@ def _snapshot(args: argparse.Namespace, state: DesiredState, what: str) -> Snaps
         kube = api_client(args)
         if args.as_user:
             impersonate(kube, args.as_user, args.as_group or ())
-        read = read_queues(kube, page_size=args.page_size, on_progress=show, namespaces=declared)
-        snap = snapshot(state.model, now, read.cluster_queues, read.local_queues, read.workloads, read.pending,
-                        read.readable, read.denied)
+        with gc_paused():  # 100,000 records and no cycle among them: the collector's scans cost more than reading
+            read = read_queues(kube, page_size=args.page_size, on_progress=show, namespaces=declared,
+                               workload_record=from_object)
+            snap = snapshot(state.model, now, read.cluster_queues, read.local_queues, read.workloads, read.pending,
+                            read.readable, read.denied)
     except (CheckIncomplete, WorkloadError, kube_config.ConfigException, OSError) as exc:
         clear()
         raise CommandFailed(f"could not read the queues of cluster {state.cluster}: {' '.join(str(exc).split())}",
@@ -93,6 +96,7 @@ def _snapshot(args: argparse.Namespace, state: DesiredState, what: str) -> Snaps
 
 
 def cmd_queue(args: argparse.Namespace) -> ExitCode:
+    from gpugov.app.pipeline import gc_paused
     from gpugov.queueing import report
     from gpugov.queueing.view import entries, gaps
 
@@ -102,9 +106,14 @@ def cmd_queue(args: argparse.Namespace) -> ExitCode:
     if unknown:
         return fail(f"no tenant {', '.join(unknown)} is declared (tenants: {', '.join(sorted(known))})")
     snap = _snapshot(args, state, "queue")
-    shown = entries(snap, args.tenant or ())
-    render = {"text": report.queue_text, "json": report.queue_json, "markdown": report.queue_markdown}[args.format]
-    sys.stdout.write(render(shown, snap.now, state.cluster, gaps(snap, args.tenant or ())))
+    with gc_paused():  # an entry per Workload, acyclic, as in _snapshot
+        shown = entries(snap, args.tenant or ())
+        missing = gaps(snap, args.tenant or ())
+        if args.format == "json":  # written as it is encoded: 100,000 workloads are never one string
+            sys.stdout.writelines(report.queue_json_pieces(shown, snap.now, state.cluster, missing))
+        else:
+            render = {"text": report.queue_text, "markdown": report.queue_markdown}[args.format]
+            sys.stdout.write(render(shown, snap.now, state.cluster, missing))
     return ExitCode.FINDINGS if any(e.reason.finding for e in shown) else ExitCode.OK
 
 

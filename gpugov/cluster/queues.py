@@ -123,7 +123,7 @@ def pending_workloads(api: Api, cluster_queue: str, page_size: int = PAGE_SIZE,
 class QueueRead:
     cluster_queues: list[dict[str, Any]]
     local_queues: list[dict[str, Any]]
-    workloads: list[dict[str, Any]]
+    workloads: list[Any]  # raw objects, or what read_queues' workload_record made of them
     pending: dict[str, list[dict[str, Any]]]  # ClusterQueue -> visibility items
     readable: frozenset[str]  # namespaces whose Workloads were read
     denied: tuple[Denied, ...] = field(default=())  # reads the API server refused, in the order asked
@@ -135,19 +135,20 @@ QUEUE_READER_HINT = ("gpugov's tenant roles grant it to every owner, member and 
 
 
 def _namespaced(api: Api, kind: Kind, namespaces: Iterable[str], page_size: int, progress: Progress,
-                denied: list[Denied]) -> tuple[list[dict[str, Any]], frozenset[str] | None]:
-    """Every object of `kind` the caller may list: cluster-wide (None as namespaces) when it may, else
-    in each of `namespaces` where a SelfSubjectAccessReview says it may; the others are Denied."""
+                denied: list[Denied], keep: Callable[[dict[str, Any]], Any] = lean) -> tuple[list[Any], frozenset[str] | None]:
+    """What `keep` makes of every object of `kind` the caller may list (each as its page is read):
+    cluster-wide (None as namespaces) when it may, else in each of `namespaces` where a
+    SelfSubjectAccessReview says it may; the others are Denied."""
     if may(api, "list", kind.plural, group=kind.group):
         progress(f"list {kind.plural}")
-        return [lean(o) for o in list_all(api, kind, page_size=page_size)], None
-    found: list[dict[str, Any]] = []
+        return [keep(o) for o in list_all(api, kind, page_size=page_size)], None
+    found: list[Any] = []
     readable = []
     for namespace in sorted(set(namespaces)):
         if may(api, "list", kind.plural, group=kind.group, namespace=namespace):
             progress(f"list {kind.plural} in {namespace}")
             scoped = InNamespace(kind.api_version, kind.kind, kind.plural, True, namespace)
-            found.extend(lean(o) for o in list_all(api, scoped, page_size=page_size))
+            found.extend(keep(o) for o in list_all(api, scoped, page_size=page_size))
             readable.append(namespace)
         else:
             denied.append(Denied("list", f"{kind.plural}.{kind.group}", namespace))
@@ -178,9 +179,12 @@ def _pending(api: Api, queue: str, local_queues: list[dict[str, Any]], page_size
 
 
 def read_queues(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE, with_positions: bool = True,
-                on_progress: Progress | None = None, namespaces: Iterable[str] = ()) -> QueueRead:
+                on_progress: Progress | None = None, namespaces: Iterable[str] = (),
+                workload_record: Callable[[dict[str, Any]], Any] | None = None) -> QueueRead:
     """What the caller may read of the queues. `namespaces`: the tenants' declared namespaces, read
-    one by one where the caller may not list LocalQueues cluster-wide."""
+    one by one where the caller may not list LocalQueues cluster-wide. `workload_record`: what to
+    keep of each Workload, made as its page is read (the raw object is dropped then: 100,000 of
+    them held at once were most of the command's memory); None keeps the raw objects."""
     api = Api(api_client)
     progress = on_progress or (lambda _step: None)
     progress("list clusterqueues")
@@ -191,9 +195,15 @@ def read_queues(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE, wit
     denied: list[Denied] = []
     local_queues, _ = _namespaced(api, LOCAL_QUEUE, namespaces, page_size, progress, denied)
     spaces = sorted({q["metadata"].get("namespace", "") for q in local_queues} | set(namespaces))
-    workloads, readable = _namespaced(api, WORKLOAD, spaces, page_size, progress, denied)
+    seen: set[str] = set()  # the namespaces of the Workloads read
+
+    def keep(obj: dict[str, Any]) -> Any:
+        seen.add(obj["metadata"].get("namespace", ""))
+        return lean(obj) if workload_record is None else workload_record(obj)
+
+    workloads, readable = _namespaced(api, WORKLOAD, spaces, page_size, progress, denied, keep)
     if readable is None:
-        readable = frozenset({w["metadata"].get("namespace", "") for w in workloads} | set(spaces))
+        readable = frozenset(seen | set(spaces))
     pending: dict[str, list[dict[str, Any]]] = {}
     if with_positions:
         for queue in cluster_queues:

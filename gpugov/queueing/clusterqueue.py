@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from gpugov.kube.objects import LABEL_TENANT
-from gpugov.kube.quantity import QuantityError, parse_quantity
-from gpugov.queueing.workload import WorkloadError
+from gpugov.kube.quantity import QuantityError
+from gpugov.queueing.workload import WorkloadError, quantity
 
 FlavorResource = tuple[str, str]
 
@@ -44,7 +45,18 @@ class ClusterQueue:
 
     def offers(self, resource: str) -> list[str]:
         """The flavors whose quota covers `resource`, in order."""
-        return [f for f in self.flavors if (f, resource) in self.quotas]
+        return list(self._offered.get(resource, ()))
+
+    @cached_property  # frozen, so filed once: asked per pending Workload, over 50 flavors each
+    def _offered(self) -> dict[str, tuple[str, ...]]:
+        of_flavor: dict[str, list[str]] = {}
+        for flavor, resource in self.quotas:
+            of_flavor.setdefault(flavor, []).append(resource)
+        offered: dict[str, list[str]] = {}
+        for flavor in self.flavors:
+            for resource in of_flavor.get(flavor, ()):
+                offered.setdefault(resource, []).append(flavor)
+        return {resource: tuple(flavors) for resource, flavors in offered.items()}
 
 
 @dataclass(frozen=True)
@@ -56,7 +68,7 @@ class LocalQueue:
 
 def _quantity(value: Any, where: str) -> Decimal:
     try:
-        return parse_quantity(value if value is not None else 0)
+        return quantity(value if value is not None else 0)
     except QuantityError as exc:
         raise WorkloadError(f"{where}: {exc}") from exc
 

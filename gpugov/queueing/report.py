@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,6 +10,7 @@ from gpugov.findings.markdown import table
 from gpugov.i18n import _, localized
 from gpugov.i18n.width import ljust, width
 from gpugov.kube.quantity import format_quantity
+from gpugov.queueing import indented
 from gpugov.queueing.view import Entry, Explanation, Gaps
 
 FORMATS = ("text", "json", "markdown")
@@ -129,19 +130,26 @@ def queue_markdown(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps
     return "\n".join(lines) + "\n"
 
 
-def queue_json(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps | None = None) -> str:
-    data: dict[str, Any] = {"cluster": cluster, "at": timestamp(now), "workloads": [entry_json(e) for e in entries]}
+def queue_json_pieces(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps | None = None) -> Iterator[str]:
+    """queue_json in pieces, one workload a piece, each encoded as it is written (a report of
+    100,000 workloads is never held whole, as dicts or as text)."""
+    data: dict[str, Any] = {"cluster": cluster, "at": timestamp(now), "workloads": map(entry_json, entries)}
     if gaps is not None:
         data["not_shown"] = [{"tenant": n.tenant, "cluster_queue": n.cluster_queue, "admitted": n.admitted,
                               "pending": n.pending} for n in gaps.not_shown]
         data["forbidden"] = gaps.lines
-    return json.dumps(data, indent=2) + "\n"
+    return indented.lines(data, "workloads")
+
+
+def queue_json(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps | None = None) -> str:
+    """The report as `json.dumps(..., indent=2)` writes it (gpugov.queueing.indented: byte for byte)."""
+    return "".join(queue_json_pieces(entries, now, cluster, gaps))
 
 
 def why_json(explanation: Explanation, now: datetime, cluster: str) -> str:
-    return json.dumps({"cluster": cluster, "at": timestamp(now), "workload": entry_json(explanation.entry),
-                       "ahead": [entry_json(e) for e in explanation.ahead],
-                       "holding": [entry_json(e) for e in explanation.holding]}, indent=2) + "\n"
+    return indented.dumps({"cluster": cluster, "at": timestamp(now), "workload": entry_json(explanation.entry),
+                           "ahead": [entry_json(e) for e in explanation.ahead],
+                           "holding": [entry_json(e) for e in explanation.holding]}) + "\n"
 
 
 def why_text(explanation: Explanation, now: datetime, markdown: bool = False) -> str:

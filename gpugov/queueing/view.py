@@ -21,7 +21,7 @@ from gpugov.queueing.access import Denied, NotShown, contacts, denial_lines
 from gpugov.queueing.clusterqueue import ClusterQueue, LocalQueue, cluster_queue, local_queue
 from gpugov.queueing.estimate import Estimate, Lookup, estimate_start, releases
 from gpugov.queueing.positions import Position, positions
-from gpugov.queueing.reasons import Reason, Why, explain
+from gpugov.queueing.reasons import Reason, Why, alike, explain
 from gpugov.queueing.workload import Workload, from_object
 
 HIDDEN = "(hidden)"
@@ -66,12 +66,13 @@ def node_sizes(model: Model) -> dict[str, dict[str, Decimal]]:
 
 
 def snapshot(model: Model, now: datetime, cluster_queues: list[dict[str, Any]], local_queues: list[dict[str, Any]],
-             workloads: list[dict[str, Any]], pending: dict[str, list[dict[str, Any]]],
+             workloads: list[Workload] | list[dict[str, Any]], pending: dict[str, list[dict[str, Any]]],
              readable: frozenset[str], denied: tuple[Denied, ...] = ()) -> Snapshot:
-    """The Snapshot of raw reads (WorkloadError for a Workload or queue Kueue would not write)."""
+    """The Snapshot of raw reads (WorkloadError for a Workload or queue Kueue would not write);
+    `workloads` raw, or already records (from_object as each page was read)."""
     queues = {q.name: q for q in map(cluster_queue, cluster_queues)}
     table = positions(sorted(pending.items()))
-    records = [from_object(w) for w in workloads]
+    records = [w if isinstance(w, Workload) else from_object(w) for w in workloads]
     known = {(w.namespace, w.name) for w in records}
     return Snapshot(
         now=now,
@@ -143,14 +144,38 @@ def _tenant(snapshot: Snapshot, cluster_queue: str, namespace: str) -> str:
     return snapshot.tenant_of_namespace.get(namespace, "")
 
 
+class _Reasons(dict[tuple[str, str], tuple[str, Reason]]):
+    """(namespace, name) -> (its ClusterQueue, why it is where it is), each workload explained when
+    first asked (`--tenant` asks only for that tenant's), workloads alike explained once
+    (reasons.alike: 100,000 Workloads are a few hundred kinds)."""
+
+    def __init__(self, snapshot: Snapshot, by_key: dict[tuple[str, str], Workload]) -> None:
+        super().__init__()
+        self.snapshot, self.by_key = snapshot, by_key
+        self.explained: dict[tuple[object, ...], Reason] = {}
+
+    def __missing__(self, key: tuple[str, str]) -> tuple[str, Reason]:
+        w, snapshot = self.by_key[key], self.snapshot
+        cq, problem = cluster_queue_of(snapshot, w)
+        kind = (cq, problem, alike(w))
+        reason = self.explained.get(kind)
+        if reason is None:
+            reason = self.explained[kind] = explain(w, snapshot.cluster_queues.get(cq), problem, snapshot.node_sizes)
+        self[key] = (cq, reason)
+        return cq, reason
+
+
 @dataclass
 class _Index:
-    """What every entry needs, computed once per snapshot (queues of thousands stay linear)."""
+    """What every entry needs, computed once per snapshot (queues of thousands stay linear), and what
+    only some entries need when first one asks (see _Reasons, _file_ahead)."""
 
-    reasons: dict[tuple[str, str], tuple[str, Reason]]  # workload -> (its ClusterQueue, why)
+    reasons: _Reasons  # workload -> (its ClusterQueue, why)
     admitted: dict[str, list[Workload]]  # ClusterQueue -> workloads holding quota there
-    ahead: dict[tuple[str, str], dict[str, Decimal]]  # pending workload -> what those ahead of it ask
-    hidden_ahead: dict[tuple[str, str], int]  # pending workload -> unreadable ones ahead of it
+    queued: dict[str, list[tuple[int, tuple[str, str]]]]  # ClusterQueue -> (position, pending workload)
+    ahead: dict[tuple[str, str], dict[str, Decimal]] = field(default_factory=dict)  # what those ahead of it ask
+    hidden_ahead: dict[tuple[str, str], int] = field(default_factory=dict)  # unreadable ones ahead of it
+    filed: set[str] = field(default_factory=set)  # the ClusterQueues whose ahead and hidden_ahead are filled
     releases: dict[str, tuple[Lookup, Lookup]] = field(default_factory=dict)  # ClusterQueue -> (cohort, own)
     # cohort tree (its ClusterQueues) -> the releases of its admitted workloads, shared by its ClusterQueues
     tree_releases: dict[tuple[str, ...], Lookup] = field(default_factory=dict)
@@ -160,34 +185,36 @@ def _index(snapshot: Snapshot) -> _Index:
     cached = snapshot.__dict__.get("_index")
     if cached is not None:
         return cached
-    reasons = {}
     admitted: dict[str, list[Workload]] = {}
     by_key = {}
     for w in snapshot.workloads:
-        cq, problem = cluster_queue_of(snapshot, w)
-        reasons[(w.namespace, w.name)] = (cq, explain(w, snapshot.cluster_queues.get(cq), problem, snapshot.node_sizes))
         by_key[(w.namespace, w.name)] = w
         if w.state in ("admitted", "reserved"):
             admitted.setdefault(w.cluster_queue, []).append(w)
-    ahead: dict[tuple[str, str], dict[str, Decimal]] = {}
-    hidden_ahead: dict[tuple[str, str], int] = {}
-    queues: dict[str, list[tuple[int, tuple[str, str]]]] = {}
+    queued: dict[str, list[tuple[int, tuple[str, str]]]] = {}
     for key, position in snapshot.positions.items():
-        queues.setdefault(position.cluster_queue, []).append((position.in_cluster_queue, key))
-    for members in queues.values():
-        asked: dict[str, Decimal] = {}
-        hidden = 0
-        for _, key in sorted(members):
-            ahead[key], hidden_ahead[key] = dict(asked), hidden
-            workload = by_key.get(key)
-            if workload is None:
-                hidden += 1
-            elif not reasons[key][1].finding:  # what can never start holds nobody back (BestEffortFIFO)
-                for resource, amount in workload.requests.items():
-                    asked[resource] = asked.get(resource, Decimal(0)) + amount
-    index = _Index(reasons, admitted, ahead, hidden_ahead)
+        queued.setdefault(position.cluster_queue, []).append((position.in_cluster_queue, key))
+    index = _Index(_Reasons(snapshot, by_key), admitted, queued)
     snapshot.__dict__["_index"] = index
     return index
+
+
+def _file_ahead(index: _Index, cluster_queue: str) -> None:
+    """What the pending workloads ahead of each one in `cluster_queue` ask, and how many of them
+    the caller may not read: once per ClusterQueue, when an entry of it first needs it."""
+    if cluster_queue in index.filed:
+        return
+    index.filed.add(cluster_queue)
+    asked: dict[str, Decimal] = {}
+    hidden = 0
+    for _, key in sorted(index.queued.get(cluster_queue, [])):
+        index.ahead[key], index.hidden_ahead[key] = dict(asked), hidden
+        workload = index.reasons.by_key.get(key)
+        if workload is None:
+            hidden += 1
+        elif not index.reasons[key][1].finding:  # what can never start holds nobody back (BestEffortFIFO)
+            for resource, amount in workload.requests.items():
+                asked[resource] = asked.get(resource, Decimal(0)) + amount
 
 
 def _cohort(snapshot: Snapshot, cq: str) -> set[str]:
@@ -208,6 +235,8 @@ def entry(snapshot: Snapshot, workload: Workload) -> Entry:
                 index.tree_releases[tree] = releases(w for name in tree for w in index.admitted.get(name, []))
             index.releases[cq] = (index.tree_releases[tree], releases(index.admitted.get(cq, [])))
         cohort_releases, own_releases = index.releases[cq]
+        if position is not None:
+            _file_ahead(index, position.cluster_queue)
         estimate = estimate_start(reason, workload, index.ahead.get(key, {}), cohort_releases, own_releases,
                                   snapshot.now)
         hidden_ahead = index.hidden_ahead.get(key, 0)
@@ -255,7 +284,8 @@ def _order(e: Entry) -> tuple:
 def entries(snapshot: Snapshot, tenants: Iterable[str] = ()) -> list[Entry]:
     """Every admitted and pending workload (finished ones left out), per tenant and queue."""
     wanted = set(tenants)
-    found = [entry(snapshot, w) for w in snapshot.workloads if w.state != "finished"]
+    found = [entry(snapshot, w) for w in snapshot.workloads if w.state != "finished"
+             and (not wanted or _tenant(snapshot, cluster_queue_of(snapshot, w)[0], w.namespace) in wanted)]
     found += [unreadable_entry(snapshot, k, p) for k, p in snapshot.unreadable_pending.items()]
     return sorted((e for e in found if not wanted or e.tenant in wanted), key=_order)
 

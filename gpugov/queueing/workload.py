@@ -28,15 +28,25 @@ class WorkloadError(ValueError):
     """A Workload whose fields are not what Kueue writes (an unreadable quantity or time)."""
 
 
+_TIMES: dict[str, datetime] = {}  # RFC 3339 text -> its instant: Workloads made in the same second share one
+_TIMES_MOST = 1 << 16
+
+
 def parse_time(value: Any) -> datetime | None:
     """An RFC 3339 time of the API (`2025-01-02T03:04:05Z`) as an aware UTC datetime."""
     if not isinstance(value, str) or not value:
         return None
+    found = _TIMES.get(value)
+    if found is not None:
+        return found
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError as exc:
         raise WorkloadError(f"{value!r} is not an RFC 3339 time") from exc
-    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    found = parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    if len(_TIMES) < _TIMES_MOST:
+        _TIMES[value] = found
+    return found
 
 
 @dataclass(frozen=True)
@@ -97,7 +107,7 @@ class Workload:
         found = self.conditions.get(kind)
         return found is not None and found.true
 
-    @property
+    @cached_property  # asked many times per Workload by the views; its conditions never change
     def state(self) -> str:
         """finished, admitted, reserved (quota held, admission checks pending), inactive or pending."""
         if self._is("Finished"):
@@ -167,13 +177,30 @@ class Workload:
         return tuple(sorted({f for ps in self.pod_sets for f in ps.flavors.values()}))
 
 
+_PARSED: dict[str, Decimal] = {}  # quantity text -> its value (Decimals are immutable: shared safely)
+_PARSED_MOST = 1 << 16  # a bound, should a cluster write every quantity differently
+
+
+def quantity(value: Any) -> Decimal:
+    """parse_quantity, each distinct string parsed once: 100,000 Workloads say "1" and "8" again and
+    again, and parsing was most of reading one into its record. QuantityError as parse_quantity."""
+    if type(value) is not str:  # not cached: True must not be taken for the 1 it equals
+        return parse_quantity(value)
+    parsed = _PARSED.get(value)
+    if parsed is None:
+        parsed = parse_quantity(value)
+        if len(_PARSED) < _PARSED_MOST:
+            _PARSED[value] = parsed
+    return parsed
+
+
 def _quantities(values: Any, scale: int = 1) -> dict[str, Decimal]:
     if not isinstance(values, dict):
         return {}
     result = {}
     for name, value in values.items():
         try:
-            result[str(name)] = parse_quantity(value) * scale
+            result[str(name)] = quantity(value) * scale if scale != 1 else quantity(value)
         except QuantityError as exc:
             raise WorkloadError(f"resource {name}: {exc}") from exc
     return result
@@ -203,13 +230,31 @@ def pod_requests(spec: Any) -> dict[str, Decimal]:
     return dict(total)
 
 
+_CONDITIONS: dict[tuple[Any, ...], Condition] = {}  # what a condition says -> its record, shared (frozen)
+_CONDITIONS_MOST = 1 << 16
+
+
+def _condition(c: dict[str, Any]) -> Condition:
+    """The record of one condition; equal ones (Kueue writes the same few messages on many
+    Workloads admitted or refused in the same second) are one record."""
+    said = (c["type"], c.get("status", ""), c.get("reason"), c.get("message"), c.get("lastTransitionTime"))
+    try:
+        found = _CONDITIONS.get(said)
+    except TypeError:  # a list or object where Kueue writes a string: made, never shared
+        found = None
+    if found is None:
+        found = Condition(str(c["type"]), str(c.get("status", "")), str(c.get("reason") or ""),
+                          " ".join(str(c.get("message") or "").split()), parse_time(c.get("lastTransitionTime")))
+        if len(_CONDITIONS) < _CONDITIONS_MOST and all(v is None or type(v) is str for v in said):
+            _CONDITIONS[said] = found
+    return found
+
+
 def _conditions(status: dict[str, Any]) -> dict[str, Condition]:
     found = {}
     for c in status.get("conditions") or []:
         if isinstance(c, dict) and c.get("type"):
-            found[str(c["type"])] = Condition(str(c["type"]), str(c.get("status", "")), str(c.get("reason") or ""),
-                                              " ".join(str(c.get("message") or "").split()),
-                                              parse_time(c.get("lastTransitionTime")))
+            found[str(c["type"])] = _condition(c)
     return found
 
 

@@ -186,7 +186,11 @@ class Preemptor:
         self.fair_sharing = fair_sharing
         # Victims depend on the preemptor only through its queue, priority (and, for
         # LowerOrNewerEqualPriority, age), so they are kept per cohort-tree version.
-        self.memo: dict[tuple[object, ...], tuple[int, list[Target]]] = {}
+        self.memo: dict[tuple[object, ...], tuple[int, list[Target], bool]] = {}
+        # Set when an answer since the caller last cleared it came from a search among candidates
+        # (not from finding none): such an answer depends on every queue's share, not only on usage
+        # of the resources asked for (the simulator's nominations rely on this).
+        self.searched = False
 
     # The oracle the flavor assigner asks while grading a flavor.
     def simulate(self, wl: Workload, cq: ClusterQueue, fr: FR, quantity: int) -> tuple[int, int]:
@@ -208,9 +212,12 @@ class Preemptor:
         key = (id(cq), frs, tuple(usage.items()), wl.priority, age)
         known = self.memo.get(key)
         if known is not None and known[0] == cq.root.version:
+            self.searched = self.searched or known[2]
             return known[1]
+        outer, self.searched = self.searched, False
         found = self._fair(wl, cq, frs, usage) if self.fair_sharing else self._classical(wl, cq, frs, usage)
-        self.memo[key] = (cq.root.version, found)
+        self.memo[key] = (cq.root.version, found, self.searched)
+        self.searched = self.searched or outer
         return found
 
     # -- fair sharing ---------------------------------------------------------------------------
@@ -234,6 +241,7 @@ class Preemptor:
         candidates = self._candidates(wl, cq, frs)
         if not candidates:
             return []
+        self.searched = True
         candidates.sort(key=ordering_key(cq))
         add_all(cq.node, usage)  # shares include the incoming workload
         fits, targets, retry = self._first_strategy(cq, candidates, frs, usage)
@@ -369,6 +377,7 @@ class Preemptor:
         ordered = hierarchy + by_priority + same_queue
         # Already evicted ones of every group first (Kueue's splitEvicted), each group in its order.
         candidates = [c for c in ordered if c[0].state == EVICTING] + [c for c in ordered if c[0].state != EVICTING]
+        self.searched = self.searched or bool(candidates)
         forbidden = policy.borrow_within_cohort == "Never"
         under_nominal = all(cq.node.usage.get(fr, 0) < cq.node.nominal.get(fr, 0) for fr in frs)
         if (not hierarchy and not by_priority) or (forbidden and not under_nominal):

@@ -28,6 +28,7 @@ creation second.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import random
 from dataclasses import dataclass, field
@@ -207,6 +208,21 @@ def make_workloads(jobs: list[Job], setup: Setup, queues: dict[str, ClusterQueue
     return workloads, never
 
 
+def order_of(wl: Workload) -> tuple[int, int, int, int]:
+    return wl.order
+
+
+def heap_top(heap: list[tuple[int, int, int, int, int, Workload]]) -> tuple[int, int, int, int, int, Workload] | None:
+    """The heap's first live entry (stale ones, whose workload was popped or pushed again, go)."""
+    while heap:
+        top = heap[0]
+        wl = top[-1]
+        if wl.state == PENDING and top[-2] == wl.heap_token:
+            return top
+        heapq.heappop(heap)
+    return None
+
+
 class Simulator:
     """`boundaries`: where quotas change with time (issue #27), (trace millisecond, the objects'
     quotas from then on) in time order; empty, the quotas of `setup` hold throughout."""
@@ -226,12 +242,21 @@ class Simulator:
         self.requeue_pending: dict[int, tuple[ClusterQueue, int]] = {}  # root id -> (a queue of it, due)
         self.sequence = 0
         self.cycles = 0
-        self.assignments: dict[tuple[int, tuple[object, ...], int], Nomination] = {}
+        kinds: dict[tuple[int, tuple[object, ...], int], int] = {}
         for wl in self.workloads:
             if wl.cq is not None:
                 # Workloads alike get the same nomination until usage changes (see _nominate).
                 by_age = wl.cq.spec.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
                 wl.nomination_key = (id(wl.cq), wl.hash, wl.created_s if by_age else 0)
+                wl.kind = kinds.setdefault(wl.nomination_key, len(kinds))
+        self.assignments: list[Nomination | None] = [None] * len(kinds)  # by kind
+        # A hopeless nomination that found no preemption candidate reads only the usage of the
+        # resources the kind asks for, in its flavors, and which workloads use them: it holds until
+        # a lasting usage change of one of them in its cohort tree (marks) or a quota boundary
+        # (epoch). By kind: (epoch, those (flavor, resource), their marks then).
+        self.quiet: list[tuple[int, tuple[FR, ...], tuple[int, ...]] | None] = [None] * len(kinds)
+        self.marks: dict[tuple[int, FR], int] = {}  # (cohort tree root id, (flavor, resource)) -> changes
+        self.epoch = 0
         self.outcome = Outcome(self.workloads, self.queues, 0, 0)
 
     # -- queues -------------------------------------------------------------------------------
@@ -243,23 +268,65 @@ class Simulator:
         heapq.heappush(wl.cq.heap, (-wl.priority, wl.created_s, wl.uid, wl.index, wl.heap_token, wl))
 
     def _pop(self, cq: ClusterQueue) -> Workload | None:
+        """The queue's head: its sticky preemptor, else the first of the heap and the requeued."""
         sticky = cq.sticky
         if sticky is not None and sticky.state == PENDING:
             sticky.heap_token += 1  # its heap entry goes stale
             sticky.state = INFLIGHT
             return sticky
-        heap = cq.heap
-        while heap:
-            *_, token, wl = heapq.heappop(heap)
-            if wl.state == PENDING and token == wl.heap_token:
-                wl.state = INFLIGHT
-                return wl
-        return None
+        if sticky is not None and sticky.state == INADMISSIBLE and self._unpark(cq, sticky):
+            return sticky
+        top = heap_top(cq.heap)
+        parked, first = cq.parked, cq.pending_from
+        if first < len(parked) and (top is None or parked[first].order < top):
+            wl = parked.pop(first)
+        elif top is not None:
+            heapq.heappop(cq.heap)
+            wl = top[-1]
+        else:
+            return None
+        wl.state = INFLIGHT
+        return wl
+
+    @staticmethod
+    def _sticky_pending(cq: ClusterQueue) -> bool:
+        """Whether the queue's sticky preemptor is queued (in the heap, or parked and requeued)."""
+        sticky = cq.sticky
+        if sticky is None:
+            return False
+        if sticky.state == PENDING:
+            return True
+        if sticky.state != INADMISSIBLE:
+            return False
+        at = bisect.bisect_left(cq.parked, sticky.order, key=order_of)
+        return at >= cq.pending_from
+
+    def _unpark(self, cq: ClusterQueue, wl: Workload) -> bool:
+        """Take a requeued workload out of the parked list, in flight; False when it is still parked."""
+        parked = cq.parked
+        at = bisect.bisect_left(parked, wl.order, key=order_of)
+        if at < cq.pending_from:
+            return False
+        assert parked[at] is wl
+        del parked[at]
+        wl.state = INFLIGHT
+        return True
 
     def _park(self, wl: Workload) -> None:
-        assert wl.cq is not None
+        cq = wl.cq
+        assert cq is not None
         wl.state = INADMISSIBLE
-        wl.cq.inadmissible[wl.index] = wl
+        parked = cq.parked
+        at = bisect.bisect_left(parked, wl.order, key=order_of)
+        if at > cq.pending_from:
+            # A sticky preemptor, popped before its turn: the requeued that sort before it move to
+            # the heap (queued all the same), so that the parked still come first.
+            for before in parked[cq.pending_from:at]:
+                self._push(before)
+            del parked[cq.pending_from:at]
+            at = cq.pending_from
+        parked.insert(at, wl)
+        cq.pending_from += 1
 
     def _notify(self, cq: ClusterQueue, now: int) -> None:
         """Quota came free in cq's cohort tree: its parked workloads get another try after the
@@ -283,16 +350,9 @@ class Simulator:
         """Kueue's QueueAssociatedInadmissibleWorkloadsAfter: the whole cohort tree."""
         node = cq.node.root()
         for queue in (node.subtree_cqs() if not node.is_cq else [node]):
-            parked: ClusterQueue = queue.owner
-            if parked.inadmissible:
-                # _push for each, in one heapify: entries are unique, so the pop order is the same.
-                heap = parked.heap
-                for wl in parked.inadmissible.values():
-                    wl.state = PENDING
-                    wl.heap_token += 1
-                    heap.append((-wl.priority, wl.created_s, wl.uid, wl.index, wl.heap_token, wl))
-                heapq.heapify(heap)
-                parked.inadmissible.clear()
+            # All of its parked are queued again, in their order (see ClusterQueue.parked): no work
+            # per workload, where pushing each onto the heap cost a backlog its length at each finish.
+            queue.owner.pending_from = 0
 
     # -- the quota timeline --------------------------------------------------------------------
 
@@ -306,6 +366,7 @@ class Simulator:
             changed = sorted(set(setup.cluster_queues) ^ set(self.queues))
             raise SetupError(f"the quota timeline adds or removes ClusterQueue {changed[0]}: the replay keeps "
                              "the queues of the trace's start")
+        self.epoch += 1  # every nomination is made again
         for cq in self.queue_order:
             self._account(cq, now)  # borrowing until now is counted against the quotas until now
         nodes: list[QuotaNode] = []
@@ -335,7 +396,7 @@ class Simulator:
 
     def _waiting(self) -> bool:
         """Whether a workload waits for admission (a boundary may still let it in)."""
-        return any(cq.inadmissible or any(item[-1].state == PENDING and item[-2] == item[-1].heap_token
+        return any(cq.parked or any(item[-1].state == PENDING and item[-2] == item[-1].heap_token
                                           for item in cq.heap) for cq in self.queue_order)
 
     # -- usage and accounting -----------------------------------------------------------------
@@ -380,6 +441,7 @@ class Simulator:
         assert cq is not None
         self._account(cq, now)
         remove_all(cq.node, wl.usage)
+        self._changed(cq, wl.usage)
         del cq.admitted[wl.index]
         wl.state = FINISHED
         wl.waited_ms = wl.admitted_ms - wl.job.submit_ms
@@ -399,6 +461,7 @@ class Simulator:
         assert cq is not None
         self._account(cq, now)
         remove_all(cq.node, victim.usage)
+        self._changed(cq, victim.usage)
         del cq.admitted[victim.index]
         ran = now - victim.admitted_ms
         for fr, value in victim.usage.items():
@@ -418,17 +481,40 @@ class Simulator:
         return Entry(wl, cq, nomination[1], nomination[2])
 
     def _nomination(self, wl: Workload, cq: ClusterQueue) -> Nomination:
-        cached = self.assignments.get(wl.nomination_key)
-        if cached is not None and cached[0] == cq.root.version:
-            return cached
+        kind = wl.kind
+        cached = self.assignments[kind]
+        if cached is not None:
+            if cached[0] == cq.root.version:
+                return cached
+            quiet = self.quiet[kind]
+            if quiet is not None and quiet[0] == self.epoch and quiet[2] == self._marks(cq, quiet[1]):
+                cached = self.assignments[kind] = (cq.root.version, *cached[1:])
+                return cached
+        self.preemptor.searched = False
         assignment = assign(wl, cq, self.setup.flavors, self.preemptor, self.options.fair_sharing)
         targets: list[Target] = []
         if assignment.mode == MODE_PREEMPT:
             targets = self.preemptor.targets(wl, cq, assignment.needs_preemption, assignment.usage)
-        cached = self.assignments[wl.nomination_key] = (
+        cached = self.assignments[kind] = (
             cq.root.version, assignment, targets, hopeless(assignment, targets), nominated_reason(assignment, targets),
             self._holds(cq, assignment))
+        quiet = None
+        if cached[3] and not self.preemptor.searched:
+            frs = tuple((flavor, resource) for group in cq.spec.groups for flavor in group.flavors
+                        for resource in sorted(wl.requests))
+            quiet = (self.epoch, frs, self._marks(cq, frs))
+        self.quiet[kind] = quiet
         return cached
+
+    def _marks(self, cq: ClusterQueue, frs: tuple[FR, ...]) -> tuple[int, ...]:
+        root, marks = id(cq.root), self.marks
+        return tuple(marks.get((root, fr), 0) for fr in frs)
+
+    def _changed(self, cq: ClusterQueue, usage: dict[FR, int]) -> None:
+        """A lasting change of usage in cq's cohort tree: quiet nominations that read it are retried."""
+        root, marks = id(cq.root), self.marks
+        for fr in usage:
+            marks[root, fr] = marks.get((root, fr), 0) + 1
 
     def _classical_order(self, entries: list[Entry]) -> list[Entry]:
         return sorted(entries, key=lambda e: (e.assignment.borrowing, -e.wl.priority, e.wl.created_s, e.wl.uid))
@@ -532,6 +618,7 @@ class Simulator:
             assert mode == MODE_FIT
             self._account(entry.cq, now)
             add_all(entry.cq.node, entry.assignment.usage)
+            self._changed(entry.cq, entry.assignment.usage)
             entry.status = ADMITTED
             self._admit(entry, now)
             changed = True
@@ -564,19 +651,18 @@ class Simulator:
         waiting: Entry | None = None  # a preemptor waiting for its victims to leave
         holds = False  # a hopeless head reserves quota for the rest of its cycle
         for cq in self.queue_order:
-            sticky = cq.sticky
-            if sticky is not None and sticky.state == PENDING:
-                wl = sticky
+            if self._sticky_pending(cq):
+                assert cq.sticky is not None
+                wl = cq.sticky
             else:
-                heap = cq.heap
-                while heap and (heap[0][-1].state != PENDING or heap[0][-2] != heap[0][-1].heap_token):
-                    heapq.heappop(heap)  # stale: _pop would drop it too
-                if not heap:
+                top = heap_top(cq.heap)  # stale entries go: _pop would drop them too
+                parked, first = cq.parked, cq.pending_from
+                if top is None and first == len(parked):
                     continue
                 if cq.best_effort:
                     best_effort.append(cq)
                     continue
-                wl = heap[0][-1]
+                wl = parked[first] if first < len(parked) and (top is None or parked[first].order < top) else top[-1]
             _, assignment, targets, is_hopeless, reason, reserves = self._nomination(wl, cq)
             if is_hopeless:
                 if cq.best_effort:
@@ -590,42 +676,68 @@ class Simulator:
                 return 0
         if not best_effort or (waiting is not None and holds):
             return 0  # nothing parked, or the preemptor's fit depends on the cycle's order
-        best_effort.sort(key=lambda cq: len(cq.heap))  # the shortest bounds the run soonest
-        popped: list[list[tuple[tuple[int, int, int, int, int, Workload], str]]] = []
+        # The shortest bounds the run soonest.
+        best_effort.sort(key=lambda cq: len(cq.heap) + len(cq.parked) - cq.pending_from)
+        runs: list[tuple[ClusterQueue, list[Workload], dict[int, tuple[int, int, int, int, int, Workload]]]] = []
+        cache = self.assignments
+        stop_at_holds = waiting is not None
         for cq in best_effort:
-            taken: list[tuple[tuple[int, int, int, int, int, Workload], str]] = []
-            heap = cq.heap
+            # The queue's next heads in order, from the heap and the requeued, while hopeless.
+            taken: list[Workload] = []
+            from_heap: dict[int, tuple[int, int, int, int, int, Workload]] = {}  # index -> its heap entry
+            heap, parked, at = cq.heap, cq.parked, cq.pending_from
+            count = len(parked)
             version = cq.root.version
-            cache = self.assignments
-            stop_at_holds = waiting is not None
-            while heap and len(taken) < limit:
-                item = heapq.heappop(heap)
-                wl = item[-1]
-                if wl.state != PENDING or item[-2] != wl.heap_token:
-                    continue
-                nomination = cache.get(wl.nomination_key)
+            top = heap_top(heap)
+            while len(taken) < limit:
+                if top is None:  # only requeued ones left: a tight scan, the bulk of a backlog
+                    end, start = min(count, at + limit - len(taken)), at
+                    while at < end:
+                        wl = parked[at]
+                        nomination = cache[wl.kind]
+                        if nomination is None or nomination[0] != version:
+                            nomination = self._nomination(wl, cq)
+                        if not nomination[3] or (stop_at_holds and nomination[5]):
+                            break
+                        at += 1
+                    taken += parked[start:at]
+                    break
+                if at < count and parked[at].order < top:
+                    wl, entry = parked[at], None
+                elif top is not None:
+                    wl, entry = top[-1], top
+                else:
+                    break
+                nomination = cache[wl.kind]
                 if nomination is None or nomination[0] != version:
                     nomination = self._nomination(wl, cq)
                 if not nomination[3] or (stop_at_holds and nomination[5]):
-                    heapq.heappush(heap, item)
                     break
-                taken.append((item, nomination[4]))
+                taken.append(wl)
+                if entry is None:
+                    at += 1
+                else:
+                    heapq.heappop(heap)
+                    from_heap[wl.index] = entry
+                    top = heap_top(heap)
             limit = min(limit, len(taken))
-            popped.append(taken)
+            runs.append((cq, taken, from_heap))
+        for cq, taken, from_heap in runs:
+            for wl in taken[limit:]:  # not parked after all: heap entries go back
+                entry = from_heap.get(wl.index)
+                if entry is not None:
+                    heapq.heappush(cq.heap, entry)
         if not limit:
-            for cq, taken in zip(best_effort, popped, strict=True):
-                for item, _ in taken:
-                    heapq.heappush(cq.heap, item)
             return 0
-        for cq, taken in zip(best_effort, popped, strict=True):
-            for item, _ in taken[limit:]:
-                heapq.heappush(cq.heap, item)
-            inadmissible = cq.inadmissible
-            for item, reason in taken[:limit]:
-                wl = item[-1]  # parked, as _park does
-                wl.waiting_for = reason
-                wl.state = INADMISSIBLE
-                inadmissible[wl.index] = wl
+        for cq, taken, from_heap in runs:
+            parked = cq.parked
+            for wl in taken[:limit]:  # parked again (state INADMISSIBLE), with why they wait
+                wl.waiting_for = cache[wl.kind][4]  # type: ignore[index]
+            for wl in taken[:limit] if from_heap else ():  # those from the heap join the parked, as _park does
+                if wl.index in from_heap:
+                    wl.state = INADMISSIBLE
+                    parked.insert(bisect.bisect_left(parked, wl.order, key=order_of), wl)
+            cq.pending_from += limit
         for wl, reason in kept:
             wl.waiting_for = reason
         if waiting is not None:
@@ -713,6 +825,9 @@ class Simulator:
                 next_cycle = now  # the scheduler wakes up; a busy one finishes its cycle first
         # Boundaries where nothing happened after the last job left do not lengthen the replay.
         end = now if quiet_since is None else quiet_since
+        for cq in self.queue_order:
+            for wl in cq.parked[cq.pending_from:]:
+                wl.state = PENDING  # requeued, not popped again before the end
         for cq in self.queue_order:
             self._account(cq, end)
         self.outcome.end_ms = end

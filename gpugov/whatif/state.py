@@ -14,7 +14,7 @@ from gpugov.whatif.trace import Job
 
 # Workload states
 PENDING = "pending"  # in its ClusterQueue's heap
-INADMISSIBLE = "inadmissible"  # parked until quota in its cohort frees up
+INADMISSIBLE = "inadmissible"  # in its ClusterQueue's parked list (pending once requeued: see ClusterQueue)
 INFLIGHT = "inflight"  # popped by the scheduling cycle that is evaluating it
 RUNNING = "running"
 EVICTING = "evicting"  # preempted; holds its quota until its pods are gone
@@ -36,8 +36,10 @@ class Workload:
         "heap_token",
         "index",
         "job",
+        "kind",
         "lost_units_ms",
         "nomination_key",
+        "order",
         "preemptions",
         "priority",
         "queue",
@@ -77,6 +79,8 @@ class Workload:
         self.borrow_level = 0
         self.hash: tuple[object, ...] = ()
         self.nomination_key: tuple[int, tuple[object, ...], int] = (0, (), 0)  # set by the simulator
+        self.kind = 0  # the simulator's number for its nomination_key (an int hashes and indexes faster)
+        self.order = (-priority, self.created_s, uid, index)  # its place in its queue, as the heap orders it
         self.waiting_for = ""  # why its last nomination did not admit it
 
     def __repr__(self) -> str:
@@ -90,7 +94,12 @@ class ClusterQueue:
     rg_of: dict[str, int]  # resource -> index of its resource group
     admitted: dict[int, Workload] = field(default_factory=dict)  # index -> workload, in admission order
     heap: list[tuple[int, int, int, int, Workload]] = field(default_factory=list)
-    inadmissible: dict[int, Workload] = field(default_factory=dict)
+    # Parked workloads and requeued ones not yet popped, in queue order: parked[:pending_from] wait
+    # for quota to free up (INADMISSIBLE), parked[pending_from:] are queued again (pending, beside the
+    # heap). Requeueing the cohort tree sets pending_from to 0, with no work per workload; every parked
+    # one sorts before every requeued one, as a parked head was the queue's first when it was popped.
+    parked: list[Workload] = field(default_factory=list)
+    pending_from: int = 0
     sticky: Workload | None = None
     no_fit_hashes: set[tuple[object, ...]] = field(default_factory=set)
     borrowed_units_ms: dict[FR, int] = field(default_factory=dict)  # integral of usage above nominal

@@ -135,6 +135,17 @@ def test_without_cluster_wide_rights_only_allowed_namespaces_are_read() -> None:
         list(read_workloads(api))
 
 
+def test_workloads_are_made_records_as_read_and_the_namespaces_read_are_kept() -> None:
+    for cluster_wide in (True, False):
+        with fake_api(routes(cluster_wide)) as api:
+            raw = read_queues(api, page_size=1, namespaces=["speech", "vision"])
+        with fake_api(routes(cluster_wide)) as api:
+            made = read_queues(api, page_size=1, namespaces=["speech", "vision"],
+                               workload_record=lambda w: ("record", w["metadata"]["name"]))
+        assert made.workloads == [("record", w["metadata"]["name"]) for w in raw.workloads]
+        assert made.readable == raw.readable and made.denied == raw.denied
+
+
 def test_cluster_wide_rights_read_every_namespace() -> None:
     with fake_api(routes(True)) as api:
         read = read_queues(api, page_size=10)

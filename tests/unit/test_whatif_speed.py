@@ -8,6 +8,7 @@ times the tenants' quota, so queues hold hours of parked work that is retried at
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import replace
 from typing import Any
@@ -118,6 +119,59 @@ def test_the_backlog_cases_take_the_shortcut() -> None:
     sim._cycle = counted  # type: ignore[method-assign]
     outcome = sim.run()
     assert outcome.cycles > 10 * one_by_one
+
+
+def test_a_hopeless_nomination_without_candidates_is_kept_until_its_resources_change(
+        recorded: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kinds of jobs that found no preemption candidate are not assigned again at every change of usage
+    in their cohort tree, only when the usage of what they ask for changes (and the decisions stay)."""
+    import gpugov.whatif.simulate as simulate_module
+
+    def assignments(quiet: bool) -> tuple[int, dict[str, Any]]:
+        sim = simulator("base", "fair")
+        if not quiet:
+            fresh = itertools.count()
+            sim._marks = lambda cq, frs: (next(fresh),)  # type: ignore[method-assign]  # never as recorded
+        calls = 0
+        assign = simulate_module.assign
+
+        def counted(*args: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            return assign(*args)
+
+        monkeypatch.setattr(simulate_module, "assign", counted)
+        outcome = sim.run()
+        monkeypatch.setattr(simulate_module, "assign", assign)
+        return calls, digest(outcome)
+
+    kept, kept_digest = assignments(quiet=True)
+    every, every_digest = assignments(quiet=False)
+    assert kept_digest == every_digest == recorded["base/fair"]
+    assert kept < 0.8 * every
+
+
+def test_requeueing_a_backlog_does_no_work_per_parked_workload() -> None:
+    """A cohort tree's requeue only moves each queue's boundary between parked and requeued: the parked
+    stay in their list, in queue order, and the heap holds none of them."""
+    sim = simulator("base", "fair")
+    seen = 0
+    requeue = sim._requeue_inadmissible
+
+    def checked(cq: Any) -> None:
+        nonlocal seen
+        heaps = {queue.name: len(queue.heap) for queue in sim.queue_order}
+        requeue(cq)
+        assert {queue.name: len(queue.heap) for queue in sim.queue_order} == heaps
+        for queue in sim.queue_order:
+            if queue.root is cq.root:
+                assert queue.pending_from == 0
+                seen += len(queue.parked)
+            assert [w.order for w in queue.parked] == sorted(w.order for w in queue.parked)
+
+    sim._requeue_inadmissible = checked  # type: ignore[method-assign]
+    sim.run()
+    assert seen > 10 * len(sim.workloads)  # deep: each parked workload was requeued many times
 
 
 if __name__ == "__main__":  # regenerate the recorded decisions
