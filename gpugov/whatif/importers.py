@@ -6,9 +6,9 @@ Alibaba cluster-trace-gpu-v2023 (github.com/alibaba/clusterdata, cluster-trace-g
   creation_time, deletion_time, scheduled_time   (times in seconds)
 The trace names no tenant; its QoS class (LS, BE, Burstable, Guaranteed) is the tenant key.
 A GPU-sharing pod (num_gpu 1, gpu_milli < 1000) keeps its share of the device (the trace's
-`share`, exactly gpu_milli / 1000), so GPU-hours are conserved; the simulator holds whole devices
-for it, as Kueue's quota does. Every alternative of gpu_spec (V100M16|V100M32) that `model_map`
-maps is kept; each constraint, mapping and drop is counted (`notes`), and `strict` refuses a
+`share`, exactly gpu_milli / 1000), so GPU-hours are conserved; the replay holds it as the pools it
+may use share a device (HAMi units, a MIG device, else whole devices: `Placement.share_requests`).
+Every alternative of gpu_spec (V100M16|V100M32) that `model_map` maps is kept; each constraint, mapping and drop is counted (`notes`), and `strict` refuses a
 drop. CPU-only pods and pods never scheduled are left out; the multigpu* files, which have no
 times, are refused.
 

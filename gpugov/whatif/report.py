@@ -10,16 +10,16 @@ number is computed from integers and Decimals, so the same inputs give byte-iden
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from gpugov.i18n import _
 from gpugov.kube.resources import is_accelerator
-from gpugov.whatif.setup import FR, Setup
+from gpugov.whatif.setup import FR, HAMI, MIXED, WHOLE_DEVICES, Setup
 from gpugov.whatif.simulate import Options, Outcome
-from gpugov.whatif.state import FINISHED
+from gpugov.whatif.state import FINISHED, Workload
 from gpugov.whatif.timeline import Timeline
 
 MARKER = "<!-- gpugov-whatif -->"
@@ -36,6 +36,8 @@ class Run:
     weights: dict[FR, Decimal]  # GPU equivalents of one unit; absent: 1 for accelerators
     runtime_cut: int = 0  # jobs ended at their queue's maximum runtime (reclaim.maxRuntime)
     timeline: Timeline | None = None  # where quotas change with time: `setup` holds until its first boundary
+    held_as: dict[int, str] = field(default_factory=dict)  # index -> how a job using a share of a device is held
+    views: frozenset[FR] = frozenset()  # (pool, resource) that are HAMi's views of the same devices
 
 
 @dataclass(frozen=True)
@@ -72,16 +74,26 @@ def weight_of(weights: dict[FR, Decimal], fr: FR) -> Decimal:
     return Decimal(1) if is_accelerator(fr[1]) else Decimal(0)
 
 
-def gpu_ms(units_ms: dict[FR, int], weights: dict[FR, Decimal]) -> Decimal:
-    return sum((weight_of(weights, fr) * value for fr, value in units_ms.items()), Decimal(0))
+def gpu_ms(units: Mapping[FR, int | Decimal], weights: dict[FR, Decimal], views: frozenset[FR] = frozenset()) -> Decimal:
+    """Device equivalents of `units` ((flavor, resource) -> amount): separate devices add up, a
+    flavor's HAMi views of the same devices (`views`) count their largest."""
+    total = Decimal(0)
+    largest: dict[str, Decimal] = {}
+    for fr, value in units.items():
+        amount = weight_of(weights, fr) * value
+        if fr in views:
+            largest[fr[0]] = max(largest.get(fr[0], Decimal(0)), amount)
+        else:
+            total += amount
+    return total + sum(largest.values(), Decimal(0))
 
 
-def nominal_gpus(setup: Setup, weights: dict[FR, Decimal]) -> dict[str, Decimal]:
+def nominal_gpus(setup: Setup, weights: dict[FR, Decimal], views: frozenset[FR] = frozenset()) -> dict[str, Decimal]:
     """GPU equivalents of nominal quota per tenant."""
     nominal: dict[str, Decimal] = {}
     for spec in setup.cluster_queues.values():
-        nominal[spec.tenant] = nominal.get(spec.tenant, Decimal(0)) + sum(
-            (weight_of(weights, fr) * q.nominal for fr, q in spec.quotas.items()), Decimal(0))
+        nominal[spec.tenant] = nominal.get(spec.tenant, Decimal(0)) + gpu_ms(
+            {fr: q.nominal for fr, q in spec.quotas.items()}, weights, views)
     return nominal
 
 
@@ -94,7 +106,7 @@ def mean_nominal(run: Run, start_ms: int, window_ms: int) -> dict[str, Decimal]:
     for index, (at, setup) in enumerate(spans):
         until = spans[index + 1][0] if index + 1 < len(spans) else end
         held = min(until, end) - max(at, start_ms)
-        for tenant, gpus in nominal_gpus(setup, run.weights).items():
+        for tenant, gpus in nominal_gpus(setup, run.weights, run.views).items():
             total[tenant] = total.get(tenant, Decimal(0)) + gpus * max(held, 0)
     return {tenant: value / window_ms for tenant, value in total.items()}
 
@@ -116,9 +128,8 @@ def tenant_metrics(run: Run, window: tuple[int, int] | None = None) -> dict[str,
     borrowed: dict[str, Decimal] = {}
     for name, cq in run.outcome.cluster_queues.items():
         tenant = run.setup.tenant_of(name)
-        nominal[tenant] = nominal.get(tenant, Decimal(0)) + sum(
-            (weight_of(run.weights, fr) * q for fr, q in cq.node.nominal.items()), Decimal(0))
-        borrowed[tenant] = borrowed.get(tenant, Decimal(0)) + gpu_ms(cq.borrowed_units_ms, run.weights)
+        nominal[tenant] = nominal.get(tenant, Decimal(0)) + gpu_ms(cq.node.nominal, run.weights, run.views)
+        borrowed[tenant] = borrowed.get(tenant, Decimal(0)) + gpu_ms(cq.borrowed_units_ms, run.weights, run.views)
         by_tenant.setdefault(tenant, [])
     if run.timeline is not None and window is not None and window[1] > 0:
         nominal = mean_nominal(run, *window)
@@ -138,8 +149,8 @@ def _metrics(tenant: str, workloads: list[Any], run: Run, nominal: Decimal, borr
     used = Decimal(0)
     for wl in workloads:
         if wl.state == FINISHED:
-            used += gpu_ms({fr: v * wl.job.duration_ms for fr, v in wl.usage.items()}, run.weights)
-        used += gpu_ms(wl.lost_units_ms, run.weights)
+            used += gpu_ms({fr: v * wl.job.duration_ms for fr, v in wl.usage.items()}, run.weights, run.views)
+        used += gpu_ms(wl.lost_units_ms, run.weights, run.views)
     return TenantMetrics(
         tenant=tenant,
         jobs=len(workloads),
@@ -172,6 +183,22 @@ class Comparison:
     head_metrics: dict[str, TenantMetrics]
 
 
+def held_gpu_ms(wl: Workload, run: Run) -> Decimal:
+    """Device-equivalent milliseconds the quota holds for a job's accelerators while it runs, on
+    the pool it was first given (else the first it may use; else wherever the resource is whole)."""
+    pools = sorted(wl.allowed & run.setup.flavors.keys()) if wl.allowed is not None else []
+    pool = wl.flavors[0] if wl.flavors else (pools[0] if pools else "")
+    units: dict[FR, int] = {}
+    for resource, amount in wl.requests.items():
+        if not is_accelerator(resource):
+            continue
+        fr = (pool, resource)
+        if fr not in run.weights:
+            fr = next((k for k in run.weights if k[1] == resource and k not in run.views), fr)
+        units[fr] = units.get(fr, 0) + amount * wl.job.duration_ms
+    return gpu_ms(units, run.weights, run.views)
+
+
 def compare(trace_name: str, cluster: str, options: Options, base: Run, head: Run) -> Comparison:
     jobs = [wl.job for wl in base.outcome.workloads]
     start = min((j.submit_ms for j in jobs), default=0)
@@ -179,11 +206,12 @@ def compare(trace_name: str, cluster: str, options: Options, base: Run, head: Ru
     window = max(base.outcome.end_ms, head.outcome.end_ms, last_submit) - start
     work = held = Decimal(0)
     for wl in base.outcome.workloads:
-        for resource, amount in wl.requests.items():
-            if is_accelerator(resource):
-                weight = next((w for (_, r), w in base.weights.items() if r == resource), Decimal(1))
-                held += weight * amount * wl.job.duration_ms
-                work += weight * amount * wl.job.share * wl.job.duration_ms
+        wl_held = held_gpu_ms(wl, base)
+        held += wl_held
+        if wl.index in base.held_as:  # a share of whole devices of its model, however they are held
+            work += wl.job.devices_used * wl.job.duration_ms
+        else:  # what it asks, of which it uses its share (a share of a named MIG device is of that device)
+            work += wl_held * wl.job.share
     shared = sum(1 for j in jobs if j.share < 1)
     return Comparison(trace_name, cluster, options, len(jobs), work, held, shared, last_submit - start, window, base,
                       head, tenant_metrics(base, (start, window)), tenant_metrics(head, (start, window)))
@@ -257,10 +285,20 @@ def markdown(comparison: Comparison) -> str:
             f"{both(lambda m: hours(m.borrowed_gpu_ms))} | {both(lambda m: str(m.preemptions))} |"
         )
     notes = []
-    if c.shared_jobs:
+    base_ways = held_ways(c.base)
+    if c.shared_jobs and set(base_ways) <= {WHOLE_DEVICES}:
         notes.append("- " + _("{jobs} jobs use a share of a device: their work counts that share; Kueue's quota holds "
                               "whole devices for them ({held} GPU-hours held for {work} of work)").format(
             jobs=f"{c.shared_jobs:,}", held=hours(c.held_gpu_ms), work=hours(c.work_gpu_ms)))
+    elif c.shared_jobs:
+        notes.append("- " + _("{jobs} jobs use a share of a device: their work counts that share; Kueue's quota holds "
+                              "{held} GPU-hours for them, for {work} of work: {ways}").format(
+            jobs=f"{c.shared_jobs:,}", held=hours(c.held_gpu_ms), work=hours(c.work_gpu_ms),
+            ways=ways_text(base_ways)))
+    head_ways = held_ways(c.head)
+    if c.shared_jobs and head_ways != base_ways:
+        notes.append(f"- {_('head')}: " + _("the quota holds the jobs that use a share of a device: {ways}").format(
+            ways=ways_text(head_ways)))
     for side, run in ((_("base"), c.base), (_("head"), c.head)):
         never = [(i, why) for i, why in sorted(run.never.items())]
         pending = [wl for wl in run.outcome.workloads if wl.state != FINISHED and wl.index not in run.never]
@@ -328,6 +366,33 @@ def never_admitted(run: Run) -> dict[str, dict[str, str]]:
     return result
 
 
+def held_ways(run: Run) -> dict[str, int]:
+    """How the quota holds the jobs that use a share of a device: `WHOLE_DEVICES`, `HAMI`, `MIXED`
+    or a MIG resource -> jobs, sorted."""
+    ways: dict[str, int] = {}
+    for how in run.held_as.values():
+        ways[how] = ways.get(how, 0) + 1
+    return dict(sorted(ways.items()))
+
+
+def ways_text(ways: dict[str, int]) -> str:
+    words = []
+    for how, jobs in ways.items():
+        count = f"{jobs:,}"
+        if how == WHOLE_DEVICES:
+            words.append(_("{jobs} as whole devices").format(jobs=count))
+        elif how == HAMI:
+            words.append(_("{jobs} as HAMi units (a vGPU with that share of the device's memory and compute)").format(
+                jobs=count))
+        elif how == MIXED:
+            words.append(_("{jobs} as whole devices, because the pools they may use hold a share differently and "
+                           "one request cannot say both").format(jobs=count))
+        else:
+            words.append(_("{jobs} as the MIG device {profile}, the smallest that covers the share").format(
+                jobs=count, profile=how.removeprefix("nvidia.com/mig-")))
+    return "; ".join(words)
+
+
 def to_json(comparison: Comparison) -> dict[str, Any]:
     c = comparison
 
@@ -341,6 +406,7 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
             "never_admitted": never_admitted(run),
             "scheduling_cycles": run.outcome.cycles,
             "cut_at_max_runtime": run.runtime_cut,
+            "shares_held_as": held_ways(run),
         }
         if run.timeline is not None:  # only where quotas change with time: the JSON stays as it was elsewhere
             found["quota_timeline"] = timeline_report.to_json(run)

@@ -22,6 +22,7 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 from gpugov.compile.admission import MAX_RUNTIME
@@ -317,14 +318,68 @@ def _check_no_cycle(setup: Setup) -> None:
 
 
 @dataclass(frozen=True)
+class PoolSharing:
+    """How a pool can hold less than one device for a job that uses a share of each of its devices
+    (trace column `share`): through HAMi's units or through MIG devices. Facts about the hardware."""
+
+    # HAMi: (resource, what one physical device has of it), the vGPU count first; its memory and
+    # compute as the device has them, unscaled: a share is of the physical device.
+    hami: tuple[tuple[str, Decimal], ...] = ()
+    # MIG: (resource, compute share of the GPU) of every profile the pool's layouts offer, smallest first.
+    mig: tuple[tuple[str, Decimal], ...] = ()
+
+    def requests(self, share: Decimal, devices: int) -> tuple[dict[str, int], str] | None:
+        """What a job of `devices` devices at `share` of each asks on this pool, and how (HAMI, or
+        the MIG resource); None where the pool cannot hold less than a device for it."""
+        if self.hami:
+            (count, _), *views = self.hami
+            requests = {count: devices}
+            for resource, per_device in views:
+                requests[resource] = math.ceil(share * per_device) * devices
+            return requests, HAMI
+        for resource, compute in self.mig:  # the smallest MIG device that covers the share
+            if compute >= share:
+                return {resource: devices}, resource
+        return None
+
+
+# How a job that uses a share of a device is held (Workload.held_as), besides a MIG resource's name.
+WHOLE_DEVICES = "whole"  # its pools hold whole devices (or it names no pool or model)
+HAMI = "hami"  # a vGPU slot with that share of the device's memory and compute, per device
+MIXED = "mixed"  # its pools would hold it differently: one request cannot say both, so whole devices
+
+
+@dataclass(frozen=True)
 class Placement:
-    """Where a trace's `pool` and `model` columns let a job run, and which resource it asks for
-    when the trace names none: facts about the hardware (a pool's accelerator model and its
-    device-plugin resource), never about quotas."""
+    """Where a trace's `pool` and `model` columns let a job run, which resource it asks for
+    when the trace names none, and how a pool holds a share of a device: facts about the
+    hardware (a pool's accelerator model, its device-plugin resource and its sharing), never
+    about quotas."""
 
     resource_of_pool: dict[str, str] = field(default_factory=dict)
     pools_of_model: dict[str, tuple[str, ...]] = field(default_factory=dict)  # lower-cased model name
     resource_of_model: dict[str, str] = field(default_factory=dict)
+    sharing_of_pool: dict[str, PoolSharing] = field(default_factory=dict)
+
+    def share_requests(self, job: Job, resource: str, pools: frozenset[str] | None) -> tuple[dict[str, int], str]:
+        """The accelerator requests of a job that uses a share of each device, and how they hold it.
+
+        Kueue reads one request for every flavor it tries, so a share becomes HAMi units or a MIG
+        device only where every pool the job may use (`pools`, of this cluster) holds it the same
+        way; elsewhere it asks whole devices, as a pod that asks `resource` does."""
+        whole = {resource: job.gpu_count}
+        if not pools:
+            return whole, WHOLE_DEVICES
+        ways = set()
+        for pool in pools:
+            sharing = self.sharing_of_pool.get(pool)
+            held = sharing.requests(job.share, job.gpu_count) if sharing else None
+            requests, how = held or (whole, WHOLE_DEVICES)
+            ways.add((tuple(sorted(requests.items())), how))
+        if len(ways) > 1:
+            return whole, MIXED
+        requests_items, how = ways.pop()
+        return dict(requests_items), how
 
     def resolve(self, job: Job) -> tuple[str, frozenset[str] | None]:
         """(resource, the flavors its pods may use; None: any) of a job."""

@@ -57,7 +57,7 @@ from gpugov.whatif.state import (
     ClusterQueue,
     Workload,
 )
-from gpugov.whatif.trace import Job
+from gpugov.whatif.trace import WHOLE, Job
 
 # Entry outcomes within one cycle.
 NOT_NOMINATED, SKIPPED, PREEMPTING, ADMITTED = range(4)
@@ -166,19 +166,28 @@ def resource_groups(setup: Setup, name: str) -> dict[str, int]:
 
 
 def make_workloads(jobs: list[Job], setup: Setup, queues: dict[str, ClusterQueue], seed: int,
-                   placement: Placement = DEFAULT_PLACEMENT) -> tuple[list[Workload], dict[int, str]]:
+                   placement: Placement = DEFAULT_PLACEMENT) -> tuple[list[Workload], dict[int, str], dict[int, str]]:
     """One workload per job, routed to its LocalQueue's ClusterQueue; the second value names,
-    per workload index, why it can never be admitted (no queue, namespace refused, ...)."""
+    per workload index, why it can never be admitted (no queue, namespace refused, ...); the
+    third, for each job that uses a share of a device, how its requests hold it
+    (`Placement.share_requests`)."""
     rng = random.Random(seed)
     workloads: list[Workload] = []
     never: dict[int, str] = {}
+    held_as: dict[int, str] = {}
+    flavors = frozenset(setup.flavors)
     for index, job in enumerate(jobs):
         uid = rng.getrandbits(63)
         queue = setup.queue_for(job.tenant, job.namespace, job.queue) or ""
         cq = queues.get(setup.local_queues.get(queue, ""))
         resource, allowed = placement.resolve(job)
         requests: dict[str, int] = {}
-        if job.accelerators:
+        if job.accelerators and job.share < WHOLE and not job.resource:  # a named resource is asked as named
+            pools = allowed & flavors if allowed is not None else None
+            accelerators, wl_held_as = placement.share_requests(job, resource, pools)
+            requests.update(accelerators)
+            held_as[index] = wl_held_as
+        elif job.accelerators:
             requests[resource] = job.gpu_count
         if job.cpu_milli:
             requests["cpu"] = job.cpu_milli * job.pods
@@ -205,7 +214,7 @@ def make_workloads(jobs: list[Job], setup: Setup, queues: dict[str, ClusterQueue
             wl.state = NEVER
             never[index] = why
         workloads.append(wl)
-    return workloads, never
+    return workloads, never, held_as
 
 
 def order_of(wl: Workload) -> tuple[int, int, int, int]:
@@ -234,7 +243,7 @@ class Simulator:
         self.options = options
         self.queues = build_queues(setup)
         self.queue_order = [self.queues[name] for name in sorted(self.queues)]
-        self.workloads, self.never = make_workloads(jobs, setup, self.queues, options.seed, placement)
+        self.workloads, self.never, self.held_as = make_workloads(jobs, setup, self.queues, options.seed, placement)
         self.preemptor = Preemptor(self.queues, options.fair_sharing)
         self.finishing: list[tuple[int, int, int, Workload]] = []
         self.releasing: list[tuple[int, int, Workload]] = []

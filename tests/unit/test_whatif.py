@@ -3,6 +3,8 @@ gpugov, and the properties the report rests on."""
 
 from __future__ import annotations
 
+import math
+import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -10,8 +12,9 @@ import pytest
 
 from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
+from gpugov.declarations.model import Model
 from gpugov.whatif.replay import replay
-from gpugov.whatif.report import ALL, compare, markdown, tenant_metrics
+from gpugov.whatif.report import ALL, compare, markdown, tenant_metrics, to_json
 from gpugov.whatif.setup import Placement, SetupError, read_setup
 from gpugov.whatif.simulate import Options, Outcome, Simulator, simulate
 from gpugov.whatif.state import FINISHED, NEVER
@@ -298,3 +301,125 @@ def test_a_share_of_a_device_is_the_work_kueue_holds_whole_devices(tmp_path: Pat
     text = markdown(comparison)
     assert "1 jobs use a share of a device" in text and "(3.0 GPU-hours held for 2.3 of work)" in text
     assert "(3.0 GPU-hours of work)" not in text and "(2.3 GPU-hours of work)" in text
+
+
+SHARED_POOLS = {
+    "hardware/a10.yaml": """\
+apiVersion: gpugov.io/v1alpha1
+kind: GPUPool
+metadata: {name: a10}
+spec:
+  cluster: lab
+  accelerator: {model: A10}
+  acceleratorsPerNode: 4
+  nodeResources: {cpu: 64, memory: 512Gi}
+  sharing:
+    hami: {deviceSplitCount: 10, deviceMemoryScaling: 2}
+  nodes: [{name: a10-1}]
+""",
+    "hardware/a100-mig.yaml": """\
+apiVersion: gpugov.io/v1alpha1
+kind: GPUPool
+metadata: {name: a100-mig}
+spec:
+  cluster: lab
+  accelerator: {model: A100-80GB}
+  acceleratorsPerNode: 8
+  nodeResources: {cpu: 128, memory: 1Ti}
+  migLayouts:
+    small: {1g.10gb: 7}
+    balanced: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}
+  nodes: [{name: mig-1, migLayout: small}, {name: mig-2, migLayout: balanced}]
+""",
+}
+SHARED_QUOTAS = """\
+    - pool: a10
+      resources: {accelerators: 20, acceleratorMemory: 40Gi, acceleratorCores: 200}
+    - pool: a100-mig
+      resources: {1g.10gb: 14, 2g.20gb: 4, 3g.40gb: 4}
+"""
+
+
+def shared_org(tmp_path: Path) -> Model:
+    root = tmp_path / "org"
+    shutil.copytree(ORG, root)
+    for path, text in SHARED_POOLS.items():
+        write(root, path, text)
+    tenants = root / "tenants" / "research.yaml"
+    tenants.write_text(tenants.read_text().replace("        accelerators: 16\n---", "        accelerators: 16\n"
+                                                   + SHARED_QUOTAS + "---", 1))
+    result = validate_repo(root)
+    assert result.model is not None and not result.errors, [f.message for f in result.errors]
+    return result.model
+
+
+def test_a_share_is_held_as_its_pools_hami_units_or_smallest_mig_device(tmp_path: Path) -> None:
+    """Where every pool a job may use shares devices the same way, a share of a device asks what
+    that sharing holds: HAMi's vGPU with the share of the physical device's memory and compute, or
+    the smallest MIG device that covers it; whole devices where the pools differ or none covers it.
+    GPU-hours of work stay the share's truth; held ones are what the quota holds."""
+    model = shared_org(tmp_path)
+    hour = 3_600_000
+    jobs = [Job("hami", 0, hour, tenant="nlp", accelerators=2, share=Decimal("0.25"), model="A10"),
+            Job("mig-tenth", 0, hour, tenant="nlp", share=Decimal("0.1"), model="A100-80GB"),
+            Job("mig-quarter", 0, hour, tenant="nlp", share=Decimal("0.25"), model="A100-80GB"),
+            Job("mig-three-sevenths", 0, hour, tenant="nlp", share=Decimal(3) / Decimal(7), model="A100-80GB"),
+            Job("mig-half", 0, hour, tenant="nlp", share=Decimal("0.5"), model="A100-80GB"),
+            Job("either", 0, hour, tenant="nlp", share=Decimal("0.25"), model="A10|A100-80GB"),
+            Job("h100", 0, hour, tenant="nlp", share=Decimal("0.25"), model="H100-80GB"),
+            Job("named", 0, hour, tenant="nlp", share=Decimal("0.5"), resource="nvidia.com/mig-1g.10gb")]
+    run = replay(model, "lab", jobs, "base", Options())
+    by_id = {wl.job.id: wl for wl in run.outcome.workloads}
+    a10_memory = math.floor(model.pools["a10"].model.memory / 2**20)  # MiB of one physical card, before scaling
+    assert by_id["hami"].requests == {GPU: 2, "nvidia.com/gpumem": 2 * math.ceil(a10_memory / 4),
+                                      "nvidia.com/gpucores": 2 * 25}
+    assert by_id["mig-tenth"].requests == {"nvidia.com/mig-1g.10gb": 1}  # 1/7 covers 0.1
+    assert by_id["mig-quarter"].requests == {"nvidia.com/mig-2g.20gb": 1}  # 1/7 does not, 2/7 does
+    assert by_id["mig-three-sevenths"].requests == {"nvidia.com/mig-3g.40gb": 1}  # exactly 3/7 covers it
+    assert by_id["mig-half"].requests == {GPU: 1}  # no layout of the pool offers 4/7 or more
+    assert by_id["either"].requests == {GPU: 1}  # A10 would hold HAMi units, A100 a MIG device
+    assert by_id["h100"].requests == {GPU: 1}
+    assert by_id["named"].requests == {"nvidia.com/mig-1g.10gb": 1}  # a resource the trace names is asked as named
+    assert run.held_as == {0: "hami", 1: "nvidia.com/mig-1g.10gb", 2: "nvidia.com/mig-2g.20gb",
+                           3: "nvidia.com/mig-3g.40gb", 4: "whole", 5: "mixed", 6: "whole"}
+    for name, flavor in (("hami", "a10"), ("mig-tenth", "a100-mig"), ("mig-quarter", "a100-mig"),
+                         ("mig-three-sevenths", "a100-mig"), ("h100", "h100"), ("named", "a100-mig")):
+        assert by_id[name].state == FINISHED and by_id[name].flavors == (flavor,), name
+    assert by_id["mig-half"].state != FINISHED  # every A100 of the pool is cut into MIG devices
+    # Whole devices asked where HAMi shares them: Kueue sees one vGPU slot (HAMi gives it the card's memory).
+    assert by_id["either"].state == FINISHED and by_id["either"].flavors == ("a10",)
+    comparison = compare("t", "lab", Options(), run, run)
+    shares = sum(j.devices_used for j in jobs if j.id != "named")
+    assert comparison.work_gpu_ms == (shares + Decimal("0.5") / 7) * hour
+    hami_held = max(Decimal(2) / 10, Decimal(2 * math.ceil(a10_memory / 4)) / (2 * a10_memory), Decimal(50) / 100)
+    # HAMi's largest view; 4 MIG devices (named's too); mig-half and h100 whole; either one vGPU slot of 10
+    held = hami_held + Decimal(1 + 2 + 3 + 1) / 7 + 2 + Decimal("0.1")
+    assert comparison.held_gpu_ms == held * hour
+    assert to_json(comparison)["base"]["shares_held_as"] == {
+        "hami": 1, "mixed": 1, "nvidia.com/mig-1g.10gb": 1, "nvidia.com/mig-2g.20gb": 1, "nvidia.com/mig-3g.40gb": 1,
+        "whole": 2}
+    text = markdown(comparison)
+    assert "1 as HAMi units (a vGPU with that share of the device's memory and compute)" in text
+    assert "1 as the MIG device 2g.20gb, the smallest that covers the share" in text
+    assert "1 as whole devices, because the pools they may use hold a share differently" in text
+
+
+def test_hami_units_count_once_in_used_and_nominal_gpu_hours(tmp_path: Path) -> None:
+    """A HAMi pool's count, memory and compute are views of the same cards: a tenant's nominal
+    quota and its used GPU-hours count their largest, never their sum (40Gi of gpumem is not
+    40,960 GPUs)."""
+    model = shared_org(tmp_path)
+    hour = 3_600_000
+    run = replay(model, "lab", [Job("hami", 0, hour, tenant="nlp", accelerators=2, share=Decimal("0.5"),
+                                    model="A10")], "base", Options())
+    assert run.outcome.workloads[0].state == FINISHED
+    metrics = tenant_metrics(run)["nlp"]
+    per_device = model.pools["a10"].hami_device_units
+    memory, cores = "nvidia.com/gpumem", "nvidia.com/gpucores"
+    hami_nominal = max(Decimal(20) / per_device[GPU], Decimal(40 * 1024) / per_device[memory],
+                       Decimal(200) / per_device[cores])
+    assert hami_nominal == 2  # 200 of 100 cores per card; 40Gi of 2 x 22,731 MiB (scaling 2) is less
+    assert metrics.nominal_gpus.quantize(Decimal("1e-9")) == (16 + hami_nominal + Decimal(14 + 2 * 4 + 3 * 4) / 7
+                                                              ).quantize(Decimal("1e-9"))
+    # Two half cards: 2 of 10 vGPU slots, a quarter of the scaled memory, 100 cores: one card's worth.
+    assert metrics.used_gpu_ms == 1 * hour
