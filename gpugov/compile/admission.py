@@ -39,9 +39,11 @@ from gpugov.declarations.model import Decl
 from gpugov.kube.names import (
     KUEUE_KEY_PREFIX,
     KUEUE_MAX_EXEC_TIME_LABEL,
+    KUEUE_POD_GROUP_LABEL,
     KUEUE_PREBUILT_WORKLOAD_LABEL,
     KUEUE_PRIORITY_LABEL,
     KUEUE_QUEUE_LABEL,
+    KUEUE_ROLE_HASH_ANNOTATION,
     VOLCANO_BATCH_GROUP,
     VOLCANO_GROUP,
     VOLCANO_QUEUE_ANNOTATION,
@@ -494,7 +496,14 @@ def lifecycle_policy(scope: Scope) -> Object:
     kueue.x-k8s.io gate or change a kueue.x-k8s.io key other than the queue and priority labels (both
     still checked by gpugov-queue-access; removing the queue label by gpugov-accelerators-need-a-queue).
     A running Job may not grow, and pods that use accelerators stop within the declared grace period,
-    so that what Kueue preempts, reclaims or stops gives its devices back."""
+    so that what Kueue preempts, reclaims or stops gives its devices back.
+
+    Plain pod groups: Kueue admits a group for its first pod of each role and takes a pod's role from
+    its kueue.x-k8s.io/role-hash annotation when it carries one, so a tenant's 4-GPU pod filed under
+    the role of its 1-GPU pod ran on the 1-GPU admission. Kueue's webhook writes the annotation on
+    every Pod it gates, before this policy reads the Pod, so a forged one cannot be told apart: a
+    tenant may not create a Pod that joins a pod group (the trusted controllers may; a tenant runs
+    a group as an indexed Job, a JobSet or a StatefulSet), nor put the annotation in a pod template."""
     isolation = scope.model.limits.isolation
     suspendable = [k for k in WORKLOAD_KINDS if k.suspend]
     held = _by_kind(lambda k: _guarded("oldObject", k.suspend, "false") if k.suspend else "false", "false",
@@ -531,6 +540,9 @@ def lifecycle_policy(scope: Scope) -> Object:
                  "expression": f"variables.update && object.kind == 'Pod' ? ({gates}) : []"},
                 {"name": "grown", "expression": f"variables.update && object.kind == 'Job' && "
                  f"object.apiVersion.startsWith('batch/') && !variables.wasHeld && ({parallelism})"},
+                {"name": "templateRoles", "expression": "object.kind in ['Deployment', 'StatefulSet'] && "
+                 "has(object.spec.template.metadata) && has(object.spec.template.metadata.annotations) && "
+                 f"'{KUEUE_ROLE_HASH_ANNOTATION}' in object.spec.template.metadata.annotations"},
                 {"name": "accelerators", "expression": _cel(accelerator_resources(scope))},
                 {"name": "maxGrace", "expression": str(isolation.max_termination_grace_seconds)},
                 {"name": "lingering", "expression": f"({_pod_specs_expr()}).filter(ps, "
@@ -585,6 +597,24 @@ def lifecycle_policy(scope: Scope) -> Object:
                     "reason": "Forbidden",
                 },
                 {
+                    "expression": f"variables.update || object.kind != 'Pod' || !('{KUEUE_POD_GROUP_LABEL}' in "
+                    "variables.newLabels)",
+                    "messageExpression": "'Pod ' + request.namespace + '/' + object.metadata.name + ' may not join "
+                    f"a pod group ({KUEUE_POD_GROUP_LABEL}): Kueue files each pod of a plain group under the role "
+                    f"its {KUEUE_ROLE_HASH_ANNOTATION} annotation names, so one pod could run more than the group was "
+                    "admitted for (gpugov: submit the group as an indexed Job, a JobSet or a StatefulSet; ask "
+                    f"{_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": "!variables.templateRoles",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    f"' may not name its pods\\' role ({KUEUE_ROLE_HASH_ANNOTATION}): Kueue computes it from the "
+                    "pod spec, and a named one files a larger pod under a smaller one\\'s admission (gpugov; ask "
+                    f"{_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
                     "expression": f"variables.update || !('{KUEUE_PREBUILT_WORKLOAD_LABEL}' in variables.newLabels)",
                     "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
                     f"' may not name a prebuilt Workload ({KUEUE_PREBUILT_WORKLOAD_LABEL}): Kueue creates the Workload "
@@ -597,10 +627,14 @@ def lifecycle_policy(scope: Scope) -> Object:
 
 
 def device_access_policy(scope: Scope) -> Object:
-    """Class 3: the side doors to accelerators that need no resource request, which Pod Security
-    (privileged, hostPath, host namespaces: the namespace's enforce level) does not cover: the
-    device runtimes' environment variables and their RuntimeClasses on a workload that requests no
-    accelerator. Ephemeral containers (kubectl debug) are checked too."""
+    """Class 3: the side doors to accelerators and nodes that need no resource request, which Pod
+    Security (privileged, hostPath, host namespaces: the namespace's enforce level) does not cover:
+    the device runtimes' environment variables and their RuntimeClasses on a workload that requests
+    no accelerator, and a pod spec that names its node (spec.nodeName skips kube-scheduler, so the
+    nodes' NoSchedule taints, which keep CPU work off the accelerator servers, and the topology Kueue
+    assigned stop holding; no controller of a tenant's kinds sets it in a template, and on a Pod
+    only the scheduler's binding does, after creation). Ephemeral containers (kubectl debug) are
+    checked too."""
     isolation = scope.model.limits.isolation
     env = f"({_containers('ps', ephemeral=True)}).exists(c, has(c.env) && c.env.exists(e, e.name in variables.deviceEnv))"
     env_from = (f"({_containers('ps', ephemeral=True)}).exists(c, has(c.envFrom) && c.envFrom.exists(f, has(f.prefix) "
@@ -635,6 +669,17 @@ def device_access_policy(scope: Scope) -> Object:
                     "' names a device RuntimeClass (' + variables.deviceRuntimes.join(', ') + ') but requests no "
                     "accelerator (gpugov: Guardrails.isolation.deviceRuntimeClasses are for workloads that request "
                     f"accelerators through a queue; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    # A Pod's UPDATE keeps the node its binding set (nodeName cannot change by UPDATE).
+                    "expression": "(object.kind == 'Pod' && request.operation == 'UPDATE') || "
+                    "variables.podSpecs.all(ps, !has(ps.nodeName) || ps.nodeName == '')",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' names its node (nodeName ' + variables.podSpecs.filter(ps, has(ps.nodeName) && ps.nodeName "
+                    "!= '')[0].nodeName + '), which skips the scheduler and with it the nodes\\' taints: a tenant\\'s "
+                    "pods are placed by kube-scheduler on the nodes their queue admitted them to (gpugov: leave "
+                    f"nodeName out and ask for a pool through the queue; ask {_team(scope)})'",
                     "reason": "Forbidden",
                 },
             ],

@@ -45,7 +45,10 @@ WORDS: dict[str, dict[str, str]] = {
             "- `{priority}: <class>` (optional): one of the queue's priority classes; any other is refused.\n"
             "- Ask for accelerators in `resources.requests` and `limits` of each container, by the resource "
             "name of the pool table. To pin a pool, add the pool's `nodeSelector` (as the samples do); "
-            "without one, Kueue picks a pool where your quota fits."
+            "without one, Kueue picks a pool where your quota fits.\n"
+            "- Run several pods together as one indexed Job, a JobSet or a StatefulSet: a Pod you create may not "
+            "join a plain pod group (`kueue.x-k8s.io/pod-group-name`), and no pod or template may name its node "
+            "(`nodeName`); the scheduler places pods on the pool their queue admitted them to."
         ),
         "volcano_labels": (
             "On a Volcano cluster ({clusters}), each pod names the queue in its **annotations** and is "
@@ -95,7 +98,9 @@ WORDS: dict[str, dict[str, str]] = {
             "- `{queue}: <队列>`：队列名，取上表中与 Job 命名空间对应的队列。申请加速卡却没有这个标签的作业会被集群的准入策略拒绝。\n"
             "- `{priority}: <优先级>`（可选）：队列允许的优先级之一，其他优先级会被拒绝。\n"
             "- 在每个容器的 `resources.requests` 和 `limits` 中按资源池表里的资源名申请加速卡。要指定资源池，"
-            "像示例那样加上该资源池的 `nodeSelector`；不指定时，Kueue 会选一个配额够用的资源池。"
+            "像示例那样加上该资源池的 `nodeSelector`；不指定时，Kueue 会选一个配额够用的资源池。\n"
+            "- 多个 Pod 一起运行时，请用一个 indexed Job、JobSet 或 StatefulSet：你创建的 Pod 不得加入普通 Pod 组"
+            "（`kueue.x-k8s.io/pod-group-name`），任何 Pod 或模板都不得指定节点（`nodeName`）；调度器会把 Pod 放到队列为其准入的资源池上。"
         ),
         "volcano_labels": (
             "在 Volcano 集群（{clusters}）上，每个 Pod 在 **annotations** 里写明队列，并由 Volcano 调度：\n\n"

@@ -16,6 +16,10 @@ KUEUE_PRIORITY_LABEL = f"{KUEUE_GROUP}/priority-class"  # a job's WorkloadPriori
 KUEUE_ADMITTED_LABEL = f"{KUEUE_GROUP}/local-queue-name"
 KUEUE_PREBUILT_WORKLOAD_LABEL = f"{KUEUE_GROUP}/prebuilt-workload-name"
 KUEUE_WORKLOAD_ANNOTATION = f"{KUEUE_GROUP}/workload"
+# Plain pod groups (Kueue's pod integration): the group a Pod joins, and the role Kueue files it
+# under, which Kueue's webhook computes from the pod's spec unless the pod already carries one.
+KUEUE_POD_GROUP_LABEL = f"{KUEUE_GROUP}/pod-group-name"
+KUEUE_ROLE_HASH_ANNOTATION = f"{KUEUE_GROUP}/role-hash"
 # A job's maximum execution time in seconds, set by its user (Kueue: constants.MaxExecTimeSecondsLabel,
 # immutable); Kueue copies it to the Workload's spec.maximumExecutionTimeSeconds and deactivates the
 # Workload (spec.active=false) once it has run that long admitted.

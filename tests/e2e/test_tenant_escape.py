@@ -274,6 +274,38 @@ def test_class2_a_running_job_does_not_grow_and_stopped_pods_give_their_devices_
     assert "terminationGracePeriodSeconds 86400" in message and "at most 300" in message
 
 
+def group_pod(name: str, group: str, gpus: int, count: int, **annotations: str) -> dict[str, Any]:
+    manifest = pod(name, [gpu_container(gpus)], {QUEUE: "training", "kueue.x-k8s.io/pod-group-name": group})
+    manifest["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": str(count), **annotations}
+    return manifest
+
+
+def test_class2_a_pod_group_runs_no_more_than_it_was_admitted_for(cluster: Sandbox) -> None:
+    """Kueue builds a plain pod group's Workload from its first pod of each role and takes a pod's
+    role from its `kueue.x-k8s.io/role-hash` annotation when the pod carries one (its webhook keeps
+    it): a tenant's 1-GPU and 4-GPU pods under one role were admitted for 2 GPUs and both ran (5).
+    Kueue's webhook writes the annotation on every pod it gates, before gpugov's policy reads it, so
+    a tenant may no longer create a pod that joins a group, nor name the role in a template; the
+    trusted controllers still may."""
+    tenant = as_tenant(cluster)
+    core, apps = client.CoreV1Api(tenant), client.AppsV1Api(tenant)
+    for forged in ({"kueue.x-k8s.io/role-hash": "main"}, {}):
+        group = unique("grp")
+        for name, gpus in ((f"{group}-a", 1), (f"{group}-b", 4)):
+            manifest = group_pod(name, group, gpus, 2, **forged)
+            message = refused(lambda manifest=manifest: core.create_namespaced_pod(NS, manifest))
+            assert "may not join a pod group" in message, message
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": unique("roledep")},
+                  "spec": {"selector": {"matchLabels": {"app": "x"}},
+                           "template": {"metadata": {"labels": {"app": "x", QUEUE: "training"},
+                                                     "annotations": {"kueue.x-k8s.io/role-hash": "main"}},
+                                        "spec": {"containers": [gpu_container(4)]}}}}
+    assert "may not name its pods' role" in refused(lambda: apps.create_namespaced_deployment(NS, deployment))
+    # a trusted controller (here the Job controller's identity) still forms groups
+    trusted = client.CoreV1Api(as_tenant(cluster, JOB_CONTROLLER))
+    trusted.create_namespaced_pod(NS, group_pod(unique("ctl"), unique("grp"), 1, 1), dry_run="All")
+
+
 def test_class3_no_accelerator_without_a_resource_request(cluster: Sandbox) -> None:
     """The device runtime hands GPUs through the environment or the `nvidia` RuntimeClass, and
     privileged containers or /dev mounts reach them directly: none of these needs a GPU request,
@@ -316,6 +348,19 @@ def test_class3_no_accelerator_without_a_resource_request(cluster: Sandbox) -> N
     body = {"spec": {"ephemeralContainers": [{"name": "debug", "image": samples.IMAGE, "env": env}]}}
     message = refused(lambda: core.patch_namespaced_pod_ephemeralcontainers(running.metadata.name, NS, body))
     assert "device runtime variable" in message or "forbidden" in message, message
+    # spec.nodeName skips kube-scheduler and the nodes' taints: on a Pod, a Job's template, a Deployment's
+    node = client.CoreV1Api(cluster.cp.api_client()).list_node(label_selector="gpugov.io/pool=h100").items[0].metadata.name
+    # (a bare Pod already was refused: Kueue's pod webhook gates it, and a gated pod may not name a node)
+    for variant in (pod(unique("nodename"), [gpu_container(1)], queued, nodeName=node),
+                    pod(unique("cpunode"), [cpu_container()], queued, nodeName=node)):
+        message = refused(lambda variant=variant: core.create_namespaced_pod(NS, variant))
+        assert "names its node" in message or "cannot be set until all schedulingGates" in message, message
+    job = gpu_job(unique("nodejob"))
+    job["spec"]["template"]["spec"]["nodeName"] = node
+    assert "names its node" in refused(lambda: batch.create_namespaced_job(NS, job))
+    deployment["metadata"]["name"] = unique("nodedep")
+    deployment["spec"]["template"]["spec"] = {"containers": [gpu_container(1)], "nodeName": node}
+    assert "names its node" in refused(lambda: apps.create_namespaced_deployment(NS, deployment))
     # honest: a queued GPU pod on the nvidia RuntimeClass
     honest = pod(unique("honest"), [gpu_container(1)], queued, runtimeClassName="nvidia")
     core.create_namespaced_pod(NS, honest, dry_run="All")
@@ -465,6 +510,9 @@ def test_honest_deployment_runs_through_the_pod_integration(cluster: Sandbox) ->
     running = eventually(lambda: [p for p in core.list_namespaced_pod(NS, label_selector=f"app={name}").items
                                   if p.status.phase == "Running"], "the Deployment's pod Running", timeout=90)
     assert running[0].spec.node_name and not running[0].spec.scheduling_gates
+    # a bound pod (nodeName set by the scheduler) may still be updated by its tenant
+    client.CoreV1Api(as_tenant(cluster)).patch_namespaced_pod(running[0].metadata.name, NS,
+                                                              {"metadata": {"labels": {"note": "relabelled"}}})
     apps.delete_namespaced_deployment(name, NS)
 
 
@@ -539,3 +587,4 @@ def test_doctor_fails_where_a_control_is_missing(cluster: Sandbox, living_org: l
         assert _doctor(capsys, cluster)["DR004"]["status"] == "fail"
     finally:
         core.delete_namespaced_config_map("kueue-manager-config", "kueue-system")
+

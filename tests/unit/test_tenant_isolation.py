@@ -175,6 +175,46 @@ def test_class3_no_accelerator_without_a_resource_request(policies: list[dict[st
                               for n in namespaces)
 
 
+def test_class3_no_pod_names_its_node(policies: list[dict[str, Any]]) -> None:
+    """spec.nodeName skips kube-scheduler, so the nodes' taints and Kueue's topology stop holding: a
+    tenant may not set it on a Pod, in a Job's template, in an init-only spec or through any other
+    kind; a bound Pod (nodeName set by the scheduler's binding) may still be updated, and the
+    controllers' own pods are theirs."""
+    for node in ("gpu-h100-001", "cpu-01"):
+        assert "names its node (nodeName " + node in " ".join(denied(policies, pod(QUEUED, pod_spec(nodeName=node))))
+        assert by(DEVICE_ACCESS, denied(policies, pod(QUEUED, pod_spec(None, nodeName=node))))  # CPU work on a GPU node
+        assert by(DEVICE_ACCESS, denied(policies, job(spec=pod_spec(nodeName=node))))
+        updated = job(spec=pod_spec())
+        assert by(DEVICE_ACCESS, denied(policies, job(spec=pod_spec(nodeName=node)), old=updated))
+        for kind in ("Deployment", "StatefulSet", "CronJob", "JobSet", "RayCluster", "LeaderWorkerSet"):
+            assert by(DEVICE_ACCESS, denied(policies, _kind_object(kind, pod_spec(nodeName=node), QUEUED))), kind
+    bound = pod(QUEUED, pod_spec(nodeName="gpu-h100-001"))
+    relabelled = copy.deepcopy(bound)
+    relabelled["metadata"]["labels"]["team-note"] = "x"
+    assert not by(DEVICE_ACCESS, denied(policies, relabelled, old=bound))
+    assert denied(policies, pod(QUEUED, pod_spec(nodeName=""))) == []
+    assert denied(policies, pod(spec=pod_spec(nodeName="gpu-h100-001")), who=JOB_CONTROLLER) == []
+
+
+def test_class2_no_tenant_pod_joins_a_plain_pod_group_or_names_its_role(policies: list[dict[str, Any]]) -> None:
+    """Kueue files a plain pod group's pods under the role their kueue.x-k8s.io/role-hash names
+    (its webhook keeps one the pod brings), so a tenant's pod may not join a group, and a
+    template may not name the role; the trusted controllers' pods may, and an ordinary Pod, a
+    Deployment and a StatefulSet without the annotation pass."""
+    grouped = {**QUEUED, "kueue.x-k8s.io/pod-group-name": "g"}
+    for notes in ({"kueue.x-k8s.io/role-hash": "main", "kueue.x-k8s.io/pod-group-total-count": "2"},
+                  {"kueue.x-k8s.io/pod-group-total-count": "2"}):
+        assert by(LIFECYCLE, denied(policies, pod(grouped, annotations=notes)))
+    assert denied(policies, pod(grouped, annotations={"kueue.x-k8s.io/pod-group-total-count": "2"}),
+                  who=JOB_CONTROLLER) == []
+    assert denied(policies, pod(QUEUED, annotations={"kueue.x-k8s.io/role-hash": "abc"})) == []  # Kueue's own, one pod
+    for kind in ("Deployment", "StatefulSet"):
+        named = _kind_object(kind, pod_spec(), QUEUED)
+        named["spec"]["template"]["metadata"]["annotations"] = {"kueue.x-k8s.io/role-hash": "main"}
+        assert "may not name its pods' role" in " ".join(denied(policies, named)), kind
+        assert denied(policies, _kind_object(kind, pod_spec(), QUEUED)) == [], kind
+
+
 def test_class4_pod_priority_is_governed(policies: list[dict[str, Any]]) -> None:
     for name in ("system-node-critical", "system-cluster-critical", "inference-critical", "anything"):
         messages = denied(policies, pod(spec=pod_spec(None, priorityClassName=name)))
