@@ -489,6 +489,23 @@ def _labels_or_empty(root: str, field: str) -> str:
     return f"(has({root}.metadata.{field}) ? {root}.metadata.{field} : {{}})"
 
 
+# The pod templates whose pods Kueue's pod integration files by role: a Deployment's and a
+# StatefulSet's, a LeaderWorkerSet's leader and workers (a Job's or JobSet's pods have a managed
+# owner and are no pod group).
+_ROLE_TEMPLATES = {
+    "Deployment": ("spec.template.metadata.annotations",),
+    "StatefulSet": ("spec.template.metadata.annotations",),
+    "LeaderWorkerSet": ("spec.leaderWorkerTemplate.leaderTemplate.metadata.annotations",
+                        "spec.leaderWorkerTemplate.workerTemplate.metadata.annotations"),
+}
+
+
+def _template_names_role() -> str:
+    """CEL: a pod template of the object names the role its pods are filed under."""
+    return " || ".join(f"(object.kind == '{kind}' && '{KUEUE_ROLE_HASH_ANNOTATION}' in {_guarded('object', path, '{}')})"
+                       for kind, paths in _ROLE_TEMPLATES.items() for path in paths)
+
+
 def lifecycle_policy(scope: Scope) -> Object:
     """Class 2: what a tenant may change once a workload exists. Kueue holds a queued workload
     through `suspend` (Jobs and the CRD kinds) or its scheduling gates (Pods), and tracks it through
@@ -540,9 +557,7 @@ def lifecycle_policy(scope: Scope) -> Object:
                  "expression": f"variables.update && object.kind == 'Pod' ? ({gates}) : []"},
                 {"name": "grown", "expression": f"variables.update && object.kind == 'Job' && "
                  f"object.apiVersion.startsWith('batch/') && !variables.wasHeld && ({parallelism})"},
-                {"name": "templateRoles", "expression": "object.kind in ['Deployment', 'StatefulSet'] && "
-                 "has(object.spec.template.metadata) && has(object.spec.template.metadata.annotations) && "
-                 f"'{KUEUE_ROLE_HASH_ANNOTATION}' in object.spec.template.metadata.annotations"},
+                {"name": "templateRoles", "expression": _template_names_role()},
                 {"name": "accelerators", "expression": _cel(accelerator_resources(scope))},
                 {"name": "maxGrace", "expression": str(isolation.max_termination_grace_seconds)},
                 {"name": "lingering", "expression": f"({_pod_specs_expr()}).filter(ps, "

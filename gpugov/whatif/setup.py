@@ -343,7 +343,7 @@ class PoolSharing:
         return None
 
 
-# How a job that uses a share of a device is held (Workload.held_as), besides a MIG resource's name.
+# How a job that uses a share of a device is held (Simulator.held_as, Run.held_as), besides a MIG resource's name.
 WHOLE_DEVICES = "whole"  # its pools hold whole devices (or it names no pool or model)
 HAMI = "hami"  # a vGPU slot with that share of the device's memory and compute, per device
 MIXED = "mixed"  # its pools would hold it differently: one request cannot say both, so whole devices

@@ -55,9 +55,12 @@ def run_pod(api: client.ApiClient, namespace: str, name: str, node: str, limits:
     core = client.CoreV1Api(api)
     core.create_namespaced_pod(namespace, {
         "metadata": {"name": name, "labels": labels},
-        "spec": {"nodeName": node, "containers": [{"name": "main", "image": "busybox",
-                                                   "resources": {"limits": limits}}]},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "resources": {"limits": limits}}]},
     })
+    # Bound as kube-scheduler binds (pods/binding): no pod may name its node at creation (gpugov-device-access).
+    core.create_namespaced_pod_binding(name, namespace, {
+        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, _preload_content=False)
     core.patch_namespaced_pod_status(name, namespace, {"status": {"phase": "Running"}})
 
 

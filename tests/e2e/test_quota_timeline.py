@@ -214,7 +214,12 @@ def test_a_grant_admits_the_job_that_needs_it_and_its_end_evicts_nothing(
     assert usage["nvidia.com/gpu"] == "4"  # over its nominal 2: Kueue counts it as borrowing
     # Drift at the same instant: every object is the one of AFTER (no GD001-GD003); J holds more than
     # alpha's quota of now, but started within the grant's: no breach (GD026, info, not GD020), and
-    # Kueue reports it as borrowing (GD025) and the next job waiting (GD024).
+    # Kueue reports it as borrowing (GD025) and the next job waiting (GD024). The replay's clock is the
+    # declarations' (2030): J's pod started at DURING on it, not at the wall clock's instant, which the
+    # night window would otherwise decide (a run by day read J as started over alpha's quota).
+    core = client.CoreV1Api(lab.api)
+    (pod,) = core.list_namespaced_pod("alpha", label_selector="job-name=j").items
+    core.patch_namespaced_pod_status(pod.metadata.name, "alpha", {"status": {"startTime": DURING}})
     code, out = gpugov(lab, capsys, "drift", "--at", AFTER)
     assert (code, set(re.findall(r"\[(GD\d+)\]", out))) == (0, {"GD024", "GD025", "GD026"}), out
     assert "tenant alpha: running pods request 4 nvidia.com/gpu, its quota allows 2 now" in out

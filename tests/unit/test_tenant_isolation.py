@@ -208,11 +208,17 @@ def test_class2_no_tenant_pod_joins_a_plain_pod_group_or_names_its_role(policies
     assert denied(policies, pod(grouped, annotations={"kueue.x-k8s.io/pod-group-total-count": "2"}),
                   who=JOB_CONTROLLER) == []
     assert denied(policies, pod(QUEUED, annotations={"kueue.x-k8s.io/role-hash": "abc"})) == []  # Kueue's own, one pod
-    for kind in ("Deployment", "StatefulSet"):
+    for kind in ("Deployment", "StatefulSet", "LeaderWorkerSet"):
         named = _kind_object(kind, pod_spec(), QUEUED)
-        named["spec"]["template"]["metadata"]["annotations"] = {"kueue.x-k8s.io/role-hash": "main"}
+        template = named["spec"]["leaderWorkerTemplate"]["workerTemplate"] if kind == "LeaderWorkerSet" else \
+            named["spec"]["template"]
+        template.setdefault("metadata", {})["annotations"] = {"kueue.x-k8s.io/role-hash": "main"}
         assert "may not name its pods' role" in " ".join(denied(policies, named)), kind
         assert denied(policies, _kind_object(kind, pod_spec(), QUEUED)) == [], kind
+    leader = _kind_object("LeaderWorkerSet", pod_spec(), QUEUED)
+    leader["spec"]["leaderWorkerTemplate"]["leaderTemplate"] = {
+        "metadata": {"annotations": {"kueue.x-k8s.io/role-hash": "worker"}}, "spec": pod_spec()}
+    assert "may not name its pods' role" in " ".join(denied(policies, leader))
 
 
 def test_class4_pod_priority_is_governed(policies: list[dict[str, Any]]) -> None:
