@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,7 +132,38 @@ def living_org(living: Sandbox) -> list[dict[str, Any]]:
     create_gpu_operator_footprint(api)
     objects = compile(model, backend="kueue", cluster="east")
     assert not apply_objects(api, objects).missing
+    wait_until_admission_enforced(api, "nlp-train", "training")
     return objects
+
+
+def wait_until_admission_enforced(api: client.ApiClient, namespace: str, queue: str, timeout: float = 30.0) -> None:
+    """Until gpugov's admission policies refuse what they must: the API server enforces a new
+    ValidatingAdmissionPolicy once its policy informers have it, a moment after the apply, and a test
+    that tries an escape at once could otherwise be let in (one run in four of the first
+    test_tenant_escape test was). Probed by server-side dry runs as the admin, whom the policies
+    check like a tenant: a GPU pod without a queue, and one that names a Job as its owner."""
+    core = client.CoreV1Api(api)
+    gpu = {"name": "main", "image": "pause", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    probes = [
+        {"metadata": {"name": "probe-no-queue"}, "spec": {"containers": [gpu]}},
+        {"metadata": {"name": "probe-owner", "labels": {"kueue.x-k8s.io/queue-name": queue},
+                      "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "probe",
+                                           "uid": str(uuid.uuid4()), "controller": False}]},
+         "spec": {"containers": [gpu]}},
+    ]
+    deadline = time.monotonic() + timeout
+    pending = list(probes)
+    while pending:
+        probe = pending[0]
+        try:
+            core.create_namespaced_pod(namespace, probe, dry_run="All")
+        except ApiException as exc:
+            if exc.status in (403, 422):
+                pending.pop(0)
+                continue
+            raise
+        assert time.monotonic() < deadline, f"gpugov's admission policies not in force after {timeout}s"
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="session")
