@@ -45,8 +45,9 @@ class Assignment:
 
 
 class Oracle(Protocol):
-    def simulate(self, wl: Workload, cq: ClusterQueue, fr: FR, quantity: int) -> tuple[int, int]:
-        """(NO_CANDIDATES | PREEMPT | RECLAIM, borrowing level after the preemptions)."""
+    def simulate(self, wl: Workload, cq: ClusterQueue, fr: FR, quantity: int, borrow_now: int) -> tuple[int, int]:
+        """(NO_CANDIDATES | PREEMPT | RECLAIM, borrowing level after the preemptions; `borrow_now`,
+        the level without them, when there is none)."""
         ...
 
 
@@ -84,7 +85,7 @@ def grade_resource(wl: Workload, cq: ClusterQueue, fr: FR, value: int, oracle: O
     if value <= cq_available(node, fr):
         return FIT, borrow
     if value <= node.nominal.get(fr, 0) or may_reclaim_in_hierarchy or can_preempt_while_borrowing(cq, fair_sharing):
-        return oracle.simulate(wl, cq, fr, value)
+        return oracle.simulate(wl, cq, fr, value, borrow)
     return NO_FIT, borrow
 
 

@@ -187,17 +187,18 @@ class Preemptor:
         # Victims depend on the preemptor only through its queue, priority (and, for
         # LowerOrNewerEqualPriority, age), so they are kept per cohort-tree version.
         self.memo: dict[tuple[object, ...], tuple[int, list[Target], bool]] = {}
+        self.tree_cqs: dict[int, list[QuotaNode]] = {}  # cohort tree root id -> its ClusterQueues' nodes
         # Set when an answer since the caller last cleared it came from a search among candidates
         # (not from finding none): such an answer depends on every queue's share, not only on usage
         # of the resources asked for (the simulator's nominations rely on this).
         self.searched = False
 
     # The oracle the flavor assigner asks while grading a flavor.
-    def simulate(self, wl: Workload, cq: ClusterQueue, fr: FR, quantity: int) -> tuple[int, int]:
+    def simulate(self, wl: Workload, cq: ClusterQueue, fr: FR, quantity: int, borrow_now: int) -> tuple[int, int]:
         usage = {fr: quantity}
         targets = self.targets(wl, cq, frozenset(usage), usage)
         if not targets:
-            return NO_CANDIDATES, lowest_subtree_that_fits(cq.node, fr, quantity)[0]
+            return NO_CANDIDATES, borrow_now
         for target, _ in targets:
             _remove(target)
         borrow = lowest_subtree_that_fits(cq.node, fr, quantity)[0]
@@ -222,28 +223,42 @@ class Preemptor:
 
     # -- fair sharing ---------------------------------------------------------------------------
 
-    def _candidates(self, wl: Workload, cq: ClusterQueue, frs: frozenset[FR]) -> list[Workload]:
-        policy = cq.spec.preemption
-        found: list[Workload] = []
-        if policy.within_cluster_queue != "Never":
-            found += [w for w in cq.admitted.values()
-                      if satisfies(wl, w, policy.within_cluster_queue) and uses(w, frs)]
-        if cq.node.parent is not None and policy.reclaim_within_cohort != "Never":
-            for node in cq.node.root().subtree_cqs():
-                other: ClusterQueue = node.owner
-                if other is cq or not any(node.borrowing_with(fr, 0) for fr in frs):
-                    continue
-                found += [w for w in other.admitted.values()
-                          if satisfies(wl, w, policy.reclaim_within_cohort) and uses(w, frs)]
-        return found
+    @staticmethod
+    def _own_candidates(wl: Workload, cq: ClusterQueue, frs: frozenset[FR]) -> Iterator[Workload]:
+        policy = cq.spec.preemption.within_cluster_queue
+        if policy == "Never":
+            return iter(())
+        return (w for w in cq.admitted.values() if satisfies(wl, w, policy) and uses(w, frs))
+
+    def _lenders(self, cq: ClusterQueue, frs: frozenset[FR]) -> list[ClusterQueue]:
+        """The other queues of the cohort tree that borrow some of frs (reclaimWithinCohort's reach)."""
+        if cq.node.parent is None or cq.spec.preemption.reclaim_within_cohort == "Never":
+            return []
+        tree = self.tree_cqs.get(id(cq.root))
+        if tree is None:  # the trees keep their shape through a replay (quotas change, not cohorts)
+            tree = self.tree_cqs[id(cq.root)] = cq.root.subtree_cqs()
+        return [node.owner for node in tree if node is not cq.node and any(node.borrowing_with(fr, 0) for fr in frs)]
+
+    @staticmethod
+    def _cohort_candidates(wl: Workload, cq: ClusterQueue, other: ClusterQueue,
+                           frs: frozenset[FR]) -> Iterator[Workload]:
+        policy = cq.spec.preemption.reclaim_within_cohort
+        return (w for w in other.admitted.values() if satisfies(wl, w, policy) and uses(w, frs))
 
     def _fair(self, wl: Workload, cq: ClusterQueue, frs: frozenset[FR], usage: dict[FR, int]) -> list[Target]:
-        candidates = self._candidates(wl, cq, frs)
+        has_own = next(self._own_candidates(wl, cq, frs), None) is not None
+        others = self._lenders(cq, frs)
+        add_all(cq.node, usage)  # shares include the incoming workload
+        if not has_own and self._outshared(wl, cq, others, frs):
+            remove_all(cq.node, usage)
+            return []
+        candidates = [*self._own_candidates(wl, cq, frs),
+                      *(w for other in others for w in self._cohort_candidates(wl, cq, other, frs))]
         if not candidates:
+            remove_all(cq.node, usage)
             return []
         self.searched = True
         candidates.sort(key=ordering_key(cq))
-        add_all(cq.node, usage)  # shares include the incoming workload
         fits, targets, retry = self._first_strategy(cq, candidates, frs, usage)
         if not fits:
             fits, targets = self._second_strategy(cq, retry, usage, targets)
@@ -254,6 +269,28 @@ class Preemptor:
         targets = fill_back(cq, usage, targets, allow_borrowing=True)
         _restore(targets)
         return targets
+
+    def _outshared(self, wl: Workload, cq: ClusterQueue, others: list[ClusterQueue], frs: frozenset[FR]) -> bool:
+        """Whether no strategy can take a victim from `others` (the preemptor's own queue has no
+        candidate), told from the shares as they are, the incoming workload counted: the preemptor
+        borrows and its share is above that of every other queue holding a candidate. A victim is
+        taken only when the preemptor's share is at most the target's after the loss or below it
+        before, a loss never raises a share, and while nothing is taken nothing changes: the search
+        would end empty-handed, after its tournament (most of a deep backlog's nominations, where
+        every queue borrows its fill). False without any candidate (the search ends at once too);
+        sets `searched` when a candidate exists, as the search would."""
+        if not any(cq.node.borrowing_with(fr, 0) for fr in frs):
+            return False  # within nominal: reclaimed regardless of shares
+        outshared = False
+        for other in others:
+            if next(self._cohort_candidates(wl, cq, other, frs), None) is None:
+                continue
+            self.searched = True  # the answer depends on the shares
+            preemptor_share, target_node = self._shares(cq, other)
+            if compare_drs(preemptor_share, drs(target_node)) <= 0:
+                return False
+            outshared = True
+        return outshared
 
     def _fits_fair(self, cq: ClusterQueue, usage: dict[FR, int]) -> bool:
         remove_all(cq.node, usage)

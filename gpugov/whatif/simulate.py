@@ -62,6 +62,9 @@ from gpugov.whatif.trace import WHOLE, Job
 # Entry outcomes within one cycle.
 NOT_NOMINATED, SKIPPED, PREEMPTING, ADMITTED = range(4)
 MAX_CYCLES_PER_INSTANT = 10_000
+# The kind_byte of a queue's kinds past its first MANY_KINDS: their parked workloads are looked at
+# one by one (a byte names 256 kinds at most).
+MANY_KINDS = 255
 
 
 @dataclass(frozen=True)
@@ -252,12 +255,16 @@ class Simulator:
         self.sequence = 0
         self.cycles = 0
         kinds: dict[tuple[int, tuple[object, ...], int], int] = {}
+        local_kinds: dict[tuple[int, int], int] = {}  # (queue, kind) -> kind_byte
         for wl in self.workloads:
             if wl.cq is not None:
                 # Workloads alike get the same nomination until usage changes (see _nominate).
                 by_age = wl.cq.spec.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
                 wl.nomination_key = (id(wl.cq), wl.hash, wl.created_s if by_age else 0)
                 wl.kind = kinds.setdefault(wl.nomination_key, len(kinds))
+                wl.kind_byte = local_kinds.setdefault((id(wl.cq), wl.kind), min(len(wl.cq.kinds), MANY_KINDS))
+                if wl.kind_byte == len(wl.cq.kinds):
+                    wl.cq.kinds.append(wl.kind)
         self.assignments: list[Nomination | None] = [None] * len(kinds)  # by kind
         # A hopeless nomination that found no preemption candidate reads only the usage of the
         # resources the kind asks for, in its flavors, and which workloads use them: it holds until
@@ -288,7 +295,7 @@ class Simulator:
         top = heap_top(cq.heap)
         parked, first = cq.parked, cq.pending_from
         if first < len(parked) and (top is None or parked[first].order < top):
-            wl = parked.pop(first)
+            wl = cq.unpark_at(first)
         elif top is not None:
             heapq.heappop(cq.heap)
             wl = top[-1]
@@ -317,7 +324,7 @@ class Simulator:
         if at < cq.pending_from:
             return False
         assert parked[at] is wl
-        del parked[at]
+        cq.unpark_at(at)
         wl.state = INFLIGHT
         return True
 
@@ -332,9 +339,9 @@ class Simulator:
             # the heap (queued all the same), so that the parked still come first.
             for before in parked[cq.pending_from:at]:
                 self._push(before)
-            del parked[cq.pending_from:at]
+            cq.unpark_range(cq.pending_from, at)
             at = cq.pending_from
-        parked.insert(at, wl)
+        cq.park_at(at, wl)
         cq.pending_from += 1
 
     def _notify(self, cq: ClusterQueue, now: int) -> None:
@@ -699,16 +706,9 @@ class Simulator:
             version = cq.root.version
             top = heap_top(heap)
             while len(taken) < limit:
-                if top is None:  # only requeued ones left: a tight scan, the bulk of a backlog
-                    end, start = min(count, at + limit - len(taken)), at
-                    while at < end:
-                        wl = parked[at]
-                        nomination = cache[wl.kind]
-                        if nomination is None or nomination[0] != version:
-                            nomination = self._nomination(wl, cq)
-                        if not nomination[3] or (stop_at_holds and nomination[5]):
-                            break
-                        at += 1
+                if top is None:  # only requeued ones left: the bulk of a backlog
+                    start = at
+                    at = self._hopeless_run(cq, at, min(count, at + limit - len(taken)), stop_at_holds)
                     taken += parked[start:at]
                     break
                 if at < count and parked[at].order < top:
@@ -745,7 +745,7 @@ class Simulator:
             for wl in taken[:limit] if from_heap else ():  # those from the heap join the parked, as _park does
                 if wl.index in from_heap:
                     wl.state = INADMISSIBLE
-                    parked.insert(bisect.bisect_left(parked, wl.order, key=order_of), wl)
+                    cq.park_at(bisect.bisect_left(parked, wl.order, key=order_of), wl)
             cq.pending_from += limit
         for wl, reason in kept:
             wl.waiting_for = reason
@@ -755,6 +755,37 @@ class Simulator:
             waiting.wl.waiting_for = waiting_reason(waiting)
         self.cycles += limit
         return limit
+
+    def _hopeless_run(self, cq: ClusterQueue, start: int, end: int, stop_at_holds: bool) -> int:
+        """Where the run of hopeless workloads from cq.parked[start] ends (before `end`): the first
+        whose nomination admits, preempts, or (`stop_at_holds`) holds quota. Kinds are looked up, not
+        workloads: parked_kinds is translated to a 1 wherever the kind is not yet known to be hopeless
+        in this version, and only those places are nominated (a requeued backlog is scanned whole at
+        each finish in its tree, and holds few kinds)."""
+        cache, version, kinds = self.assignments, cq.root.version, cq.kinds
+        table = bytearray(b"\x01" * 256)
+
+        def passes(nomination: Nomination | None) -> bool:
+            return (nomination is not None and nomination[0] == version and nomination[3]
+                    and not (stop_at_holds and nomination[5]))
+
+        for byte, kind in enumerate(kinds[:MANY_KINDS]):
+            if passes(cache[kind]):
+                table[byte] = 0
+        marked, base = cq.parked_kinds[start:end].translate(table), start
+        at = marked.find(1)
+        while at >= 0:
+            wl = cq.parked[base + at]
+            if not passes(self._nomination(wl, cq)):
+                return base + at
+            if wl.kind_byte < MANY_KINDS:  # its kind passes from here on: the rest is marked again
+                table[wl.kind_byte] = 0
+                base += at + 1
+                marked = cq.parked_kinds[base:end].translate(table)
+                at = marked.find(1)
+            else:
+                at = marked.find(1, at + 1)
+        return end
 
     @staticmethod
     def _holds(cq: ClusterQueue, assignment: Assignment) -> bool:

@@ -37,6 +37,7 @@ class Workload:
         "index",
         "job",
         "kind",
+        "kind_byte",
         "lost_units_ms",
         "nomination_key",
         "order",
@@ -80,6 +81,7 @@ class Workload:
         self.hash: tuple[object, ...] = ()
         self.nomination_key: tuple[int, tuple[object, ...], int] = (0, (), 0)  # set by the simulator
         self.kind = 0  # the simulator's number for its nomination_key (an int hashes and indexes faster)
+        self.kind_byte = 0  # its kind's number within its ClusterQueue (ClusterQueue.parked_kinds)
         self.order = (-priority, self.created_s, uid, index)  # its place in its queue, as the heap orders it
         self.waiting_for = ""  # why its last nomination did not admit it
 
@@ -99,6 +101,10 @@ class ClusterQueue:
     # heap). Requeueing the cohort tree sets pending_from to 0, with no work per workload; every parked
     # one sorts before every requeued one, as a parked head was the queue's first when it was popped.
     parked: list[Workload] = field(default_factory=list)
+    # Each parked workload's kind_byte, in the same order, so that a run of parked workloads of
+    # kinds known to be hopeless is found at the speed of bytes.find (ClusterQueue.kinds names them).
+    parked_kinds: bytearray = field(default_factory=bytearray)
+    kinds: list[int] = field(default_factory=list)  # kind_byte -> the simulator's kind (simulate.MANY_KINDS)
     pending_from: int = 0
     sticky: Workload | None = None
     no_fit_hashes: set[tuple[object, ...]] = field(default_factory=set)
@@ -110,6 +116,18 @@ class ClusterQueue:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def park_at(self, at: int, wl: Workload) -> None:
+        self.parked.insert(at, wl)
+        self.parked_kinds.insert(at, wl.kind_byte)
+
+    def unpark_at(self, at: int) -> Workload:
+        del self.parked_kinds[at]
+        return self.parked.pop(at)
+
+    def unpark_range(self, start: int, end: int) -> None:
+        del self.parked[start:end]
+        del self.parked_kinds[start:end]
 
     @property
     def best_effort(self) -> bool:

@@ -151,6 +151,57 @@ def test_a_hopeless_nomination_without_candidates_is_kept_until_its_resources_ch
     assert kept < 0.8 * every
 
 
+@pytest.mark.parametrize("org", ["base", "whatif-org"])
+def test_a_search_the_preemptor_outshares_ends_before_its_tournament(
+        recorded: dict[str, Any], org: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the preemptor borrows and its share is above every candidate queue's, no victim can be
+    taken: the search ends there (each such proof saves one tournament), with the decisions of the
+    full tournament."""
+    from gpugov.whatif.preemption import Preemptor
+
+    def tournaments(shortcut: bool) -> tuple[int, int, dict[str, Any]]:
+        outshared = Preemptor._outshared
+        proofs = 0
+
+        def proved(*args: Any) -> bool:
+            nonlocal proofs
+            found = shortcut and outshared(*args)
+            proofs += found
+            return found
+
+        calls = 0
+        first_strategy = Preemptor._first_strategy
+
+        def counted(self: Preemptor, *args: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            return first_strategy(self, *args)
+
+        monkeypatch.setattr(Preemptor, "_outshared", proved)
+        monkeypatch.setattr(Preemptor, "_first_strategy", counted)
+        outcome = simulator(org, "fair").run()
+        monkeypatch.undo()
+        return calls, proofs, digest(outcome)
+
+    short, proofs, short_digest = tournaments(shortcut=True)
+    full, none, full_digest = tournaments(shortcut=False)
+    assert short_digest == full_digest == recorded[f"{org}/fair"]
+    assert none == 0 and proofs > 0.15 * full
+    assert full - short == proofs
+
+
+@pytest.mark.parametrize("org", ["base", "whatif-org"])
+def test_queues_of_more_kinds_than_a_byte_names_decide_the_same(
+        recorded: dict[str, Any], org: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A queue's kinds past the first MANY_KINDS share one byte and are looked at one by one."""
+    import gpugov.whatif.simulate as simulate_module
+
+    monkeypatch.setattr(simulate_module, "MANY_KINDS", 2)
+    sim = simulator(org, "fair")
+    assert all(len(cq.kinds) == 3 for cq in sim.queue_order)  # two named, the rest share the third byte
+    assert digest(sim.run()) == recorded[f"{org}/fair"]
+
+
 def test_requeueing_a_backlog_does_no_work_per_parked_workload() -> None:
     """A cohort tree's requeue only moves each queue's boundary between parked and requeued: the parked
     stay in their list, in queue order, and the heap holds none of them."""
