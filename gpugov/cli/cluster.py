@@ -87,6 +87,7 @@ def cmd_apply(args: argparse.Namespace) -> ExitCode:
         if applied.missing:
             print("prune skipped: not every applied object was found on read-back")
             return ExitCode.FINDINGS
+        not_in_force = _admission_in_force(raw, state.objects)
         if args.prune:
             plan = prune_plan(api, state.objects)
             too_many = "" if args.allow_mass_prune else _mass_prune(plan, len(owned), cluster)
@@ -94,6 +95,8 @@ def cmd_apply(args: argparse.Namespace) -> ExitCode:
                 return fail(f"prune refused: {too_many}; the objects were applied, nothing was pruned",
                             ExitCode.USAGE)
             _print_pruned(prune(api, plan))
+        if not_in_force:
+            return fail(not_in_force, ExitCode.INCOMPLETE)
     except WrongCluster as exc:
         return fail(f"refused: {_one_line(exc)}; nothing was changed", ExitCode.USAGE)
     except ForeignObjects as exc:
@@ -101,6 +104,25 @@ def cmd_apply(args: argparse.Namespace) -> ExitCode:
     except (ApplyError, PruneError, CheckIncomplete, kube_config.ConfigException, OSError) as exc:
         return fail(f"apply failed: {_one_line(exc)}", ExitCode.INCOMPLETE)
     return ExitCode.OK
+
+
+def _admission_in_force(api: Any, objects: list[dict[str, Any]]) -> str:
+    """Wait until the applied admission policies refuse what they must (enforcement.py); '' when
+    they do, else the one line that says which do not yet."""
+    from gpugov.cluster.enforcement import WAIT_S, probes_for, wait_until_enforced
+
+    probes = probes_for(objects)
+    if not probes:
+        return ""
+    result = wait_until_enforced(api, probes)
+    if result.in_force:
+        print(f"admission: in force ({', '.join(result.in_force)} refused a server-side dry run as it must)")
+    for note in result.not_probed:
+        print(f"admission: not probed: {note}")
+    if result.not_yet:
+        return (f"apply done, but the API server does not enforce {', '.join(result.not_yet)} after {WAIT_S:.0f} s: "
+                "tenants are not held by it yet; rerun apply to check again")
+    return ""
 
 
 MASS_PRUNE_FIX = "if this is the cluster you mean, rerun with --allow-mass-prune"
@@ -306,12 +328,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="First check which cluster the API server is (the identity record gpugov keeps "
                        "there, a pinned spec.identity, gpugov's objects of another declared cluster) and refuse "
                        "before any write when it is another one; then server-side apply compile's objects (nodes "
-                       "are labelled, never created), read them back, and prune what gpugov owns and no longer "
+                       "are labelled, never created), read them back, wait (up to 30 s) until the API server "
+                       "enforces the admission policies (asked by dry runs it must refuse), and prune what gpugov "
+                       "owns and no longer "
                        "declares (a prune past spec.pruneLimit needs --allow-mass-prune). Each object reads "
                        "created, configured, labelled or unchanged. Exit 0 applied, 1 an applied object was not "
                        "found on read-back (nothing pruned), 2 bad usage, or refused (another cluster, a mass prune, "
                        "objects gpugov does not own): nothing changed, 3 could not apply (unreachable, not a "
-                       "Kubernetes API, a kind not served, an object refused).")
+                       "Kubernetes API, a kind not served, an object refused, or an admission policy still not enforced).")
     compile_target_args(p)
     kubeconfig_args(p, in_cluster=True)
     p.add_argument("--only-quotas", action="store_true",

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,8 @@ from kubernetes.dynamic import DynamicClient
 
 from gpugov.app.pipeline import validate_repo
 from gpugov.cluster.apply import apply_objects
+from gpugov.cluster.enforcement import probes_for, wait_until_enforced
+from gpugov.cluster.rest import Api
 from gpugov.compile import compile
 from gpugov.sandbox import ControlPlane, ToolUnavailableError
 from gpugov.sandbox.cluster import Sandbox
@@ -132,38 +133,11 @@ def living_org(living: Sandbox) -> list[dict[str, Any]]:
     create_gpu_operator_footprint(api)
     objects = compile(model, backend="kueue", cluster="east")
     assert not apply_objects(api, objects).missing
-    wait_until_admission_enforced(api, "nlp-train", "training")
+    # As `gpugov apply` does: the API server enforces new policies a moment after they are written,
+    # and a test that tries an escape at once was let in one run in four before this wait.
+    enforced = wait_until_enforced(Api(api), probes_for(objects))
+    assert enforced.in_force and not enforced.not_yet and not enforced.not_probed, enforced
     return objects
-
-
-def wait_until_admission_enforced(api: client.ApiClient, namespace: str, queue: str, timeout: float = 30.0) -> None:
-    """Until gpugov's admission policies refuse what they must: the API server enforces a new
-    ValidatingAdmissionPolicy once its policy informers have it, a moment after the apply, and a test
-    that tries an escape at once could otherwise be let in (one run in four of the first
-    test_tenant_escape test was). Probed by server-side dry runs as the admin, whom the policies
-    check like a tenant: a GPU pod without a queue, and one that names a Job as its owner."""
-    core = client.CoreV1Api(api)
-    gpu = {"name": "main", "image": "pause", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    probes = [
-        {"metadata": {"name": "probe-no-queue"}, "spec": {"containers": [gpu]}},
-        {"metadata": {"name": "probe-owner", "labels": {"kueue.x-k8s.io/queue-name": queue},
-                      "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "probe",
-                                           "uid": str(uuid.uuid4()), "controller": False}]},
-         "spec": {"containers": [gpu]}},
-    ]
-    deadline = time.monotonic() + timeout
-    pending = list(probes)
-    while pending:
-        probe = pending[0]
-        try:
-            core.create_namespaced_pod(namespace, probe, dry_run="All")
-        except ApiException as exc:
-            if exc.status in (403, 422):
-                pending.pop(0)
-                continue
-            raise
-        assert time.monotonic() < deadline, f"gpugov's admission policies not in force after {timeout}s"
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="session")

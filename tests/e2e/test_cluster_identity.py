@@ -100,6 +100,16 @@ def test_the_first_apply_records_the_cluster_and_another_cluster_is_refused(serv
     assert "Node h100-01" in rows(out, "labelled") and "ClusterQueue nlp" in rows(out, "created")
     labels = client.CoreV1Api(cp.api_client()).read_namespaced_config_map(RECORD_NAME, "kube-system").metadata.labels
     assert labels == {LABEL_IDENTITY: "east"}  # never managed-by gpugov: prune never sees it
+    # The policies were written a moment ago: apply returned only once the API server enforces them,
+    # so a GPU Job without a queue, sent the instant apply returns, is refused.
+    assert "admission: in force (gpugov-accelerators-need-a-queue, gpugov-workload-ownership refused a " \
+           "server-side dry run as it must)" in out
+    gpu_job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "right-after-apply"},
+               "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+                   {"name": "main", "image": "pause", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
+    with pytest.raises(client.exceptions.ApiException) as refusal:
+        client.BatchV1Api(cp.api_client()).create_namespaced_job("nlp-train", gpu_job, dry_run="All")
+    assert "gpugov-accelerators-need-a-queue" in str(refusal.value.body)
 
     # The command, and its variants: refused before any read of what to change is acted on.
     for extra in ([], ["--dry-run"], ["--no-prune"], ["--allow-mass-prune"]):

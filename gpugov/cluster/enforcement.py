@@ -1,0 +1,120 @@
+"""Whether the admission policies gpugov applied are in force yet.
+
+The API server enforces a ValidatingAdmissionPolicy once its policy informers hold it and its
+binding, a moment after they are written (about a second on the sandbox): a tenant who submits at
+once after a first install or a policy change could get through. `gpugov apply` therefore waits,
+asking the server, by server-side dry runs (nothing is created), for requests each policy must
+refuse: a Pod that asks for an accelerator without a queue (Kueue) or without Volcano as its
+scheduler, and one that names a Job as its owner. A refusal counts only when it names the policy;
+the probe Pod passes Pod Security's restricted level, so that another check cannot answer for it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gpugov.cluster.rest import Api
+from gpugov.compile.admission import NEED_A_QUEUE, OWNERSHIP, VOLCANO_NEED_VOLCANO
+from gpugov.kube.names import KUEUE_QUEUE_LABEL
+from gpugov.kube.objects import LABEL_TENANT
+from gpugov.kube.resources import is_accelerator
+
+WAIT_S = 30.0
+POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Probe:
+    policy: str  # the policy that must refuse it
+    namespace: str
+    pod: dict[str, Any]
+
+
+@dataclass
+class Enforcement:
+    in_force: list[str]  # policies that refused their probe
+    not_yet: list[str]  # policies whose probe was still let in when the wait ended
+    not_probed: list[str]  # policies the probe could not ask about, with why
+
+
+def _pod(name: str, resource: str, labels: dict[str, str] | None = None,
+         owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A Pod Security 'restricted' pod asking for one `resource`."""
+    metadata: dict[str, Any] = {"name": name, "labels": {"app.kubernetes.io/name": "gpugov-probe", **(labels or {})}}
+    if owner:
+        metadata["ownerReferences"] = [owner]
+    container = {
+        "name": "probe", "image": "registry.k8s.io/pause:3.10",
+        "resources": {"limits": {resource: "1"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    }
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+        "spec": {"containers": [container], "securityContext": {
+            "runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}}},
+    }
+
+
+def _accelerator(objects: list[dict[str, Any]]) -> str:
+    """An accelerator resource the compiled queues hold quota of ('' when none)."""
+    found: set[str] = set()
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        if obj["kind"] == "ClusterQueue":
+            for group in spec.get("resourceGroups") or []:
+                found.update(group.get("coveredResources") or [])
+        elif obj["kind"] == "Queue":
+            for field in ("capability", "deserved"):
+                found.update(spec.get(field) or {})
+    return min((r for r in found if is_accelerator(r)), default="")
+
+
+def probes_for(objects: list[dict[str, Any]]) -> list[Probe]:
+    """The probes of the policies among `objects` that gpugov knows a refusal for."""
+    policies = {o["metadata"]["name"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
+    tenant_namespaces = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"
+                               and LABEL_TENANT in (o["metadata"].get("labels") or {}))
+    resource = _accelerator(objects)
+    if not tenant_namespaces or not resource:
+        return []
+    namespace = tenant_namespaces[0]
+    queues = sorted(o["metadata"]["name"] for o in objects
+                    if o["kind"] == "LocalQueue" and o["metadata"].get("namespace") == namespace)
+    probes = []
+    if NEED_A_QUEUE in policies:
+        probes.append(Probe(NEED_A_QUEUE, namespace, _pod("gpugov-probe-no-queue", resource)))
+    if VOLCANO_NEED_VOLCANO in policies:
+        probes.append(Probe(VOLCANO_NEED_VOLCANO, namespace, _pod("gpugov-probe-no-volcano", resource)))
+    if OWNERSHIP in policies and queues:
+        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "gpugov-probe", "uid": str(uuid.uuid4())}
+        probes.append(Probe(OWNERSHIP, namespace, _pod("gpugov-probe-owner", resource,
+                                                       {KUEUE_QUEUE_LABEL: queues[0]}, owner)))
+    return probes
+
+
+def wait_until_enforced(api: Api, probes: list[Probe], wait_s: float = WAIT_S,
+                        sleep: Callable[[float], None] = time.sleep) -> Enforcement:
+    """Ask each probe until its policy refuses it or `wait_s` has passed; what each policy did."""
+    result = Enforcement([], [], [])
+    deadline = time.monotonic() + wait_s
+    pending = list(probes)
+    while pending:
+        probe = pending[0]
+        answer = api.call("POST", f"/api/v1/namespaces/{probe.namespace}/pods", [("dryRun", "All")], probe.pod)
+        if answer.ok:
+            if time.monotonic() >= deadline:
+                result.not_yet += [p.policy for p in pending]
+                break
+            sleep(POLL_S)
+            continue
+        pending.pop(0)
+        if probe.policy in answer.message:
+            result.in_force.append(probe.policy)
+        else:
+            why = answer.message or answer.status_reason or f"{answer.status} {answer.reason}".strip()
+            result.not_probed.append(f"{probe.policy} ({why})")
+    return result
