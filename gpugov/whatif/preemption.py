@@ -18,6 +18,7 @@ in reverse order while it still fits.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from gpugov.whatif.flavors import NO_CANDIDATES, PREEMPT, RECLAIM
 from gpugov.whatif.quota import (
@@ -46,6 +47,14 @@ REASON = {WITHIN_CQ: IN_CLUSTER_QUEUE, HIERARCHICAL: RECLAMATION, WITHOUT_BORROW
           WHILE_BORROWING: RECLAIM_WHILE_BORROWING}
 
 Target = tuple[Workload, str]
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Where a preemptor's fair-sharing candidates are (Preemptor._reach)."""
+
+    own: bool  # its own queue holds one
+    others: list[tuple[ClusterQueue, QuotaNode, DRS]]  # (queue holding one, its node below the LCA, that node's share)
 
 
 def satisfies(preemptor: Workload, candidate: Workload, policy: str) -> bool:
@@ -188,6 +197,11 @@ class Preemptor:
         # LowerOrNewerEqualPriority, age), so they are kept per cohort-tree version.
         self.memo: dict[tuple[object, ...], tuple[int, list[Target], bool]] = {}
         self.tree_cqs: dict[int, list[QuotaNode]] = {}  # cohort tree root id -> its ClusterQueues' nodes
+        # (preemptor, target) queue ids -> the children of their lowest common ancestor that hold
+        # each (what fair sharing compares): the trees keep their shape through a replay.
+        self.below_lca: dict[tuple[int, int], tuple[QuotaNode, QuotaNode]] = {}
+        # Who holds candidates, per cohort-tree version (see _reach).
+        self.reaches: dict[tuple[object, ...], tuple[int, Reach]] = {}
         # Set when an answer since the caller last cleared it came from a search among candidates
         # (not from finding none): such an answer depends on every queue's share, not only on usage
         # of the resources asked for (the simulator's nominations rely on this).
@@ -216,7 +230,7 @@ class Preemptor:
             self.searched = self.searched or known[2]
             return known[1]
         outer, self.searched = self.searched, False
-        found = self._fair(wl, cq, frs, usage) if self.fair_sharing else self._classical(wl, cq, frs, usage)
+        found = self._fair(wl, cq, frs, usage, age) if self.fair_sharing else self._classical(wl, cq, frs, usage)
         self.memo[key] = (cq.root.version, found, self.searched)
         self.searched = self.searched or outer
         return found
@@ -245,19 +259,34 @@ class Preemptor:
         policy = cq.spec.preemption.reclaim_within_cohort
         return (w for w in other.admitted.values() if satisfies(wl, w, policy) and uses(w, frs))
 
-    def _fair(self, wl: Workload, cq: ClusterQueue, frs: frozenset[FR], usage: dict[FR, int]) -> list[Target]:
-        has_own = next(self._own_candidates(wl, cq, frs), None) is not None
-        others = self._lenders(cq, frs)
+    def _reach(self, wl: Workload, cq: ClusterQueue, frs: frozenset[FR], age: int) -> Reach:
+        """Whether the preemptor's own queue holds a candidate, and the other queues of its tree that
+        do, with the node fair sharing compares for each and its share: the same for every workload of
+        the queue, priority (and age) asking for frs until usage in the tree changes."""
+        key = (id(cq), frs, wl.priority, age)
+        known = self.reaches.get(key)
+        if known is not None and known[0] == cq.root.version:
+            return known[1]
+        holders = []
+        for other in self._lenders(cq, frs):
+            if next(self._cohort_candidates(wl, cq, other, frs), None) is not None:
+                target_node = self._below_lca(cq, other)[1]
+                holders.append((other, target_node, drs(target_node)))
+        reach = Reach(next(self._own_candidates(wl, cq, frs), None) is not None, holders)
+        self.reaches[key] = (cq.root.version, reach)
+        return reach
+
+    def _fair(self, wl: Workload, cq: ClusterQueue, frs: frozenset[FR], usage: dict[FR, int], age: int) -> list[Target]:
+        reach = self._reach(wl, cq, frs, age)
+        if not reach.own and not reach.others:
+            return []
         add_all(cq.node, usage)  # shares include the incoming workload
-        if not has_own and self._outshared(wl, cq, others, frs):
+        self.searched = True  # the answer depends on the shares
+        if not reach.own and self._outshared(cq, reach, frs):
             remove_all(cq.node, usage)
             return []
         candidates = [*self._own_candidates(wl, cq, frs),
-                      *(w for other in others for w in self._cohort_candidates(wl, cq, other, frs))]
-        if not candidates:
-            remove_all(cq.node, usage)
-            return []
-        self.searched = True
+                      *(w for other, _, _ in reach.others for w in self._cohort_candidates(wl, cq, other, frs))]
         candidates.sort(key=ordering_key(cq))
         fits, targets, retry = self._first_strategy(cq, candidates, frs, usage)
         if not fits:
@@ -270,27 +299,21 @@ class Preemptor:
         _restore(targets)
         return targets
 
-    def _outshared(self, wl: Workload, cq: ClusterQueue, others: list[ClusterQueue], frs: frozenset[FR]) -> bool:
-        """Whether no strategy can take a victim from `others` (the preemptor's own queue has no
+    def _outshared(self, cq: ClusterQueue, reach: Reach, frs: frozenset[FR]) -> bool:
+        """Whether no strategy can take a victim from the other queues (the preemptor's own holds no
         candidate), told from the shares as they are, the incoming workload counted: the preemptor
         borrows and its share is above that of every other queue holding a candidate. A victim is
         taken only when the preemptor's share is at most the target's after the loss or below it
         before, a loss never raises a share, and while nothing is taken nothing changes: the search
         would end empty-handed, after its tournament (most of a deep backlog's nominations, where
-        every queue borrows its fill). False without any candidate (the search ends at once too);
-        sets `searched` when a candidate exists, as the search would."""
+        every queue borrows its fill). The others' shares are as `reach` read them: the incoming
+        workload is below their lowest common ancestor with the preemptor, so it does not move them."""
         if not any(cq.node.borrowing_with(fr, 0) for fr in frs):
             return False  # within nominal: reclaimed regardless of shares
-        outshared = False
-        for other in others:
-            if next(self._cohort_candidates(wl, cq, other, frs), None) is None:
-                continue
-            self.searched = True  # the answer depends on the shares
-            preemptor_share, target_node = self._shares(cq, other)
-            if compare_drs(preemptor_share, drs(target_node)) <= 0:
+        for other, _, target_share in reach.others:
+            if compare_drs(drs(self._below_lca(cq, other)[0]), target_share) <= 0:
                 return False
-            outshared = True
-        return outshared
+        return True
 
     def _fits_fair(self, cq: ClusterQueue, usage: dict[FR, int]) -> bool:
         remove_all(cq.node, usage)
@@ -298,10 +321,18 @@ class Preemptor:
         add_all(cq.node, usage)
         return result
 
+    def _below_lca(self, preemptor: ClusterQueue, target: ClusterQueue) -> tuple[QuotaNode, QuotaNode]:
+        key = (id(preemptor), id(target))
+        nodes = self.below_lca.get(key)
+        if nodes is None:
+            ancestors = set(map(id, preemptor.node.ancestors()))
+            lca = next(a for a in target.node.ancestors() if id(a) in ancestors)
+            nodes = self.below_lca[key] = (_almost_lca(preemptor.node, lca), _almost_lca(target.node, lca))
+        return nodes
+
     def _shares(self, preemptor: ClusterQueue, target: ClusterQueue) -> tuple[DRS, QuotaNode]:
-        ancestors = set(map(id, preemptor.node.ancestors()))
-        lca = next(a for a in target.node.ancestors() if id(a) in ancestors)
-        return drs(_almost_lca(preemptor.node, lca)), _almost_lca(target.node, lca)
+        preemptor_node, target_node = self._below_lca(preemptor, target)
+        return drs(preemptor_node), target_node
 
     def _first_strategy(self, cq: ClusterQueue, candidates: list[Workload], frs: frozenset[FR],
                         usage: dict[FR, int]) -> tuple[bool, list[Target], list[Workload]]:
