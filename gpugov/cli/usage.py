@@ -36,6 +36,7 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
 
     from kubernetes import config as kube_config
 
+    from gpugov.app.pipeline import gc_paused
     from gpugov.cli.cluster import api_client
     from gpugov.cluster.queues import read_workloads
     from gpugov.compile import Backend
@@ -65,47 +66,50 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
     rules = attribution(model, state.cluster, state.objects)
     pools = rules.pools
 
-    show, clear = progress_printer("usage")
-    try:
-        workloads, marks = [], []  # only the annotations of the raw objects are kept (reclaim's)
-        for raw in read_workloads(api_client(args), page_size=args.page_size, on_progress=show):
-            workloads.append(from_object(raw))
-            marks.append(raw["metadata"].get("annotations") or {})
-        taken = reclaimed(zip(workloads, marks, strict=True), window, rules.tenant_of)
-        found, unplaced = segments(workloads, window, now, rules.tenant_of, rules.offers)
-        if unplaced:
-            first = unplaced[0]
-            raise CheckIncomplete(f"{len(unplaced)} earlier admission(s) cannot be placed in a pool, e.g. "
-                                  f"{first.workload} ({first.seconds} s): {first.why}")
-        idle_seconds: dict[tuple[str, str, str], Decimal] = {}
-        notes: list[str] = list(taken.notes)
-        if args.prometheus:
-            series = utilisation_series(args.prometheus, window.since, window.until, args.step, on_progress=show)
-            measured = idle(workloads, found, series, timedelta(seconds=args.step), model.limits.idle_below_percent)
-            idle_seconds = measured.seconds
-            if measured.pods_without_samples:
-                notes.append(f"{measured.pods_without_samples} pod(s) of admitted workloads have no DCGM samples: "
-                             "their time is not counted idle")
-        else:
-            notes.append("idle hours not measured (--no-idle): idle_hours are 0")
-    except (CheckIncomplete, WorkloadError, kube_config.ConfigException, OSError) as exc:
-        clear()
-        return fail(f"could not read the usage of cluster {state.cluster}: {' '.join(str(exc).split())}",
-                    ExitCode.INCOMPLETE)
-    clear()
-    book = ledger(model, state.cluster, window, found, idle_seconds, notes, taken.rows)
-    if budget_holders(model):  # spent / budget of the current period, whatever the window
+    # 100,000 Workload records and the segments made of them, none cyclic: the collector's scans of
+    # them cost more than the reading (as in `gpugov queue`).
+    with gc_paused():
+        show, clear = progress_printer("usage")
         try:
-            rows = period_rows(model, state.cluster, workloads, rules, now)
-        except UnplacedAdmission as exc:
-            return fail(f"could not read the budgets of cluster {state.cluster}: {exc}", ExitCode.INCOMPLETE)
-        book = replace(book, budgets=tuple(s.line() for s in budget_statuses(model, rows, now)))
-    _write(args.out, formats.RENDER[args.format](book))
-    if args.chart:
-        _write(args.chart, chart.svg(found, window, pools, state.cluster))
-    for note in book.notes:
-        print(f"gpugov: note: {note}", file=sys.stderr)
-    return ExitCode.OK
+            workloads, marks = [], []  # only the annotations of the raw objects are kept (reclaim's)
+            for raw in read_workloads(api_client(args), page_size=args.page_size, on_progress=show):
+                workloads.append(from_object(raw))
+                marks.append(raw["metadata"].get("annotations") or {})
+            taken = reclaimed(zip(workloads, marks, strict=True), window, rules.tenant_of)
+            found, unplaced = segments(workloads, window, now, rules.tenant_of, rules.offers)
+            if unplaced:
+                first = unplaced[0]
+                raise CheckIncomplete(f"{len(unplaced)} earlier admission(s) cannot be placed in a pool, e.g. "
+                                      f"{first.workload} ({first.seconds} s): {first.why}")
+            idle_seconds: dict[tuple[str, str, str], Decimal] = {}
+            notes: list[str] = list(taken.notes)
+            if args.prometheus:
+                series = utilisation_series(args.prometheus, window.since, window.until, args.step, on_progress=show)
+                measured = idle(workloads, found, series, timedelta(seconds=args.step), model.limits.idle_below_percent)
+                idle_seconds = measured.seconds
+                if measured.pods_without_samples:
+                    notes.append(f"{measured.pods_without_samples} pod(s) of admitted workloads have no DCGM samples: "
+                                 "their time is not counted idle")
+            else:
+                notes.append("idle hours not measured (--no-idle): idle_hours are 0")
+        except (CheckIncomplete, WorkloadError, kube_config.ConfigException, OSError) as exc:
+            clear()
+            return fail(f"could not read the usage of cluster {state.cluster}: {' '.join(str(exc).split())}",
+                        ExitCode.INCOMPLETE)
+        clear()
+        book = ledger(model, state.cluster, window, found, idle_seconds, notes, taken.rows)
+        if budget_holders(model):  # spent / budget of the current period, whatever the window
+            try:
+                rows = period_rows(model, state.cluster, workloads, rules, now)
+            except UnplacedAdmission as exc:
+                return fail(f"could not read the budgets of cluster {state.cluster}: {exc}", ExitCode.INCOMPLETE)
+            book = replace(book, budgets=tuple(s.line() for s in budget_statuses(model, rows, now)))
+        _write(args.out, formats.RENDER[args.format](book))
+        if args.chart:
+            _write(args.chart, chart.svg(found, window, pools, state.cluster))
+        for note in book.notes:
+            print(f"gpugov: note: {note}", file=sys.stderr)
+        return ExitCode.OK
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -73,6 +73,28 @@ def _quantity(value: Any, where: str) -> Decimal:
         raise WorkloadError(f"{where}: {exc}") from exc
 
 
+_QUOTAS: dict[tuple[str | None, ...], Quota] = {}  # what a resource entry says -> its record, shared (frozen)
+_QUOTAS_MOST = 1 << 16
+
+
+def _quota(resource: dict[str, Any], where: str) -> Quota:
+    """The Quota of one resource entry of a flavor; equal entries (a thousand tenants' queues list the
+    same few quotas on every flavor) are one record, made once."""
+    said = (resource.get("nominalQuota"), resource.get("borrowingLimit"), resource.get("lendingLimit"))
+    try:
+        found = _QUOTAS.get(said)  # only texts are filed: 1 or True never finds the "1" they equal
+    except TypeError:  # a list or object where Kueue writes a quantity: made, never shared
+        found = None
+    if found is None:
+        where = f"{where} resource {resource.get('name')}"  # only its words when it is not shared
+        nominal, borrowing, lending = said
+        found = Quota(_quantity(nominal, where), None if borrowing is None else _quantity(borrowing, where),
+                      None if lending is None else _quantity(lending, where))
+        if len(_QUOTAS) < _QUOTAS_MOST and all(v is None or type(v) is str for v in said):
+            _QUOTAS[said] = found
+    return found
+
+
 def cluster_queue(obj: dict[str, Any]) -> ClusterQueue:
     """The record of one raw ClusterQueue; WorkloadError when it is not what Kueue's CRD allows."""
     try:
@@ -94,12 +116,7 @@ def _cluster_queue(obj: dict[str, Any]) -> ClusterQueue:
             fname = str(flavor.get("name"))
             flavors.append(fname)
             for r in flavor.get("resources") or []:
-                where = f"ClusterQueue {name} flavor {fname} resource {r.get('name')}"
-                borrowing, lending = r.get("borrowingLimit"), r.get("lendingLimit")
-                quotas[(fname, str(r.get("name")))] = Quota(
-                    _quantity(r.get("nominalQuota"), where),
-                    None if borrowing is None else _quantity(borrowing, where),
-                    None if lending is None else _quantity(lending, where))
+                quotas[(fname, str(r.get("name")))] = _quota(r, f"ClusterQueue {name} flavor {fname}")
     reserved: dict[FlavorResource, Decimal] = {}
     borrowed: dict[FlavorResource, Decimal] = {}
     for usage in status.get("flavorsReservation") or []:

@@ -16,8 +16,15 @@ from json.encoder import encode_basestring_ascii as _string  # the C function wh
 from typing import Any
 
 
+class Encoded(str):
+    """A value already encoded as `dumps(value)` writes it at indentation "" (a caller that encodes
+    many values of one shape faster than the general walk): `dumps` places it at its own `pad`."""
+
+
 def dumps(value: Any, pad: str = "") -> str:
     """`json.dumps(value, indent=2)` of a value that starts at indentation `pad`."""
+    if type(value) is Encoded:
+        return value.replace("\n", "\n" + pad) if pad else str(value)  # JSON strings hold no raw newline
     if isinstance(value, str):
         return _string(value)
     if value is None:
@@ -47,6 +54,14 @@ def dumps(value: Any, pad: str = "") -> str:
     if isinstance(value, float):
         return json.dumps(value)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def members(value: dict[str, Any]) -> str:
+    """The members of a non-empty object as `dumps` writes them at indentation "", without its
+    braces: to be spliced among the members of a larger object at that indentation."""
+    if not value:
+        raise ValueError("an empty object has no members to splice")
+    return dumps(value)[len("{\n  "):-len("\n}")]
 
 
 _KEYS: dict[str, str] = {}  # key -> its encoding and separator: a report repeats a few keys 100,000 times

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
+from decimal import Decimal
+from json.encoder import encode_basestring_ascii as _string  # the C function where _json is built
 from typing import Any
 
 from gpugov.findings.markdown import table
@@ -11,6 +13,7 @@ from gpugov.i18n import _, localized
 from gpugov.i18n.width import ljust, width
 from gpugov.kube.quantity import format_quantity
 from gpugov.queueing import indented
+from gpugov.queueing.reasons import Reason
 from gpugov.queueing.view import Entry, Explanation, Gaps
 
 FORMATS = ("text", "json", "markdown")
@@ -50,6 +53,23 @@ def _why(e: Entry, now: datetime) -> str:
     return text
 
 
+def _size_json(size: Mapping[str, Decimal]) -> dict[str, str]:
+    return {r: format_quantity(a) for r, a in size.items()}
+
+
+def _reason_json(reason: Reason) -> dict[str, Any]:
+    return {
+        "reason": reason.why.value,
+        "finding": reason.finding,
+        "message": reason.text,
+        "kueue_message": reason.kueue or None,
+        "deficits": [{"pool": d.pool, "resource": d.resource, "more": format_quantity(d.more),
+                      **({"held": format_quantity(d.held)} if d.held is not None else {}),
+                      **({"limit": format_quantity(d.limit)} if d.limit is not None else {})}
+                     for d in reason.deficits],
+    }
+
+
 def entry_json(e: Entry) -> dict[str, Any]:
     return {
         "tenant": e.tenant,
@@ -60,24 +80,61 @@ def entry_json(e: Entry) -> dict[str, Any]:
         "local_queue": e.local_queue,
         "cluster_queue": e.cluster_queue,
         "state": e.state,
-        "size": {r: format_quantity(a) for r, a in e.size.items()},
+        "size": _size_json(e.size),
         "pools": list(e.flavors),
         "priority": e.priority,
         "priority_class": e.priority_class or None,
         "position": None if e.position is None else {"cluster_queue": e.position.in_cluster_queue + 1,
                                                      "local_queue": e.position.in_local_queue + 1},
-        "reason": e.reason.why.value,
-        "finding": e.reason.finding,
-        "message": e.reason.text,
-        "kueue_message": e.reason.kueue or None,
-        "deficits": [{"pool": d.pool, "resource": d.resource, "more": format_quantity(d.more),
-                      **({"held": format_quantity(d.held)} if d.held is not None else {}),
-                      **({"limit": format_quantity(d.limit)} if d.limit is not None else {})}
-                     for d in e.reason.deficits],
+        **_reason_json(e.reason),
         "expected_end": timestamp(e.expected_end),
         "estimated_start": timestamp(e.estimate.at) if e.estimate else None,
         "estimate": e.estimate.text if e.estimate else None,
     }
+
+
+def _text(value: str | None) -> str:
+    return "null" if value is None else _string(value)
+
+
+class _EntryEncoder:
+    """`indented.dumps(entry_json(e))` of each entry, as an indented.Encoded, written from a template
+    instead of a dict walked key by key: building and walking those dicts made the report of 100,000
+    workloads cost more than explaining them. What entries share is encoded once: a Reason's members
+    (workloads alike share one Reason), sizes and pools. entry_json stays the shape's one definition:
+    the shared parts are encoded from its pieces, and tests hold the two equal."""
+
+    def __init__(self) -> None:
+        self.reasons: dict[int, tuple[Reason, str]] = {}  # id -> (the Reason, kept alive; its members)
+        self.sizes: dict[tuple[tuple[str, Decimal], ...], str] = {}
+        self.pools: dict[tuple[str, ...], str] = {}
+
+    def __call__(self, e: Entry) -> indented.Encoded:
+        said = self.reasons.get(id(e.reason))
+        if said is None:
+            said = self.reasons[id(e.reason)] = (e.reason, indented.members(_reason_json(e.reason)))
+        size_key = tuple(e.size.items())  # equal Decimals are written alike (see reasons.alike)
+        size = self.sizes.get(size_key)
+        if size is None:
+            size = self.sizes[size_key] = indented.dumps(_size_json(e.size), "  ")
+        pools = self.pools.get(e.flavors)
+        if pools is None:
+            pools = self.pools[e.flavors] = indented.dumps(list(e.flavors), "  ")
+        hidden = e.hidden
+        position = "null" if e.position is None else indented.dumps(
+            {"cluster_queue": e.position.in_cluster_queue + 1, "local_queue": e.position.in_local_queue + 1}, "  ")
+        estimate = e.estimate
+        return indented.Encoded(
+            f'{{\n  "tenant": {_string(e.tenant)},\n  "namespace": {"null" if hidden else _string(e.namespace)},'
+            f'\n  "job": {"null" if hidden else _string(e.job)},'
+            f'\n  "workload": {"null" if hidden else _string(e.workload.partition("/")[2])},'
+            f'\n  "hidden": {"true" if hidden else "false"},\n  "local_queue": {_string(e.local_queue)},'
+            f'\n  "cluster_queue": {_string(e.cluster_queue)},\n  "state": {_string(e.state)},'
+            f'\n  "size": {size},\n  "pools": {pools},\n  "priority": {int.__repr__(e.priority)},'
+            f'\n  "priority_class": {_text(e.priority_class or None)},\n  "position": {position},'
+            f'\n  {said[1]},\n  "expected_end": {_text(timestamp(e.expected_end))},'
+            f'\n  "estimated_start": {_text(timestamp(estimate.at) if estimate else None)},'
+            f'\n  "estimate": {_text(estimate.text if estimate else None)}\n}}')
 
 
 COLUMNS = ("TENANT", "QUEUE", "STATE", "POS", "JOB", "SIZE", "PRIORITY", "WHY")
@@ -133,7 +190,7 @@ def queue_markdown(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps
 def queue_json_pieces(entries: list[Entry], now: datetime, cluster: str, gaps: Gaps | None = None) -> Iterator[str]:
     """queue_json in pieces, one workload a piece, each encoded as it is written (a report of
     100,000 workloads is never held whole, as dicts or as text)."""
-    data: dict[str, Any] = {"cluster": cluster, "at": timestamp(now), "workloads": map(entry_json, entries)}
+    data: dict[str, Any] = {"cluster": cluster, "at": timestamp(now), "workloads": map(_EntryEncoder(), entries)}
     if gaps is not None:
         data["not_shown"] = [{"tenant": n.tenant, "cluster_queue": n.cluster_queue, "admitted": n.admitted,
                               "pending": n.pending} for n in gaps.not_shown]

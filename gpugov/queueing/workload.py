@@ -13,12 +13,11 @@ What is taken from where (apis/kueue/v1beta2/workload_types.go):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from gpugov.kube.quantity import QuantityError, parse_quantity
 from gpugov.kube.resources import is_accelerator
@@ -47,6 +46,28 @@ def parse_time(value: Any) -> datetime | None:
     if len(_TIMES) < _TIMES_MOST:
         _TIMES[value] = found
     return found
+
+
+T = TypeVar("T")
+
+
+class cached(Generic[T]):  # a decorator, named as functools.cached_property is
+    """functools.cached_property without its lock: Python 3.11's takes a lock on every first read,
+    and the views make that read a few times per Workload of 100,000 (a tenth of building their
+    entries). Without it two threads may compute a value twice, which is harmless: it is made of
+    frozen fields only. As cached_property, it writes the value into the instance's __dict__ (past a
+    frozen dataclass's guard), where later reads find it."""
+
+    def __init__(self, func: Callable[[Any], T]) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __get__(self, instance: Any, owner: type | None = None) -> T:
+        if instance is None:
+            return self  # type: ignore[return-value]  # the descriptor itself, read on the class
+        value = instance.__dict__[self.name] = self.func(instance)
+        return value
 
 
 @dataclass(frozen=True)
@@ -107,7 +128,7 @@ class Workload:
         found = self.conditions.get(kind)
         return found is not None and found.true
 
-    @cached_property  # asked many times per Workload by the views; its conditions never change
+    @cached  # asked many times per Workload by the views; its conditions never change
     def state(self) -> str:
         """finished, admitted, reserved (quota held, admission checks pending), inactive or pending."""
         if self._is("Finished"):
@@ -146,7 +167,7 @@ class Workload:
         left = max(0, self.max_execution_seconds - self.past_admitted_seconds)
         return self.admitted_at + timedelta(seconds=left)
 
-    @cached_property  # frozen, so computed once (a cached_property writes past the frozen guard)
+    @cached  # frozen, so computed once (a cached_property writes past the frozen guard)
     def requests(self) -> dict[str, Decimal]:
         total: dict[str, Decimal] = defaultdict(Decimal)
         for pod_set in self.pod_sets:
@@ -154,7 +175,7 @@ class Workload:
                 total[resource] += amount
         return dict(sorted(total.items()))
 
-    @property
+    @cached  # asked by every view of the Workload
     def accelerators(self) -> dict[str, Decimal]:
         return {r: a for r, a in self.requests.items() if is_accelerator(r) and a}
 
@@ -162,7 +183,7 @@ class Workload:
         """(flavor, resource) -> amount held, for an admitted (or reserved) workload."""
         return self._usage_by_flavor
 
-    @cached_property
+    @cached
     def _usage_by_flavor(self) -> dict[tuple[str, str], Decimal]:
         held: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
         for pod_set in self.pod_sets:
@@ -172,7 +193,7 @@ class Workload:
                     held[(flavor, resource)] += amount
         return dict(sorted(held.items()))
 
-    @property
+    @cached
     def flavors(self) -> tuple[str, ...]:
         return tuple(sorted({f for ps in self.pod_sets for f in ps.flavors.values()}))
 
@@ -258,15 +279,20 @@ def _conditions(status: dict[str, Any]) -> dict[str, Condition]:
     return found
 
 
+def _declared_count(declared: list[dict[str, Any]], name: str) -> Any:
+    """The count spec.podSets gives the pod set `name` (the last of that name), 1 when none does."""
+    by_name = {str(ps.get("name", "main")): ps for ps in declared}
+    return by_name.get(name, {}).get("count", 1)
+
+
 def _pod_sets(spec: dict[str, Any], status: dict[str, Any]) -> tuple[PodSet, ...]:
     declared = [ps for ps in spec.get("podSets") or [] if isinstance(ps, dict)]
     admission = status.get("admission") if isinstance(status.get("admission"), dict) else None
     if admission:
-        by_name = {str(ps.get("name", "main")): ps for ps in declared}
         result = []
         for assignment in admission.get("podSetAssignments") or []:
             name = str(assignment.get("name") or "main")
-            count = assignment.get("count", by_name.get(name, {}).get("count", 1))
+            count = assignment["count"] if "count" in assignment else _declared_count(declared, name)
             flavors = {str(r): str(f) for r, f in (assignment.get("flavors") or {}).items()}
             result.append(PodSet(name, int(count), _quantities(assignment.get("resourceUsage")), flavors))
         return tuple(result)
@@ -283,15 +309,29 @@ def _pod_sets(spec: dict[str, Any], status: dict[str, Any]) -> tuple[PodSet, ...
     return tuple(result)
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """`value` where it is an object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _owner(references: list[Any]) -> dict[str, Any]:
+    """The controlling owner reference, else the first, else an empty one."""
+    first = None
+    for reference in references:
+        if isinstance(reference, dict):
+            if reference.get("controller"):
+                return reference
+            if first is None:
+                first = reference
+    return first if first is not None else {}
+
+
 def from_object(obj: dict[str, Any]) -> Workload:
     """The record of one raw Workload; WorkloadError when a field is not what Kueue writes."""
     meta = obj.get("metadata") or {}
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-    owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
-    owner = next((o for o in owners if o.get("controller")), owners[0] if owners else {})
-    admission = status.get("admission") if isinstance(status.get("admission"), dict) else {}
-    priority_ref = spec.get("priorityClassRef") if isinstance(spec.get("priorityClassRef"), dict) else {}
+    spec, status = _object(obj.get("spec")), _object(obj.get("status"))
+    owner = _owner(meta.get("ownerReferences") or [])
+    admission, priority_ref = _object(status.get("admission")), _object(spec.get("priorityClassRef"))
     max_seconds = spec.get("maximumExecutionTimeSeconds")
     try:
         return Workload(

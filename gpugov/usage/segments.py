@@ -67,11 +67,14 @@ def segments(workloads: Iterable[Workload], window: Window, now: datetime, tenan
     found: list[Segment] = []
     unplaced: list[Unplaced] = []
     for w in workloads:
+        admitted = w.admitted_at
+        if admitted is None and w.past_admitted_seconds <= 0:
+            continue  # never admitted (still pending): nothing to charge, nothing to place
         tenant = tenant_of(w)
         held = {k: a for k, a in w.usage_by_flavor().items() if is_accelerator(k[1])}
-        if w.admitted_at is not None:
+        if admitted is not None:
             end = w.finished_at or min(now, window.until)
-            clipped = window.clip(w.admitted_at, end)
+            clipped = window.clip(admitted, end)
             if clipped:
                 found.extend(Segment(w.key, tenant, pool, resource, amount, *clipped)
                              for (pool, resource), amount in held.items())

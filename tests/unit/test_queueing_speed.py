@@ -125,3 +125,35 @@ def test_quantities_and_times_parsed_once_are_parsed_alike() -> None:
     assert parse_time("2026-12-03T09:22:30Z") == NOW and parse_time("2026-12-03T17:22:30+08:00") == NOW
     with pytest.raises(WorkloadError):
         parse_time("yesterday")
+
+
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_an_encoded_value_is_placed_as_dumps_would_write_it(value: Any) -> None:
+    nested = {"deeper": [{"still": indented.Encoded(indented.dumps(value))}]}
+    assert indented.dumps(nested) == json.dumps({"deeper": [{"still": value}]}, indent=2)
+    if isinstance(value, dict) and value:  # spliced among the members of a larger object
+        spliced = indented.Encoded("{\n  " + indented.members(value) + ',\n  "z": 1\n}')
+        assert indented.dumps([spliced]) == json.dumps([{**value, "z": 1}], indent=2)
+
+
+def test_queue_quotas_alike_are_shared_and_true_is_no_quota() -> None:
+    from gpugov.queueing.clusterqueue import cluster_queue
+
+    def queue(nominal: Any) -> dict[str, Any]:
+        return {"metadata": {"name": "q"}, "spec": {"resourceGroups": [{"flavors": [
+            {"name": "a", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": nominal}]},
+            {"name": "b", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": nominal}]}]}]}}
+
+    one = cluster_queue(queue("1"))
+    assert one.quotas[("a", "nvidia.com/gpu")] is one.quotas[("b", "nvidia.com/gpu")]
+    assert one.quotas[("a", "nvidia.com/gpu")].nominal == 1 and cluster_queue(queue(1)).quotas == one.quotas
+    for value in (True, [1], "eight"):  # refused as each alone would be, though "1" is filed
+        with pytest.raises(WorkloadError, match=r"ClusterQueue q flavor a resource nvidia\.com/gpu"):
+            cluster_queue(queue(value))
+
+
+def test_a_workloads_views_are_computed_once_and_alike() -> None:
+    raw = raw_workload("r", namespace=TENANTS[0], gpus=2, cluster_queue=TENANTS[0], admitted=NOW)
+    workload, again = from_object(raw), from_object(raw)
+    assert workload.accelerators is workload.accelerators and workload.accelerators == again.accelerators
+    assert workload.state == "admitted" and workload.flavors == again.flavors and workload == again
