@@ -8,8 +8,9 @@ parser must not pay for the declarations, jsonschema and the compiler to print -
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gpugov.app.exports import lazy_exports
 
 if TYPE_CHECKING:
     from gpugov.app.desired import DesiredState, desired_state, valid_model
@@ -29,8 +30,4 @@ _HOMES = {
     "valid_revision": "gpugov.app.revision",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__getattr__ = lazy_exports(__name__, _HOMES)

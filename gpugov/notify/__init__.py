@@ -13,8 +13,9 @@ deduplication store to print --help.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gpugov.app.exports import lazy_exports
 
 if TYPE_CHECKING:
     from gpugov.notify.config import NotifyConfigError, build_sinks
@@ -45,8 +46,4 @@ _HOMES = {
     "Transport": "gpugov.notify.transport",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__getattr__ = lazy_exports(__name__, _HOMES)

@@ -9,8 +9,9 @@ import, and ``gpugov --help`` should not pay for it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gpugov.app.exports import lazy_exports
 
 if TYPE_CHECKING:
     from gpugov.sandbox.controlplane import ControlPlane, ControlPlaneError
@@ -26,8 +27,4 @@ _HOMES = {
     "ToolUnavailableError": "gpugov.sandbox.tools",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__getattr__ = lazy_exports(__name__, _HOMES)

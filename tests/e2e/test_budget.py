@@ -16,7 +16,6 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
 from tests.e2e.conftest import SMALL_ORG_POLICIES
-from tests.helpers.local_http import serving
+from tests.helpers.local_http import receiving_json
 from tests.helpers.service_account import service_account_kubeconfig
 from tests.helpers.waiting import condition, wait_for
 
@@ -113,19 +112,7 @@ def api(sandbox: Sandbox) -> client.ApiClient:
 
 @pytest.fixture(scope="module")
 def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    seen: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    with serving(Handler) as url:
+    with receiving_json() as (url, seen):
         yield f"{url}/hook", seen
 
 

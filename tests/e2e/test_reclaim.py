@@ -22,7 +22,6 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
-from tests.helpers.local_http import serving
+from tests.helpers.local_http import receiving_json
 from tests.helpers.service_account import service_account_kubeconfig
 from tests.helpers.waiting import condition, wait_for
 from tests.unit.test_usage_prometheus import fake_prometheus
@@ -213,19 +212,7 @@ def lab(sandbox_binaries: dict[str, Path], tmp_path_factory: pytest.TempPathFact
 
 @pytest.fixture(scope="module")
 def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    seen: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    with serving(Handler) as url:
+    with receiving_json() as (url, seen):
         yield f"{url}/hook", seen
 
 
