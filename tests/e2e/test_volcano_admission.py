@@ -16,7 +16,10 @@ from kubernetes.client.exceptions import ApiException
 
 from gpugov.app.pipeline import validate_repo
 from gpugov.cluster.apply import apply_objects
+from gpugov.cluster.enforcement import probes_for, wait_until_enforced
+from gpugov.cluster.rest import Api
 from gpugov.compile import compile
+from gpugov.compile.admission import VOLCANO_NEED_VOLCANO
 from gpugov.sandbox import ControlPlane
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
@@ -33,7 +36,11 @@ def api(controlplane_binary_path: Path) -> Iterator[client.ApiClient]:
         api = cp.api_client()
         create_nodes(api, simulated_nodes(model, "east"))
         create_gpu_operator_footprint(api)
-        assert not apply_objects(api, compile(model, backend="volcano", cluster="east")).missing
+        objects = compile(model, backend="volcano", cluster="east")
+        assert not apply_objects(api, objects).missing
+        # As `gpugov apply` does before it returns: the new policies are enforced a moment later.
+        enforced = wait_until_enforced(Api(api), probes_for(objects))
+        assert (enforced.in_force, enforced.not_yet, enforced.not_probed) == ([VOLCANO_NEED_VOLCANO], [], [])
         yield api
 
 
