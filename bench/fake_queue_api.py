@@ -12,13 +12,20 @@ encoded once when the server starts, so a page costs the server a join: what a r
 client's. When it listens it writes a kubeconfig to FILE (no credentials: the fake asks none).
 The bench runs it as a process of its own, so that serving never shares a core's time with a
 command measured in the bench's process.
+
+With --tls CERT KEY it serves HTTPS and answers discovery of the visibility API, so that a real
+API server's aggregation layer can put it behind an APIService: the bench's control-plane mode
+creates the same Workloads there (`planned_workloads`) and lets the real server pass the visibility
+requests through to this one.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import ssl
 import sys
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -72,6 +79,19 @@ def workload(i: int, namespace: str, queue: str, cluster_queue: str, flavor: str
     }
 
 
+def planned_workloads(objects: list[dict[str, Any]], workloads: int) -> Iterator[dict[str, Any]]:
+    """The Workloads the fake serves for compile's `objects`, spread over their LocalQueues in turn."""
+    cluster_queues = [o for o in objects if o["kind"] == "ClusterQueue"]
+    local_queues = [o for o in objects if o["kind"] == "LocalQueue"]
+    first_flavor = {q["metadata"]["name"]: q["spec"]["resourceGroups"][0]["flavors"][0]["name"]
+                    for q in cluster_queues}
+    for i in range(workloads):
+        local = local_queues[i % len(local_queues)]
+        cluster_queue = local["spec"]["clusterQueue"]
+        yield workload(i, local["metadata"]["namespace"], local["metadata"]["name"], cluster_queue,
+                       first_flavor[cluster_queue])
+
+
 class Cluster:
     """The organisation's queues and `workloads` Workloads, every item encoded once."""
 
@@ -80,20 +100,19 @@ class Cluster:
         objects = compile(model)
         cluster_queues = [o for o in objects if o["kind"] == "ClusterQueue"]
         local_queues = [o for o in objects if o["kind"] == "LocalQueue"]
-        first_flavor = {q["metadata"]["name"]: q["spec"]["resourceGroups"][0]["flavors"][0]["name"]
-                        for q in cluster_queues}
         self.lists: dict[str, tuple[Kind, list[bytes]]] = {
             CLUSTER_QUEUE.collection_path(): (CLUSTER_QUEUE, [_encode(o) for o in cluster_queues]),
             LOCAL_QUEUE.collection_path(): (LOCAL_QUEUE, [_encode(o) for o in local_queues]),
         }
         encoded: list[bytes] = []
         self.pending: dict[str, list[bytes]] = {q["metadata"]["name"]: [] for q in cluster_queues}
+        cluster_queue_of = {(q["metadata"]["namespace"], q["metadata"]["name"]): q["spec"]["clusterQueue"]
+                            for q in local_queues}
         in_local: dict[tuple[str, str], int] = {}
-        for i in range(workloads):
-            local = local_queues[i % len(local_queues)]
-            namespace, queue = local["metadata"]["namespace"], local["metadata"]["name"]
-            cluster_queue = local["spec"]["clusterQueue"]
-            encoded.append(_encode(workload(i, namespace, queue, cluster_queue, first_flavor[cluster_queue])))
+        for i, item in enumerate(planned_workloads(objects, workloads)):
+            namespace, queue = item["metadata"]["namespace"], item["spec"]["queueName"]
+            cluster_queue = cluster_queue_of[namespace, queue]
+            encoded.append(_encode(item))
             if i % PENDING_EVERY == 0:
                 position = in_local[(namespace, queue)] = in_local.get((namespace, queue), -1) + 1
                 self.pending[cluster_queue].append(_encode({
@@ -117,6 +136,8 @@ class Cluster:
             head = _encode({"kind": f"{kind.kind}List", "apiVersion": kind.api_version,
                             "metadata": {"resourceVersion": "1", **more}})
             return 200, head[:-1] + b', "items": [' + b",".join(items[start:end]) + b"]}"
+        if method == "GET" and path in DISCOVERY:
+            return 200, _encode(DISCOVERY[path])
         prefix, _, rest = path.partition(f"/apis/{VISIBILITY_API}/clusterqueues/")
         name, _, tail = rest.partition("/")
         if method == "GET" and not prefix and tail == "pendingworkloads" and name in self.pending:
@@ -128,11 +149,29 @@ class Cluster:
         return 404, b"404 page not found\n"
 
 
+# What the aggregation layer asks of an API server behind an APIService (legacy discovery).
+_GROUP, _VERSION = VISIBILITY_API.split("/")
+DISCOVERY: dict[str, dict[str, Any]] = {
+    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [{
+        "name": _GROUP, "versions": [{"groupVersion": VISIBILITY_API, "version": _VERSION}],
+        "preferredVersion": {"groupVersion": VISIBILITY_API, "version": _VERSION}}]},
+    f"/apis/{_GROUP}": {"kind": "APIGroup", "apiVersion": "v1", "name": _GROUP,
+                        "versions": [{"groupVersion": VISIBILITY_API, "version": _VERSION}],
+                        "preferredVersion": {"groupVersion": VISIBILITY_API, "version": _VERSION}},
+    f"/apis/{VISIBILITY_API}": {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": VISIBILITY_API,
+                                "resources": [
+                                    {"name": "clusterqueues/pendingworkloads", "namespaced": False,
+                                     "kind": "PendingWorkloadsSummary", "verbs": ["get"]},
+                                    {"name": "localqueues/pendingworkloads", "namespaced": True,
+                                     "kind": "PendingWorkloadsSummary", "verbs": ["get"]}]},
+}
+
+
 def _encode(obj: dict[str, Any]) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
-def serve(cluster: Cluster, ready: Path) -> None:
+def serve(cluster: Cluster, ready: Path, tls: tuple[Path, Path] | None = None) -> None:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as the API server
         disable_nagle_algorithm = True  # headers and body leave at once, not after the client's delayed ACK
@@ -155,13 +194,18 @@ def serve(cluster: Cluster, ready: Path) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(tls[0]), str(tls[1]))
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     host, port = server.server_address[:2]
     ready.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-        "clusters": [{"name": "fake", "cluster": {"server": f"http://{host}:{port}"}}],
+        "clusters": [{"name": "fake", "cluster": {"server": f"{'https' if tls else 'http'}://{host}:{port}"}}],
         "users": [{"name": "fake", "user": {"token": "fake-token"}}],
         "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
         "counts": cluster.counts,  # what it serves, for the bench's report (kubeconfig readers ignore it)
+        "port": port,
     }))
     server.serve_forever()
 
@@ -171,8 +215,9 @@ def main() -> None:
     parser.add_argument("org", type=Path)
     parser.add_argument("--workloads", type=int, required=True)
     parser.add_argument("--ready", type=Path, required=True, help="where to write the kubeconfig once listening")
+    parser.add_argument("--tls", type=Path, nargs=2, metavar=("CERT", "KEY"), help="serve HTTPS with this key pair")
     args = parser.parse_args()
-    serve(Cluster(args.org, args.workloads), args.ready)
+    serve(Cluster(args.org, args.workloads), args.ready, tuple(args.tls) if args.tls else None)
 
 
 if __name__ == "__main__":

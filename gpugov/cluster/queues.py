@@ -19,7 +19,9 @@ checks it is what a Kubernetes API sends.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +39,9 @@ LOCAL_QUEUE = KINDS[(KUEUE_API, "LocalQueue")]
 SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
 Progress = Callable[[str], None]
+# Visibility requests in flight at once beside the Workload list: enough to hide the round trips
+# through the aggregation layer, few enough not to crowd Kueue's visibility server.
+PENDING_READERS = 4
 
 
 @dataclass(frozen=True)
@@ -135,20 +140,21 @@ QUEUE_READER_HINT = ("gpugov's tenant roles grant it to every owner, member and 
 
 
 def _namespaced(api: Api, kind: Kind, namespaces: Iterable[str], page_size: int, progress: Progress,
-                denied: list[Denied], keep: Callable[[dict[str, Any]], Any] = lean) -> tuple[list[Any], frozenset[str] | None]:
-    """What `keep` makes of every object of `kind` the caller may list (each as its page is read):
-    cluster-wide (None as namespaces) when it may, else in each of `namespaces` where a
-    SelfSubjectAccessReview says it may; the others are Denied."""
+                denied: list[Denied], keep: Callable[[dict[str, Any]], Any] = lean,
+                read_ahead: bool = False) -> tuple[list[Any], frozenset[str] | None]:
+    """What `keep` makes of every object of `kind` the caller may list (each as its page is read,
+    the next one read meanwhile with `read_ahead`): cluster-wide (None as namespaces) when it may,
+    else in each of `namespaces` where a SelfSubjectAccessReview says it may; the others are Denied."""
     if may(api, "list", kind.plural, group=kind.group):
         progress(f"list {kind.plural}")
-        return [keep(o) for o in list_all(api, kind, page_size=page_size)], None
+        return [keep(o) for o in list_all(api, kind, page_size=page_size, read_ahead=read_ahead)], None
     found: list[Any] = []
     readable = []
     for namespace in sorted(set(namespaces)):
         if may(api, "list", kind.plural, group=kind.group, namespace=namespace):
             progress(f"list {kind.plural} in {namespace}")
             scoped = InNamespace(kind.api_version, kind.kind, kind.plural, True, namespace)
-            found.extend(keep(o) for o in list_all(api, scoped, page_size=page_size))
+            found.extend(keep(o) for o in list_all(api, scoped, page_size=page_size, read_ahead=read_ahead))
             readable.append(namespace)
         else:
             denied.append(Denied("list", f"{kind.plural}.{kind.group}", namespace))
@@ -184,7 +190,10 @@ def read_queues(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE, wit
     """What the caller may read of the queues. `namespaces`: the tenants' declared namespaces, read
     one by one where the caller may not list LocalQueues cluster-wide. `workload_record`: what to
     keep of each Workload, made as its page is read (the raw object is dropped then: 100,000 of
-    them held at once were most of the command's memory); None keeps the raw objects."""
+    them held at once were most of the command's memory); None keeps the raw objects. The pending
+    workloads are asked of the visibility API while the Workloads are read (PENDING_READERS at a
+    time): a request per ClusterQueue, a thousand round trips through the aggregation layer, would
+    otherwise follow the list one by one."""
     api = Api(api_client)
     progress = on_progress or (lambda _step: None)
     progress("list clusterqueues")
@@ -201,17 +210,39 @@ def read_queues(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE, wit
         seen.add(obj["metadata"].get("namespace", ""))
         return lean(obj) if workload_record is None else workload_record(obj)
 
-    workloads, readable = _namespaced(api, WORKLOAD, spaces, page_size, progress, denied, keep)
+    names = [queue["metadata"]["name"] for queue in cluster_queues] if with_positions else []
+    failed = threading.Event()  # one read failed: the command fails, the others need not be asked
+    with ThreadPoolExecutor(PENDING_READERS) as readers:
+        asked = [readers.submit(_pending_of, api, name, local_queues, page_size, failed) for name in names]
+        try:
+            workloads, readable = _namespaced(api, WORKLOAD, spaces, page_size, progress, denied, keep, read_ahead=True)
+        except BaseException:
+            failed.set()
+            raise
+        if names:
+            progress(f"pending workloads of {len(names)} ClusterQueues")
+        pending: dict[str, list[dict[str, Any]]] = {}
+        for name, future in zip(names, asked, strict=True):  # in the ClusterQueues' order, as asked
+            pending[name], refused = future.result()
+            denied.extend(refused)
     if readable is None:
         readable = frozenset(seen | set(spaces))
-    pending: dict[str, list[dict[str, Any]]] = {}
-    if with_positions:
-        for queue in cluster_queues:
-            name = queue["metadata"]["name"]
-            progress(f"pending workloads of {name}")
-            pending[name] = _pending(api, name, local_queues, page_size, denied)
     progress("done")
     return QueueRead(cluster_queues, local_queues, workloads, pending, readable, tuple(denied))
+
+
+def _pending_of(api: Api, queue: str, local_queues: list[dict[str, Any]], page_size: int,
+                failed: threading.Event) -> tuple[list[dict[str, Any]], list[Denied]]:
+    """_pending with the refusals of its own (it runs beside the Workload list); nothing once a
+    read has failed (its error is the command's, and it is raised in the ClusterQueues' order)."""
+    denied: list[Denied] = []
+    if failed.is_set():
+        return [], denied
+    try:
+        return _pending(api, queue, local_queues, page_size, denied), denied
+    except BaseException:
+        failed.set()
+        raise
 
 
 def read_workloads(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE,
@@ -225,4 +256,4 @@ def read_workloads(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE,
                               "a ledger of some tenants only would not close")
     (on_progress or (lambda _step: None))("list workloads")
     with gc_paused():
-        yield from (lean(w) for w in list_all(api, WORKLOAD, page_size=page_size))
+        yield from (lean(w) for w in list_all(api, WORKLOAD, page_size=page_size, read_ahead=True))

@@ -20,10 +20,12 @@ judged as any other, so a spent deadline reads as incomplete, with the last stat
 from __future__ import annotations
 
 import json
+import queue
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import urllib3
 from kubernetes import client
@@ -34,6 +36,8 @@ from gpugov.cluster.retry import DeadlineSpent, deadline_of, retry_for
 from gpugov.kube.kinds import Kind
 from gpugov.kube.names import KUEUE_GROUP, VOLCANO_GROUP
 from gpugov.sources import CheckIncomplete
+
+_T = TypeVar("_T")
 
 TIMEOUT = (10, 20)  # connect, read (seconds without a byte: a stalled answer is tried again, see retry.py)
 PAGE_SIZE = 500
@@ -211,8 +215,19 @@ def read_page(api: Api, kind: Kind, query: Query) -> dict[str, Any]:
 
 
 def list_all(api: Api, kind: Kind, label_selector: str = "", field_selector: str = "",
-             page_size: int = PAGE_SIZE) -> Iterator[dict[str, Any]]:
-    """Every object of `kind` in all namespaces, page by page (limit/continue)."""
+             page_size: int = PAGE_SIZE, read_ahead: bool = False) -> Iterator[dict[str, Any]]:
+    """Every object of `kind` in all namespaces, page by page (limit/continue). `read_ahead`: the
+    next page is asked for and parsed in a thread while the caller works on this one, so the
+    server's time on a page and the caller's are spent side by side, not one after the other."""
+    pages = _pages(api, kind, label_selector, field_selector, page_size)
+    for page in read_ahead_of(pages) if read_ahead else pages:
+        for item in page["items"]:
+            item.setdefault("apiVersion", kind.api_version)  # list items may leave them out
+            item.setdefault("kind", kind.kind)
+            yield item
+
+
+def _pages(api: Api, kind: Kind, label_selector: str, field_selector: str, page_size: int) -> Iterator[dict[str, Any]]:
     token = ""
     while True:
         query = [("limit", str(page_size))]
@@ -223,13 +238,52 @@ def list_all(api: Api, kind: Kind, label_selector: str = "", field_selector: str
         if token:
             query.append(("continue", token))
         page = read_page(api, kind, query)
-        for item in page["items"]:
-            item.setdefault("apiVersion", kind.api_version)  # list items may leave them out
-            item.setdefault("kind", kind.kind)
-            yield item
+        yield page
         token = str((page.get("metadata") or {}).get("continue") or "")
         if not token:
             return
+
+
+_END = object()
+
+
+def read_ahead_of(items: Iterator[_T]) -> Iterator[_T]:
+    """`items` in order, the next one made in a thread while the caller works on this one (one
+    waits ready at most); an error raised making one is raised here, where it would have been.
+    A caller that stops early stops the thread at its next item."""
+    ready: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=1)
+    stopped = threading.Event()
+
+    def offer(entry: tuple[Any, BaseException | None]) -> bool:
+        while not stopped.is_set():
+            try:
+                ready.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def make() -> None:
+        try:
+            for item in items:
+                if not offer((item, None)):
+                    return
+        except BaseException as exc:  # handed to the caller, raised in its thread
+            offer((_END, exc))
+            return
+        offer((_END, None))
+
+    threading.Thread(target=make, name="gpugov-read-ahead", daemon=True).start()
+    try:
+        while True:
+            item, error = ready.get()
+            if error is not None:
+                raise error
+            if item is _END:
+                return
+            yield item
+    finally:
+        stopped.set()
 
 
 def read_object(api: Api, kind: Kind, name: str, namespace: str = "") -> dict[str, Any] | None:

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from kubernetes import client
 
-from gpugov.cluster.rest import APPLY_PATCH, MERGE_PATCH, Api, list_all, server_side_apply, write
+from gpugov.cluster.rest import APPLY_PATCH, MERGE_PATCH, Api, list_all, read_ahead_of, server_side_apply, write
 from gpugov.cluster.retry import DEADLINE_ENV, RETRY_AFTER_CAP, deadline_seconds, is_safe
 from gpugov.kube.kinds import KINDS
 from gpugov.sources import CheckIncomplete
@@ -372,3 +372,52 @@ def test_finished_jobs_read_page_by_page_through_faults(faults, monkeypatch) -> 
     first = min(j.submit_ms for j in expected)
     expected = sorted((replace(j, submit_ms=j.submit_ms - first) for j in expected), key=lambda j: (j.submit_ms, j.id))
     assert jobs == expected and skipped == len(everything) - len(expected) and len(server.requests) > 6
+
+
+def test_a_list_read_ahead_rides_out_the_same_faults_and_fails_the_same_way(faults, monkeypatch) -> None:
+    server = faults(lambda n, method: Fault(500) if n % 3 == 0 else None)
+    names = [p["metadata"]["name"] for p in list_all(api_of(server), POD, page_size=PAGE, read_ahead=True)]
+    assert names == EVERY_POD and len(server.requests) == 14
+    monkeypatch.setenv(DEADLINE_ENV, "2")
+    server = faults(lambda n, method: Fault(503, {"Retry-After": "1"}) if n >= 3 else None)
+    got: list[str] = []
+    with pytest.raises(CheckIncomplete, match=r"^GET .*/api/v1/pods: 503 "):
+        got.extend(p["metadata"]["name"] for p in list_all(api_of(server), POD, page_size=PAGE, read_ahead=True))
+    assert got == EVERY_POD[:2 * PAGE]  # the pages before the failure, then the error, as without read-ahead
+
+
+def test_read_ahead_makes_the_next_item_while_the_caller_works_on_this_one() -> None:
+    second_begun = threading.Event()
+    overlapped: list[bool] = []
+
+    def made() -> Iterator[int]:
+        yield 1
+        second_begun.set()
+        yield 2
+        raise CheckIncomplete("the third page")
+
+    got: list[int] = []
+    with pytest.raises(CheckIncomplete, match="the third page"):
+        for item in read_ahead_of(made()):
+            if item == 1:
+                overlapped.append(second_begun.wait(5))  # never set while this loop holds the only thread
+            got.append(item)
+    assert overlapped == [True] and got == [1, 2]
+
+
+def test_a_caller_that_stops_early_stops_the_reading() -> None:
+    made: list[int] = []
+
+    def endless() -> Iterator[int]:
+        while True:
+            made.append(len(made))
+            yield made[-1]
+
+    reader = read_ahead_of(endless())
+    assert next(reader) == 0
+    reader.close()
+    deadline = time.monotonic() + 5
+    while any(t.name == "gpugov-read-ahead" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name == "gpugov-read-ahead" for t in threading.enumerate())
+    assert len(made) <= 3  # the one taken, one waiting, one being offered

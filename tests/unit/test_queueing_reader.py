@@ -7,6 +7,8 @@ in tests/e2e/test_queueing.py."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
@@ -16,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from kubernetes import client
 
-from gpugov.cluster.queues import pending_workloads, read_queues, read_workloads
+from gpugov.cluster.queues import PENDING_READERS, pending_workloads, read_queues, read_workloads
 from gpugov.cluster.rest import Api
 from gpugov.queueing.access import Denied
 from gpugov.sources import CheckIncomplete
@@ -248,3 +250,49 @@ def test_impersonation_sends_the_user_and_one_header_line_per_group() -> None:
     assert len(FakeApi.identities) > 3
     assert set(map(repr, FakeApi.identities)) == {repr((["erin@example.com"], ["vision-researchers",
                                                                                  "team, with comma"]))}
+
+
+def _many_queues(count: int) -> dict[tuple[str, str], Route]:
+    table = routes(True)
+    names = [f"q{i}" for i in range(count)]
+    table[("GET", f"{KUEUE}/clusterqueues")] = lambda *_: kube_list("ClusterQueue", [named(n) for n in names])
+    return table
+
+
+def test_positions_are_asked_while_the_workloads_are_read_and_kept_in_the_queues_order() -> None:
+    """A thousand ClusterQueues are a thousand visibility round trips: they overlap the Workload
+    list (which here answers only once a position read has arrived, or after 5 s), and what comes
+    back is in the ClusterQueues' order whatever order the answers came in."""
+    table = _many_queues(6)
+    asked = threading.Event()
+    overlapped: list[bool] = []
+
+    def workloads(*_: Any) -> Reply:
+        overlapped.append(asked.wait(5))
+        return kube_list("Workload", [named("w0", "vision")])
+
+    def refused(path: str, _query: dict[str, str], _body: Any) -> Reply:
+        asked.set()
+        if path == f"{VIS}/q0/pendingworkloads":
+            time.sleep(0.3)  # the first queue answers last
+        return FORBIDDEN
+
+    table[("GET", f"{KUEUE}/workloads")] = workloads
+    for i in range(6):
+        table[("GET", f"{VIS}/q{i}/pendingworkloads")] = refused
+    with fake_api(table) as api:
+        read = read_queues(api)
+    assert overlapped == [True]
+    assert list(read.pending) == [f"q{i}" for i in range(6)]
+    assert read.denied == tuple(Denied("get", "clusterqueues/pendingworkloads.visibility.kueue.x-k8s.io", name=f"q{i}")
+                                for i in range(6))
+
+
+def test_once_a_position_read_fails_the_other_queues_are_not_asked() -> None:
+    """A cluster without Kueue's visibility API: the first 404 fails the command, and the rest of a
+    thousand ClusterQueues are not asked in vain."""
+    table = _many_queues(60)
+    with fake_api(table) as api, pytest.raises(CheckIncomplete, match="does not serve visibility"):
+        read_queues(api)
+    asked = [p for _, p, _ in FakeApi.seen if p.endswith("/pendingworkloads")]
+    assert 1 <= len(asked) <= 2 * PENDING_READERS
