@@ -126,15 +126,39 @@ def _raw_lists(raw: Api, objects: list[dict]) -> int:
     return count
 
 
+# Runs `python -m MODULE ARGS...` and writes the process's own peak RSS (VmHWM, KiB) to a file at exit.
+# wait4's ru_maxrss will not do: a child's counts the bench's own RSS at the fork (the kernel keeps
+# the old memory's high-water mark across exec), and the bench holds what it loaded.
+_PEAK_OF_ITSELF = """
+import atexit, runpy, sys
+out = sys.argv[1]
+def peak():
+    with open("/proc/self/status") as status:
+        hwm = next(line for line in status if line.startswith("VmHWM:"))
+    with open(out, "w") as f:
+        f.write(hwm.split()[1])
+atexit.register(peak)
+module, sys.argv = sys.argv[2], [sys.argv[2], *sys.argv[3:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
 def _timed(command: list[str]) -> tuple[float, float]:
-    """Seconds and peak RSS (MiB) of one process, its own rusage (os.wait4), not all children's."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)  # reaped above; keeps Popen from waiting again
-    if process.returncode not in (0, 1):  # 2 or 3: it did not check, its time means nothing
-        raise SystemExit(f"{' '.join(command[:4])}... exited {process.returncode}")
-    return time.perf_counter() - started, usage.ru_maxrss / 1024  # KiB -> MiB
+    """Seconds and peak RSS (MiB) of one process: a `python -m` command's own high-water mark
+    (_PEAK_OF_ITSELF, read at its exit), another's from wait4 (which may count the bench's)."""
+    python_module = len(command) > 2 and command[0] == sys.executable and command[1] == "-m"
+    with tempfile.NamedTemporaryFile("r", suffix=".peak") as peak:
+        if python_module:
+            command = [sys.executable, "-c", _PEAK_OF_ITSELF, peak.name, *command[2:]]
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped above; keeps Popen from waiting again
+        if process.returncode not in (0, 1):  # 2 or 3: it did not check, its time means nothing
+            raise SystemExit(f"{' '.join(command[:4])}... exited {process.returncode}")
+        own = peak.read().strip() if python_module else ""
+    return seconds, (int(own) if own else usage.ru_maxrss) / 1024  # KiB -> MiB
 
 
 def measure(kubeconfig: Path, root: Path, objects: list[dict], repeat: int,

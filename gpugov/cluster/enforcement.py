@@ -4,9 +4,13 @@ The API server enforces a ValidatingAdmissionPolicy once its policy informers ho
 binding, a moment after they are written (about a second on the sandbox): a tenant who submits at
 once after a first install or a policy change could get through. `gpugov apply` therefore waits,
 asking the server, by server-side dry runs (nothing is created), for requests each policy must
-refuse: a Pod that asks for an accelerator without a queue (Kueue) or without Volcano as its
-scheduler, and one that names a Job as its owner. A refusal counts only when it names the policy;
-the probe Pod passes Pod Security's restricted level, so that another check cannot answer for it.
+refuse: a CronJob whose Jobs ask for an accelerator without a queue (Kueue), a Pod that asks for one
+without Volcano as its scheduler, and one that names a Job as its owner. Not a Pod without a queue:
+Kueue's webhook gives a Pod or Job without one the LocalQueue named `default` of its namespace where
+there is one (LocalQueueDefaulting, on by default), and that Pod rightly gets in; Kueue leaves
+CronJobs alone, and the policy checks their Jobs' template. A refusal counts only when it names the
+policy; the probes' pods pass Pod Security's restricted level, so that another check cannot answer
+for them.
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ POLL_S = 0.2
 class Probe:
     policy: str  # the policy that must refuse it
     namespace: str
-    pod: dict[str, Any]
+    body: dict[str, Any]  # a Pod or a CronJob
+
+    @property
+    def path(self) -> str:
+        if self.body["kind"] == "CronJob":
+            return f"/apis/batch/v1/namespaces/{self.namespace}/cronjobs"
+        return f"/api/v1/namespaces/{self.namespace}/pods"
 
 
 @dataclass
@@ -56,6 +66,16 @@ def _pod(name: str, resource: str, labels: dict[str, str] | None = None,
         "apiVersion": "v1", "kind": "Pod", "metadata": metadata,
         "spec": {"containers": [container], "securityContext": {
             "runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}}},
+    }
+
+
+def _cron_job(name: str, resource: str) -> dict[str, Any]:
+    """A CronJob whose Jobs' pods are _pod's, never due (a dry run creates nothing anyway)."""
+    pod = _pod(name, resource)
+    template = {"metadata": {"labels": pod["metadata"]["labels"]}, "spec": {**pod["spec"], "restartPolicy": "Never"}}
+    return {
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name, "labels": pod["metadata"]["labels"]},
+        "spec": {"schedule": "0 0 1 1 *", "suspend": True, "jobTemplate": {"spec": {"template": template}}},
     }
 
 
@@ -86,7 +106,7 @@ def probes_for(objects: list[dict[str, Any]]) -> list[Probe]:
                     if o["kind"] == "LocalQueue" and o["metadata"].get("namespace") == namespace)
     probes = []
     if NEED_A_QUEUE in policies:
-        probes.append(Probe(NEED_A_QUEUE, namespace, _pod("gpugov-probe-no-queue", resource)))
+        probes.append(Probe(NEED_A_QUEUE, namespace, _cron_job("gpugov-probe-no-queue", resource)))
     if VOLCANO_NEED_VOLCANO in policies:
         probes.append(Probe(VOLCANO_NEED_VOLCANO, namespace, _pod("gpugov-probe-no-volcano", resource)))
     if OWNERSHIP in policies and queues:
@@ -104,7 +124,7 @@ def wait_until_enforced(api: Api, probes: list[Probe], wait_s: float = WAIT_S,
     pending = list(probes)
     while pending:
         probe = pending[0]
-        answer = api.call("POST", f"/api/v1/namespaces/{probe.namespace}/pods", [("dryRun", "All")], probe.pod)
+        answer = api.call("POST", probe.path, [("dryRun", "All")], probe.body, "application/json")
         if answer.ok:
             if time.monotonic() >= deadline:
                 result.not_yet += [p.policy for p in pending]

@@ -38,19 +38,37 @@ def test_each_probe_is_refused_by_its_policy_alone(backend: str, policies: list[
     probes = probes_for(compiled)
     assert [p.policy for p in probes] == policies
     for probe in probes:
-        request = Request("CREATE", "", "pods", probe.namespace, *ADMIN)
-        denials = evaluate(compiled, request, {**probe.pod, "metadata": {**probe.pod["metadata"],
-                                                                           "namespace": probe.namespace}})
+        group, resource = ("batch", "cronjobs") if probe.body["kind"] == "CronJob" else ("", "pods")
+        request = Request("CREATE", group, resource, probe.namespace, *ADMIN)
+        denials = evaluate(compiled, request, {**probe.body, "metadata": {**probe.body["metadata"],
+                                                                            "namespace": probe.namespace}})
         assert [d.split(":")[0] for d in denials] == [probe.policy], denials
 
 
-def test_the_probe_pod_passes_pod_security_restricted() -> None:
+def _pod_spec(body: dict[str, Any]) -> dict[str, Any]:
+    return body["spec"]["jobTemplate"]["spec"]["template"]["spec"] if body["kind"] == "CronJob" else body["spec"]
+
+
+@pytest.mark.parametrize("backend", ["kueue", "volcano"])
+def test_every_probe_pod_passes_pod_security_restricted(backend: str) -> None:
     """So that Pod Security, on a namespace at `restricted`, cannot refuse it in the policy's place."""
-    pod = probes_for(objects("kueue"))[0].pod
-    spec, container = pod["spec"], pod["spec"]["containers"][0]
-    assert spec["securityContext"]["runAsNonRoot"] is True
-    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    for probe in probes_for(objects(backend)):
+        spec = _pod_spec(probe.body)
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert spec["containers"][0]["securityContext"] == {"allowPrivilegeEscalation": False,
+                                                           "capabilities": {"drop": ["ALL"]}}
+
+
+def test_the_no_queue_probe_is_a_cron_job_kueue_cannot_give_a_default_queue() -> None:
+    """Kueue labels a Pod or Job without a queue with its namespace's LocalQueue `default` where there
+    is one (a common name: tests/e2e/test_adopt's several-flavors shape has it), and such a Pod is
+    rightly let in; Kueue leaves CronJobs alone, and the policy checks their Jobs' template."""
+    probe = next(p for p in probes_for(objects("kueue")) if p.policy == NEED_A_QUEUE)
+    assert probe.body["kind"] == "CronJob" and probe.path.startswith("/apis/batch/v1/namespaces/")
+    template = probe.body["spec"]["jobTemplate"]["spec"]["template"]
+    assert "kueue.x-k8s.io/queue-name" not in template["metadata"]["labels"]
+    assert any("gpu" in r for r in template["spec"]["containers"][0]["resources"]["limits"])
 
 
 def test_without_policies_nothing_is_probed() -> None:
