@@ -289,8 +289,12 @@ def _queue_access_at_scale(api_client: client.ApiClient, dynamic: DynamicClient,
             return str(json.loads(exc.body).get("message", exc.body))
         return ""
 
-    deadline = time.monotonic() + 30  # the server's policy informer picks the new policies up
-    while "gpugov-queue-access" not in dry_run("nobody-declares-this", queue) and time.monotonic() < deadline:
+    def in_force() -> bool:  # the first policy and the last shard: the server takes up each in its own time
+        return ("gpugov-queue-access" in dry_run("nobody-declares-this", queue)
+                and shards[-1] in dry_run(own, "someone-elses"))
+
+    deadline = time.monotonic() + 90  # the server's policy informer picks the new policies up
+    while not in_force() and time.monotonic() < deadline:
         time.sleep(0.5)
     refused = dry_run("nobody-declares-this", queue)
     assert "gpugov-queue-access" in refused and "no tenant declares a queue" in refused, refused
