@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kubernetes import config as kube_config
 
-from bench.drift_bench import _many, _timed, hold
+from bench.drift_bench import _create, _many, _timed, hold
 from bench.fake_queue_api import planned_workloads
 from bench.synthetic import generate
 from gpugov.app.pipeline import gc_paused, validate_repo
@@ -156,11 +156,8 @@ def _create_workloads(api: Api, objects: list[dict], count: int) -> None:
         namespace, name = item["metadata"]["namespace"], item["metadata"]["name"]
         path = f"/apis/{WORKLOAD.api_version}/namespaces/{namespace}/workloads"
         metadata = {key: item["metadata"][key] for key in ("name", "labels", "ownerReferences")}
-        answer = api.call("POST", path, body={"apiVersion": WORKLOAD.api_version, "kind": "Workload",
-                                              "metadata": metadata, "spec": item["spec"]},
-                          content_type="application/json")
-        if not answer.ok and answer.status != 409:
-            raise SystemExit(f"creating {path}/{name}: {answer.status} {answer.message or answer.reason}")
+        _create(api, path, {"apiVersion": WORKLOAD.api_version, "kind": "Workload", "metadata": metadata,
+                            "spec": item["spec"]})
         answer = api.call("PATCH", f"{path}/{name}/status", body={"status": item["status"]},
                           content_type="application/merge-patch+json")
         if not answer.ok:
