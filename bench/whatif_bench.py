@@ -18,6 +18,10 @@ finish; the cycles in which nothing changes but which jobs are parked run in bul
 (Simulator._skip_hopeless: same decisions, same cycle count), requeueing a tree's parked costs
 nothing per job (ClusterQueue.parked), so what is left is one flavor assignment per kind of job
 per change of usage, and a look at each parked job's kind per retry.
+
+The floor (`--floor-load`, default 0.02) is the same number of jobs at a load where none waits: one
+cycle and one admission per job, no backlog at all. Its ratio to parse is what any replay of that
+many jobs costs here before a single one queues, so the backlog cases are also printed against it.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ def main() -> int:
     parser.add_argument("--cluster", default="east")
     parser.add_argument("--backlog-jobs", type=int, default=6000)
     parser.add_argument("--backlog-load", type=float, default=3.0)
+    parser.add_argument("--floor-load", type=float, default=0.02,
+                        help="offered load of the case where no job waits (the floor)")
     args = parser.parse_args()
 
     model = validate_repo(Path(args.repo)).model
@@ -75,25 +81,44 @@ def main() -> int:
     print(f"replay (Kueue) : {replay_s:6.2f} s  {len(jobs) / replay_s:>10,.0f} jobs/s  "
           f"({outcome.cycles:,} scheduling cycles, {len(outcome.preemption_log):,} preemptions)")
     print(f"replay / parse : {replay_s / parse_s:.1f}x")
-    deep_backlog(setup, placement, args)
-    one_tenant_backlog(setup, placement, args)
+    floor_s = floor(setup, placement, args)
+    deep_backlog(setup, placement, args, floor_s)
+    one_tenant_backlog(setup, placement, args, floor_s)
     return 0
 
 
-def deep_backlog(setup, placement, args: argparse.Namespace) -> None:
-    jobs = synthesize(setup, args.backlog_jobs, seed=2, load=args.backlog_load)
+def timed_case(name: str, jobs: list, setup, placement, args: argparse.Namespace) -> tuple[float, float, object]:
+    """(parse seconds, replay seconds, outcome) of `jobs` written as CSV, best of --repeat each."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "backlog.csv"
+        path = Path(tmp) / f"{name}.csv"
         path.write_text(dump_trace(jobs))
         parse_s, parsed = best_of(args.repeat, lambda: read_trace(path))
     assert parsed == jobs
-    print(f"deep backlog: {len(jobs):,} jobs at load {args.backlog_load}; parse {parse_s:.3f} s")
     replay_s, outcome = best_of(args.repeat, lambda: Simulator(setup, jobs, Options(), placement).run())
-    print(f"  replay {replay_s:7.2f} s  ({outcome.cycles:,} scheduling cycles)")
+    return parse_s, replay_s, outcome
+
+
+def floor(setup, placement, args: argparse.Namespace) -> float:
+    """The backlog cases' job count at a load where no job waits; its replay per job (seconds)."""
+    jobs = synthesize(setup, args.backlog_jobs, seed=2, load=args.floor_load)
+    parse_s, replay_s, outcome = timed_case("floor", jobs, setup, placement, args)
+    longest_s = max(w.waited_ms for w in outcome.workloads) / 1000
+    print(f"floor (no backlog): {len(jobs):,} jobs at load {args.floor_load}; parse {parse_s:.3f} s")
+    print(f"  replay {replay_s:7.2f} s  ({outcome.cycles:,} scheduling cycles, "
+          f"{len(outcome.admission_log):,} admissions, longest wait {longest_s:,.0f} s)")
     print(f"  replay / parse : {replay_s / parse_s:.1f}x")
+    return replay_s / len(jobs)
 
 
-def one_tenant_backlog(setup, placement, args: argparse.Namespace) -> None:
+def deep_backlog(setup, placement, args: argparse.Namespace, floor_s: float) -> None:
+    jobs = synthesize(setup, args.backlog_jobs, seed=2, load=args.backlog_load)
+    parse_s, replay_s, outcome = timed_case("backlog", jobs, setup, placement, args)
+    print(f"deep backlog: {len(jobs):,} jobs at load {args.backlog_load}; parse {parse_s:.3f} s")
+    print(f"  replay {replay_s:7.2f} s  ({outcome.cycles:,} scheduling cycles)")
+    print(f"  replay / parse : {replay_s / parse_s:.1f}x   per job / floor's : {replay_s / len(jobs) / floor_s:.1f}x")
+
+
+def one_tenant_backlog(setup, placement, args: argparse.Namespace, floor_s: float) -> None:
     """Every tenant at the normal load but the first, which asks `--backlog-load` times its quota
     over the same span: one queue holds days of parked work, retried at every finish in its tree."""
     normal = synthesize(setup, args.backlog_jobs, seed=2, load=args.load)
@@ -102,17 +127,12 @@ def one_tenant_backlog(setup, placement, args: argparse.Namespace) -> None:
     heavy = [job for job in synthesize(setup, round(args.backlog_jobs * args.backlog_load / args.load), seed=3,
                                        load=args.backlog_load) if job.queue == queue and job.submit_ms <= end]
     jobs = sorted([job for job in normal if job.queue != queue] + heavy, key=lambda job: (job.submit_ms, job.id))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "one-tenant.csv"
-        path.write_text(dump_trace(jobs))
-        parse_s, parsed = best_of(args.repeat, lambda: read_trace(path))
-    assert parsed == jobs
+    parse_s, replay_s, outcome = timed_case("one-tenant", jobs, setup, placement, args)
     print(f"one-tenant backlog: {len(jobs):,} jobs, {len(heavy):,} of them on {queue} at load "
           f"{args.backlog_load}; parse {parse_s:.3f} s")
-    replay_s, outcome = best_of(args.repeat, lambda: Simulator(setup, jobs, Options(), placement).run())
     longest_h = max(w.waited_ms for w in outcome.workloads) / 3_600_000
     print(f"  replay {replay_s:7.2f} s  ({outcome.cycles:,} scheduling cycles, longest wait {longest_h:,.0f} h)")
-    print(f"  replay / parse : {replay_s / parse_s:.1f}x")
+    print(f"  replay / parse : {replay_s / parse_s:.1f}x   per job / floor's : {replay_s / len(jobs) / floor_s:.1f}x")
 
 
 if __name__ == "__main__":
