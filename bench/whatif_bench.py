@@ -30,20 +30,26 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpugov.app.pipeline import validate_repo
 from gpugov.whatif.replay import kueue_setup, placement_of
-from gpugov.whatif.simulate import Options, Simulator
+from gpugov.whatif.setup import Placement, Setup
+from gpugov.whatif.simulate import Options, Outcome, Simulator
 from gpugov.whatif.synthetic import synthesize
-from gpugov.whatif.trace import dump_trace, read_trace
+from gpugov.whatif.trace import Job, dump_trace, read_trace
+
+T = TypeVar("T")
 
 
-def best_of(repeat: int, work) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
+def best_of(repeat: int, work: Callable[[], T]) -> tuple[float, T]:
+    """The shortest of `repeat` (at least one) timings of `work`, with its last result."""
+    best = float("inf")
+    for _ in range(max(1, repeat)):
         started = time.perf_counter()
         result = work()
         best = min(best, time.perf_counter() - started)
@@ -67,13 +73,8 @@ def main() -> int:
     assert model is not None, "the repository does not validate"
     setup = kueue_setup(model, args.cluster)
     jobs = synthesize(setup, args.jobs, seed=1, load=args.load)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "trace.csv"
-        path.write_text(dump_trace(jobs))
-        parse_s, parsed = best_of(args.repeat, lambda: read_trace(path))
-    assert parsed == jobs
     placement = placement_of(model)
-    replay_s, outcome = best_of(args.repeat, lambda: Simulator(setup, jobs, Options(), placement).run())
+    parse_s, replay_s, outcome = timed_case("trace", jobs, setup, placement, args)
     span_h = jobs[-1].submit_ms / 3_600_000
     print(f"trace: {len(jobs):,} jobs over {span_h:,.0f} h on cluster {args.cluster} "
           f"({len(setup.cluster_queues)} ClusterQueues, load {args.load})")
@@ -87,7 +88,8 @@ def main() -> int:
     return 0
 
 
-def timed_case(name: str, jobs: list, setup, placement, args: argparse.Namespace) -> tuple[float, float, object]:
+def timed_case(name: str, jobs: list[Job], setup: Setup, placement: Placement,
+               args: argparse.Namespace) -> tuple[float, float, Outcome]:
     """(parse seconds, replay seconds, outcome) of `jobs` written as CSV, best of --repeat each."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.csv"
@@ -98,7 +100,7 @@ def timed_case(name: str, jobs: list, setup, placement, args: argparse.Namespace
     return parse_s, replay_s, outcome
 
 
-def floor(setup, placement, args: argparse.Namespace) -> float:
+def floor(setup: Setup, placement: Placement, args: argparse.Namespace) -> float:
     """The backlog cases' job count at a load where no job waits; its replay per job (seconds)."""
     jobs = synthesize(setup, args.backlog_jobs, seed=2, load=args.floor_load)
     parse_s, replay_s, outcome = timed_case("floor", jobs, setup, placement, args)
@@ -110,7 +112,7 @@ def floor(setup, placement, args: argparse.Namespace) -> float:
     return replay_s / len(jobs)
 
 
-def deep_backlog(setup, placement, args: argparse.Namespace, floor_s: float) -> None:
+def deep_backlog(setup: Setup, placement: Placement, args: argparse.Namespace, floor_s: float) -> None:
     jobs = synthesize(setup, args.backlog_jobs, seed=2, load=args.backlog_load)
     parse_s, replay_s, outcome = timed_case("backlog", jobs, setup, placement, args)
     print(f"deep backlog: {len(jobs):,} jobs at load {args.backlog_load}; parse {parse_s:.3f} s")
@@ -118,7 +120,7 @@ def deep_backlog(setup, placement, args: argparse.Namespace, floor_s: float) -> 
     print(f"  replay / parse : {replay_s / parse_s:.1f}x   per job / floor's : {replay_s / len(jobs) / floor_s:.1f}x")
 
 
-def one_tenant_backlog(setup, placement, args: argparse.Namespace, floor_s: float) -> None:
+def one_tenant_backlog(setup: Setup, placement: Placement, args: argparse.Namespace, floor_s: float) -> None:
     """Every tenant at the normal load but the first, which asks `--backlog-load` times its quota
     over the same span: one queue holds days of parked work, retried at every finish in its tree."""
     normal = synthesize(setup, args.backlog_jobs, seed=2, load=args.load)
