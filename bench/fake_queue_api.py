@@ -151,13 +151,11 @@ class Cluster:
 
 # What the aggregation layer asks of an API server behind an APIService (legacy discovery).
 _GROUP, _VERSION = VISIBILITY_API.split("/")
+_GROUP_VERSION = {"groupVersion": VISIBILITY_API, "version": _VERSION}
+_API_GROUP = {"name": _GROUP, "versions": [_GROUP_VERSION], "preferredVersion": _GROUP_VERSION}
 DISCOVERY: dict[str, dict[str, Any]] = {
-    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [{
-        "name": _GROUP, "versions": [{"groupVersion": VISIBILITY_API, "version": _VERSION}],
-        "preferredVersion": {"groupVersion": VISIBILITY_API, "version": _VERSION}}]},
-    f"/apis/{_GROUP}": {"kind": "APIGroup", "apiVersion": "v1", "name": _GROUP,
-                        "versions": [{"groupVersion": VISIBILITY_API, "version": _VERSION}],
-                        "preferredVersion": {"groupVersion": VISIBILITY_API, "version": _VERSION}},
+    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_API_GROUP]},
+    f"/apis/{_GROUP}": {"kind": "APIGroup", "apiVersion": "v1", **_API_GROUP},
     f"/apis/{VISIBILITY_API}": {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": VISIBILITY_API,
                                 "resources": [
                                     {"name": "clusterqueues/pendingworkloads", "namespaced": False,
