@@ -2,7 +2,8 @@
 
 Every field of every declaration kind (plan/fields.py reads them from the JSON Schemas) has a
 direction: WIDENS (some change gives someone more: `when` says which), NARROWS (no change of it
-gives anyone more) or NEUTRAL (no effect on power: descriptions, cost centres, prices). A WIDENS
+gives anyone more) or NEUTRAL (no effect on power: descriptions). Who pays (a cost centre, a pool's
+price) widens on any change: the usage ledger bills by it, and a tenant's reviewers alone must not move a bill. A WIDENS
 field names the plan risk (GP rule) that reports it. tests/unit/test_plan_directions.py walks the
 schemas and fails on a field this table lacks, and changes every WIDENS field in its widening
 direction to see the plan report that rule.
@@ -23,6 +24,7 @@ from enum import Enum
 
 from gpugov.findings import Rule
 from gpugov.plan.risks import (
+    BILLING_CHANGED,
     BORROWING_RAISED,
     CLUSTER_CHANGED,
     DEPARTMENT_CHANGED,
@@ -93,6 +95,9 @@ _OWNERS = {
 }
 
 _HW = HARDWARE_CHANGED
+# Who pays: the usage ledger bills a tenant's hours to its costCenter (else its department's) at its pool's
+# price. Moving a bill to another team is not the tenant's call, so any change is the platform team's.
+_BILLING = widens("changed", BILLING_CHANGED)
 
 
 def _reclaim() -> dict[str, Field]:
@@ -128,7 +133,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
     "Tenant": {
         **_METADATA,
         "spec.description": NEUTRAL,
-        "spec.costCenter": NEUTRAL,
+        "spec.costCenter": _BILLING,
         "spec.department": widens("changed", DEPARTMENT_CHANGED),
         **_OWNERS,
         "spec.members.users": widens("added", OWNERS_CHANGED),
@@ -148,7 +153,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
     "Department": {
         **_METADATA,
         "spec.description": NEUTRAL,
-        "spec.costCenter": NEUTRAL,
+        "spec.costCenter": _BILLING,
         "spec.parent": widens("changed", DEPARTMENT_CHANGED),
         **_OWNERS,
         **_quotas(),
@@ -210,8 +215,8 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
     "GPUPool": {
         **_METADATA,
         "spec.description": NEUTRAL,
-        "spec.pricePerAcceleratorHour": NEUTRAL,  # cost reports only
-        "spec.currency": NEUTRAL,  # the price's currency, cost reports only
+        "spec.pricePerAcceleratorHour": _BILLING,  # what the ledger charges per accelerator-hour
+        "spec.currency": _BILLING,  # the price's currency
         "spec.cluster": widens("changed", _HW),
         "spec.accelerator.model": widens("changed", _HW),
         "spec.accelerator.productLabel": widens("changed", _HW),

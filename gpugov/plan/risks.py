@@ -81,6 +81,9 @@ OBJECTS_ADOPTED = rule("GP026", "objects-adopted", Level.WARNING,
                        "A Cluster adopts scheduler objects (spec.adopt): gpugov apply takes over ClusterQueues, "
                        "Cohorts, flavors, LocalQueues, priority classes or Topologies that exist on the cluster "
                        "without being gpugov's, and from then on prune deletes any of them the declarations drop.")
+BILLING_CHANGED = rule("GP027", "billing-changed", Level.WARNING,
+                       "Who pays changes: a tenant's or department's costCenter, or a pool's price or currency (what "
+                       "the usage ledger bills by); a tenant's own reviewers must not move its bill to another team.")
 
 
 @dataclass(frozen=True)

@@ -315,7 +315,7 @@ def test_a_change_above_a_nested_gpugov_folder_is_outside_the_declarations(tmp_p
     git(top, "commit", "-qm", "base")
     (top / ".github" / "workflows").mkdir(parents=True)
     (top / ".github" / "workflows" / "pr.yml").write_text("on: pull_request\n")
-    edit(top, "gpu/tenants/alpha.yaml", "costCenter: CC-1", "costCenter: CC-9")  # neutral
+    edit(top, "gpu/tenants/alpha.yaml", "costCenter: CC-1", "costCenter: CC-1\n  description: d")  # neutral
     git(top, "add", "-A")
     git(top, "commit", "-qm", "change")
     assert main(["plan", str(top / "gpu"), "--base", "HEAD~1", "--head", "HEAD", "--format", "json"]) == 0

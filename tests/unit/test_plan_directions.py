@@ -46,13 +46,12 @@ def test_every_widening_field_says_when_and_which_rule() -> None:
                 assert entry.when is None and entry.rule is None, f"{kind} {field}"
 
 
-# The fields that give nobody more power, each argued: text, cost, and what the idle report calls
-# idle. Declaring another field neutral means adding it here, where a reviewer sees it.
+# The fields that give nobody more power, each argued: text, and what the idle report calls idle.
+# Who pays (costCenter, a pool's price) is not here: a tenant's own reviewers must not move its bill (GP027).
+# Declaring another field neutral means adding it here, where a reviewer sees it.
 NEUTRAL = {"AcceleratorModel:spec.description", "AcceleratorModel:spec.sources.*", "Cluster:spec.description",
-           "Department:spec.costCenter", "Department:spec.description", "GPUPool:spec.description",
-           "GPUPool:spec.pricePerAcceleratorHour", "GPUPool:spec.currency", "Guardrails:spec.idle.utilizationBelowPercent",
-           "Guardrails:spec.idle.window", "PriorityClass:spec.description", "Tenant:spec.costCenter",
-           "Tenant:spec.description",
+           "Department:spec.description", "GPUPool:spec.description", "Guardrails:spec.idle.utilizationBelowPercent",
+           "Guardrails:spec.idle.window", "PriorityClass:spec.description", "Tenant:spec.description",
            # who approved a grant or window, and why: words for the reviewers, never in an object
            "QuotaGrant:spec.reason", "QuotaGrant:spec.approvedBy", "QuotaWindow:spec.reason",
            "QuotaWindow:spec.approvedBy"}
@@ -269,6 +268,17 @@ CASES = {
     "objects-adopted": (None, lambda r: edit(r, "policies/clusters.yaml", "backend: kueue",
                                              "backend: kueue\n  adopt: [{kind: ClusterQueue, name: alpha}]"),
                         "GP026", "Cluster lab: spec.adopt[kind=ClusterQueue,name=alpha] added: gpugov apply takes"),
+    "cost-center-moved": (None, lambda r: edit(r, "tenants/alpha.yaml", "  costCenter: CC-1", "  costCenter: CC-2"),
+                          "GP027", "Tenant alpha: spec.costCenter CC-1 -> CC-2"),
+    "cost-center-dropped": (lambda r: edit(r, "policies/guardrails.yaml", "capacityRatio: 1.0",
+                                           "capacityRatio: 1.0\n  requireCostCenter: false"), lambda r: edit(r, "tenants/alpha.yaml", "  costCenter: CC-1\n", ""),
+                            "GP027", "Tenant alpha: spec.costCenter CC-1 -> unset"),
+    "department-pays": (None, lambda r: edit(r, "tenants/departments.yaml", "spec: {}", "spec: {costCenter: CC-9}"),
+                        "GP027", "Department rnd: spec.costCenter unset -> CC-9"),
+    "price-lowered": (lambda r: edit(r, "hardware/h100.yaml", "  nodeResources:",
+                                     "  pricePerAcceleratorHour: 2.5\n  nodeResources:"),
+                      lambda r: edit(r, "hardware/h100.yaml", "pricePerAcceleratorHour: 2.5", "pricePerAcceleratorHour: 0.1"),
+                      "GP027", "GPUPool h100: spec.pricePerAcceleratorHour 2.5 -> 0.1"),
     "cluster-image": (lambda r: edit(r, "policies/clusters.yaml", "backend: kueue",
                                      "backend: kueue\n  operations: {image: 'registry.example.com/gpugov:1'}"),
                       lambda r: edit(r, "policies/clusters.yaml", "gpugov:1", "gpugov:evil"),
@@ -290,7 +300,7 @@ def test_narrowing_changes_are_no_risk(tmp_path: Path, capsys) -> None:
         edit(repo, "tenants/beta.yaml", "namespaces: [beta, beta-dev]", "namespaces: [beta]")
         edit(repo, "tenants/alpha.yaml", "borrowingLimit: 4", "borrowingLimit: 2")
         edit(repo, "policies/priorities.yaml", "value: 100\n", "value: 50\n")
-        edit(repo, "tenants/alpha.yaml", "  costCenter: CC-1", "  costCenter: CC-9\n  description: narrower")
+        edit(repo, "tenants/alpha.yaml", "  costCenter: CC-1", "  costCenter: CC-1\n  description: narrower")
 
     repo = make_repo(tmp_path, narrow)
     found = rules(capsys, repo)
