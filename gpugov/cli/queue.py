@@ -85,8 +85,9 @@ def _snapshot(args: argparse.Namespace, state: DesiredState, what: str) -> Snaps
         with gc_paused():  # 100,000 records and no cycle among them: the collector's scans cost more than reading
             read = read_queues(kube, page_size=args.page_size, on_progress=show, namespaces=declared,
                                workload_record=from_object)
+            cohorts = read.cohorts if read.cohorts is not None else [o for o in state.objects if o["kind"] == "Cohort"]
             snap = snapshot(state.model, now, read.cluster_queues, read.local_queues, read.workloads, read.pending,
-                            read.readable, read.denied)
+                            read.readable, read.denied, cohorts)
     except (CheckIncomplete, WorkloadError, kube_config.ConfigException, OSError) as exc:
         clear()
         raise CommandFailed(f"could not read the queues of cluster {state.cluster}: {' '.join(str(exc).split())}",

@@ -36,6 +36,7 @@ from gpugov.sources import CheckIncomplete
 
 CLUSTER_QUEUE = KINDS[(KUEUE_API, "ClusterQueue")]
 LOCAL_QUEUE = KINDS[(KUEUE_API, "LocalQueue")]
+COHORT = KINDS[(KUEUE_API, "Cohort")]
 SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
 Progress = Callable[[str], None]
@@ -132,6 +133,9 @@ class QueueRead:
     pending: dict[str, list[dict[str, Any]]]  # ClusterQueue -> visibility items
     readable: frozenset[str]  # namespaces whose Workloads were read
     denied: tuple[Denied, ...] = field(default=())  # reads the API server refused, in the order asked
+    # The Cohorts (their quotas and limits shape what each ClusterQueue can reach); None where the
+    # caller may not list them: the reports then take compile's.
+    cohorts: list[dict[str, Any]] | None = None
 
 
 # Without them no job's wait can be explained: the one read whose refusal stops the command.
@@ -201,6 +205,7 @@ def read_queues(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE, wit
         raise CheckIncomplete(f"forbidden: {Denied('list', f'clusterqueues.{KUEUE_GROUP}').permission}: without "
                               f"the ClusterQueues no job's wait can be explained; {QUEUE_READER_HINT}")
     cluster_queues = list(list_all(api, CLUSTER_QUEUE, page_size=page_size))
+    cohorts = _cohorts(api, page_size)
     denied: list[Denied] = []
     local_queues, _ = _namespaced(api, LOCAL_QUEUE, namespaces, page_size, progress, denied)
     spaces = sorted({q["metadata"].get("namespace", "") for q in local_queues} | set(namespaces))
@@ -228,7 +233,18 @@ def read_queues(api_client: client.ApiClient, *, page_size: int = PAGE_SIZE, wit
     if readable is None:
         readable = frozenset(seen | set(spaces))
     progress("done")
-    return QueueRead(cluster_queues, local_queues, workloads, pending, readable, tuple(denied))
+    return QueueRead(cluster_queues, local_queues, workloads, pending, readable, tuple(denied), cohorts)
+
+
+def _cohorts(api: Api, page_size: int) -> list[dict[str, Any]] | None:
+    """The Cohorts, or None where the caller may not list them or the server does not serve them
+    (the reports then take compile's Cohorts: what gpugov declares for the cluster)."""
+    if not may(api, "list", "cohorts"):
+        return None
+    try:
+        return list(list_all(api, COHORT, page_size=page_size))
+    except CheckIncomplete:
+        return None
 
 
 def _pending_of(api: Api, queue: str, local_queues: list[dict[str, Any]], page_size: int,

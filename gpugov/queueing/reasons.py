@@ -21,8 +21,11 @@ Per flavor (= gpugov pool) a pod set either
 Kueue counts quota, not nodes: a pod that asks more than any node of its pools has (16 GPUs on
 8-GPU nodes) reads as a wait for quota there. gpugov knows the pools' node sizes
 (view.node_sizes), so such a pod is told as never-fits, a finding, whatever Kueue says.
-A wait for unused quota is a borrowing limit when the tenant's own reservation plus the request
-exceeds its nominal quota plus borrowing limit on that flavor (read from its ClusterQueue).
+A wait for unused quota is computed again from the cohort tree (gpugov.reach, Kueue's own
+arithmetic over the ClusterQueues, Cohorts and what each holds): its deficit is the request less
+what the queue can take now, and it is a borrowing limit when the queue's own borrowingLimit, not
+the cohort's unused quota, decides what it can take (its nominal quota plus borrowing limit, less
+what it holds); a Cohort's borrowing limit up the tree is named too.
 
 The explanations are gpugov.i18n Texts: English as strings (JSON, tests), and told again in the
 reader's language by the text and markdown reports; Kueue's own words are never translated.
@@ -40,6 +43,7 @@ from gpugov.i18n import Joined, Text
 from gpugov.kube.quantity import QuantityError, format_quantity
 from gpugov.queueing.clusterqueue import ClusterQueue
 from gpugov.queueing.workload import Workload, quantity
+from gpugov.reach import Tree
 
 
 class Why(StrEnum):
@@ -215,12 +219,13 @@ def alike(workload: Workload) -> tuple[object, ...]:
 
 
 def explain(workload: Workload, queue: ClusterQueue | None, queue_problem: str = "",
-            node_sizes: NodeSizes | None = None) -> Reason:
+            node_sizes: NodeSizes | None = None, tree: Tree | None = None) -> Reason:
     """Why `workload` (in ClusterQueue `queue`) is where it is. `queue_problem`: what is wrong
     with its LocalQueue or ClusterQueue as read from the cluster ("" when both exist);
     `node_sizes`: the declared pools' largest nodes, to tell a pending pod no node can hold
-    (where Kueue's own reason is no finding already)."""
-    reason = _explain(workload, queue, queue_problem)
+    (where Kueue's own reason is no finding already); `tree`: what each ClusterQueue can reach now
+    (gpugov.reach), from which a wait's deficit and what limits it are computed as Kueue computes them."""
+    reason = _explain(workload, queue, queue_problem, tree)
     if node_sizes and workload.state == "pending" and not reason.finding:
         oversized = too_big_for_nodes(workload, queue, node_sizes)
         if oversized is not None:
@@ -249,7 +254,7 @@ def admitted_too_big(workload: Workload, node_sizes: NodeSizes) -> Reason | None
     return None
 
 
-def _explain(workload: Workload, queue: ClusterQueue | None, queue_problem: str = "") -> Reason:
+def _explain(workload: Workload, queue: ClusterQueue | None, queue_problem: str = "", tree: Tree | None = None) -> Reason:
     state = workload.state
     if state == "finished":
         return Reason(Why.FINISHED, Text("finished"))
@@ -278,38 +283,46 @@ def _explain(workload: Workload, queue: ClusterQueue | None, queue_problem: str 
                                            count=parsed.preempting), kueue=message)
     if "preemption targets" in message or "requires preemption, but it's gated" in message:
         return Reason(Why.PREEMPTION, Text("waiting to preempt: {kueue}", kueue=message), kueue=message)
-    return _from_facts(workload, queue, parsed, message)
+    return _from_facts(workload, queue, parsed, message, tree)
 
 
-def _borrowing_limit(workload: Workload, queue: ClusterQueue | None, fact: Fact) -> Deficit | None:
-    """The deficit when the tenant's own limit, not the cohort, keeps `fact` from fitting."""
-    if queue is None:
-        return None
-    quota = queue.quotas.get((fact.flavor, fact.resource))
-    if quota is None or quota.maximum is None:
-        return None
-    held = queue.reserved.get((fact.flavor, fact.resource), Decimal(0))
-    request = workload.requests.get(fact.resource, Decimal(0))
-    over = held + request - quota.maximum
-    return Deficit(fact.flavor, fact.resource, over, held, quota.maximum) if over > 0 else None
+def _deficit(workload: Workload, queue: ClusterQueue | None, tree: Tree | None, fact: Fact) -> tuple[Deficit, str]:
+    """The deficit of an "insufficient unused quota" fact, computed as Kueue computes it (gpugov.reach:
+    the request less what the ClusterQueue can take now), and what limits it: "own" (its borrowing
+    limit), "Cohort NAME" (a cohort's borrowing limit up the tree) or "" (the cohort tree's unused
+    quota). Without the tree, or where it says the job fits now (Kueue has not looked again yet),
+    Kueue's own number."""
+    said = Deficit(fact.flavor, fact.resource, fact.amount or Decimal(0))
+    room = tree.room(queue.name, fact.flavor, fact.resource) if tree is not None and queue is not None else None
+    if room is None:
+        return said, ""
+    more = room.deficit(workload.requests.get(fact.resource, Decimal(0)))
+    if more <= 0:
+        return said, ""
+    if room.limited_by_own and room.borrowing_limit is not None:
+        return Deficit(fact.flavor, fact.resource, more, room.held, room.nominal + room.borrowing_limit), "own"
+    return Deficit(fact.flavor, fact.resource, more), room.limited_by
 
 
-def _from_facts(workload: Workload, queue: ClusterQueue | None, parsed: Parsed, message: str) -> Reason:
+def _from_facts(workload: Workload, queue: ClusterQueue | None, parsed: Parsed, message: str,
+                tree: Tree | None = None) -> Reason:
     tenant = queue.tenant if queue else workload.cluster_queue or Text("the tenant")
     waiting = [f for f in parsed.facts if f.kind == "unused" and f.amount is not None]
     if waiting:
-        limits = [(f, _borrowing_limit(workload, queue, f)) for f in waiting]
-        if all(limit is not None for _, limit in limits):
-            deficits = tuple(limit for _, limit in limits if limit is not None)
+        limits = [_deficit(workload, queue, tree, f) for f in waiting]
+        if all(by == "own" for _, by in limits):
+            deficits = tuple(d for d, _ in limits)
             parts = [Text("{tenant} holds {held} {resource} in pool {pool}, its nominal quota plus borrowing limit "
                           "is {limit}: {more} more than that limit", tenant=tenant, held=_q(d.held),
                           resource=d.resource, pool=d.pool, limit=_q(d.limit), more=_q(d.more)) for d in deficits]
             return Reason(Why.BORROWING_LIMIT, Text("borrowing limit reached: {parts}; it starts when the tenant's "
                                                     "own jobs release that much", parts=_or(parts)), deficits, message)
-        cohort = [f for f, limit in limits if limit is None]
-        deficits = tuple(Deficit(f.flavor, f.resource, f.amount or Decimal(0)) for f in cohort)
+        cohort = [(d, by) for d, by in limits if by != "own"]
+        deficits = tuple(d for d, _ in cohort)
         parts = [Text("{more} more {resource} needed in pool {pool}", more=_q(d.more), resource=d.resource,
-                      pool=d.pool) for d in deficits]
+                      pool=d.pool) if not by else
+                 Text("{more} more {resource} needed in pool {pool} ({cohort}'s borrowing limit)", more=_q(d.more),
+                      resource=d.resource, pool=d.pool, cohort=by) for d, by in cohort]
         return Reason(Why.QUOTA, Text("waiting for quota: {parts}", parts=_or(parts)), deficits, message)
     if "no longer fits after processing another workload" in message:
         return Reason(Why.QUOTA, Text("waiting for quota: another workload took it in the same scheduling cycle"),

@@ -22,7 +22,8 @@ from gpugov.queueing.clusterqueue import ClusterQueue, LocalQueue, cluster_queue
 from gpugov.queueing.estimate import Estimate, Lookup, estimate_start, releases
 from gpugov.queueing.positions import Position, positions
 from gpugov.queueing.reasons import Reason, Why, alike, explain
-from gpugov.queueing.workload import Workload, from_object
+from gpugov.queueing.workload import Workload, WorkloadError, from_object
+from gpugov.reach import ReachError, Tree
 
 HIDDEN = "(hidden)"
 
@@ -44,6 +45,7 @@ class Snapshot:
     denied: tuple[Denied, ...] = ()  # reads the API server refused (gpugov.queueing.access)
     contacts: dict[str, str] = field(default_factory=dict)  # tenant -> which declaration grants, whom to ask
     node_sizes: dict[str, dict[str, Decimal]] = field(default_factory=dict)  # pool -> the most one node offers
+    tree: Tree | None = None  # what each ClusterQueue can reach now (gpugov.reach), None: not known
 
 
 def node_sizes(model: Model) -> dict[str, dict[str, Decimal]]:
@@ -67,10 +69,17 @@ def node_sizes(model: Model) -> dict[str, dict[str, Decimal]]:
 
 def snapshot(model: Model, now: datetime, cluster_queues: list[dict[str, Any]], local_queues: list[dict[str, Any]],
              workloads: list[Workload] | list[dict[str, Any]], pending: dict[str, list[dict[str, Any]]],
-             readable: frozenset[str], denied: tuple[Denied, ...] = ()) -> Snapshot:
+             readable: frozenset[str], denied: tuple[Denied, ...] = (),
+             cohorts: list[dict[str, Any]] | None = None) -> Snapshot:
     """The Snapshot of raw reads (WorkloadError for a Workload or queue Kueue would not write);
-    `workloads` raw, or already records (from_object as each page was read)."""
+    `workloads` raw, or already records (from_object as each page was read); `cohorts`: the Cohort
+    objects (live, or compile's where the caller may not list them), for what each ClusterQueue can
+    reach (gpugov.reach, with what each holds from its status)."""
     queues = {q.name: q for q in map(cluster_queue, cluster_queues)}
+    try:
+        tree = Tree([*cluster_queues, *(cohorts or [])])
+    except (ReachError, KeyError, TypeError, AttributeError) as exc:
+        raise WorkloadError(f"ClusterQueues and Cohorts: not what Kueue writes ({exc})") from exc
     table = positions(sorted(pending.items()))
     records = [w if isinstance(w, Workload) else from_object(w) for w in workloads]
     known = {(w.namespace, w.name) for w in records}
@@ -87,6 +96,7 @@ def snapshot(model: Model, now: datetime, cluster_queues: list[dict[str, Any]], 
         denied=denied,
         contacts=contacts(model),
         node_sizes=node_sizes(model),
+        tree=tree,
     )
 
 
@@ -160,7 +170,8 @@ class _Reasons(dict[tuple[str, str], tuple[str, Reason]]):
         kind = (cq, problem, alike(w))
         reason = self.explained.get(kind)
         if reason is None:
-            reason = self.explained[kind] = explain(w, snapshot.cluster_queues.get(cq), problem, snapshot.node_sizes)
+            reason = self.explained[kind] = explain(w, snapshot.cluster_queues.get(cq), problem, snapshot.node_sizes,
+                                                    snapshot.tree)
         self[key] = (cq, reason)
         return cq, reason
 

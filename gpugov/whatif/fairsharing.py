@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol, TypeVar
 
+from gpugov.reach import QuotaNode, add_all, remove_all
 from gpugov.whatif.flavors import Assignment
-from gpugov.whatif.quota import DRS, QuotaNode, add_all, compare_drs, drs, remove_all
+from gpugov.whatif.quota import DRS, compare_drs, drs
 from gpugov.whatif.state import ClusterQueue, Workload
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from gpugov.whatif.quota import cq_available, lowest_subtree_that_fits, potential_available
+from gpugov.reach import cq_available, potential_available
+from gpugov.whatif.quota import lowest_subtree_that_fits
 from gpugov.whatif.setup import FR, Flavor, Fungibility
 from gpugov.whatif.state import ClusterQueue, Workload
 

@@ -20,18 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from gpugov.reach import QuotaNode, add_all, cq_available, remove_all
 from gpugov.whatif.flavors import NO_CANDIDATES, PREEMPT, RECLAIM
 from gpugov.whatif.quota import (
     DRS,
     NEGATIVE_DRS,
-    QuotaNode,
-    add_all,
     compare_drs,
-    cq_available,
     drs,
     fits_in_quota,
     lowest_subtree_that_fits,
-    remove_all,
 )
 from gpugov.whatif.setup import FR
 from gpugov.whatif.state import EVICTING, ClusterQueue, Workload

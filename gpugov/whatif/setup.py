@@ -25,15 +25,15 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from gpugov import reach
 from gpugov.compile.admission import MAX_RUNTIME
 from gpugov.kube.names import KUEUE_API
 from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES, LABEL_TENANT
-from gpugov.kube.quantity import QuantityError, parse_quantity
+from gpugov.kube.quantity import parse_quantity
+from gpugov.reach import FR, Quota
 from gpugov.whatif.trace import DEFAULT_RESOURCE, Job
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-FR = tuple[str, str]  # (flavor, resource)
 
 
 class SetupError(ValueError):
@@ -41,11 +41,11 @@ class SetupError(ValueError):
 
 
 def resource_value(resource: str, quantity: Any) -> int:
+    """Kueue's int64 for a quantity (gpugov.reach.resource_value), SetupError when it is none."""
     try:
-        amount = parse_quantity(quantity if isinstance(quantity, int | str) else str(quantity))
-    except QuantityError as exc:
-        raise SetupError(f"{resource}: {exc}") from None
-    return math.ceil(amount * 1000) if resource == "cpu" else math.ceil(amount)
+        return reach.resource_value(resource, quantity)
+    except reach.ReachError as exc:
+        raise SetupError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,6 @@ class Flavor:
 class ResourceGroup:
     covered: tuple[str, ...]
     flavors: tuple[str, ...]  # preference order
-
-
-@dataclass(frozen=True)
-class Quota:
-    nominal: int
-    borrowing_limit: int | None
-    lending_limit: int | None
 
 
 @dataclass(frozen=True)

@@ -34,17 +34,11 @@ import random
 from dataclasses import dataclass, field
 
 from gpugov.kube.objects import selector_matches
+from gpugov.reach import QuotaNode, add_all, cq_available, remove_all
 from gpugov.whatif.fairsharing import fair_order
 from gpugov.whatif.flavors import MODE_FIT, MODE_NO_FIT, MODE_PREEMPT, Assignment, assign
 from gpugov.whatif.preemption import Preemptor, Target
-from gpugov.whatif.quota import (
-    QuotaNode,
-    add_all,
-    cq_available,
-    relink,
-    remove_all,
-    set_quotas,
-)
+from gpugov.whatif.quota import relink, set_quotas
 from gpugov.whatif.setup import DEFAULT_PLACEMENT, FR, NAMESPACE_NAME_LABEL, Placement, Setup, SetupError
 from gpugov.whatif.state import (
     EVICTING,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpugov.whatif.quota import QuotaNode
+from gpugov.reach import QuotaNode
 from gpugov.whatif.setup import FR, ClusterQueueSpec
 from gpugov.whatif.trace import Job
 

@@ -22,6 +22,7 @@ from gpugov.queueing.positions import ahead_of, positions
 from gpugov.queueing.reasons import Why, explain, parse_message
 from gpugov.queueing.view import HIDDEN, Snapshot, entries, explain_job, snapshot
 from gpugov.queueing.workload import WorkloadError, from_object, pod_requests
+from gpugov.reach import Tree
 
 # Recorded from Kueue v0.17.0 (vision at its borrowing limit, a job larger than vision may ever hold).
 BORROWING = ("couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor a100-mig, "
@@ -82,10 +83,13 @@ def raw_workload(name: str, namespace: str = "vision", *, pods: int = 1, gpus: i
 
 
 def raw_cluster_queue(name: str = "vision", *, nominal: str = "8", borrowing: str | None = "8", held: str = "16",
-                      cohort: str = "research-vision", strategy: str = "BestEffortFIFO") -> dict[str, Any]:
+                      cohort: str = "research-vision", strategy: str = "BestEffortFIFO",
+                      lending: str | None = None) -> dict[str, Any]:
     gpu: dict[str, Any] = {"name": "nvidia.com/gpu", "nominalQuota": nominal}
     if borrowing is not None:
         gpu["borrowingLimit"] = borrowing
+    if lending is not None:
+        gpu["lendingLimit"] = lending
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
         "metadata": {"name": name, "labels": {"gpugov.io/tenant": name}},
@@ -98,6 +102,21 @@ def raw_cluster_queue(name: str = "vision", *, nominal: str = "8", borrowing: st
                    "flavorsReservation": [{"name": "h100", "resources": [
                        {"name": "nvidia.com/gpu", "total": held, "borrowed": "8"}]}]},
     }
+
+
+def org_tree(*queues: dict[str, Any]) -> Tree:
+    """What each ClusterQueue of the example org's cluster east can reach, `queues` in place of
+    compile's ClusterQueues of the same name (with what their status says they hold)."""
+    from gpugov.app.pipeline import validate_repo
+    from gpugov.compile import compile
+    from tests.helpers.repos import REPO
+
+    model = validate_repo(REPO).model
+    assert model is not None
+    names = {q["metadata"]["name"] for q in queues}
+    compiled = [o for o in compile(model, backend="kueue", cluster="east")
+                if o["kind"] == "Cohort" or (o["kind"] == "ClusterQueue" and o["metadata"]["name"] not in names)]
+    return Tree([*compiled, *queues])
 
 
 def test_parser_reads_every_fact_of_a_real_message() -> None:
@@ -126,8 +145,10 @@ def test_parser_reads_quantities_previous_pod_sets_and_other_shapes() -> None:
 
 
 def test_borrowing_limit_is_told_from_the_queues_own_limit() -> None:
+    """vision holds 16 (nominal 8 + borrowing limit 8) and the research tree has 4 to spare: its own
+    limit, not the cohort, keeps the 17th out."""
     workload = from_object(raw_workload("one-more", message=BORROWING))
-    reason = explain(workload, cluster_queue(raw_cluster_queue()))
+    reason = explain(workload, cluster_queue(raw_cluster_queue()), tree=org_tree(raw_cluster_queue()))
     assert reason.why == Why.BORROWING_LIMIT and not reason.finding
     [deficit] = reason.deficits
     assert (deficit.pool, deficit.resource, deficit.more, deficit.held, deficit.limit) == (
@@ -139,10 +160,25 @@ def test_borrowing_limit_is_told_from_the_queues_own_limit() -> None:
 def test_the_same_message_under_the_limit_is_a_wait_for_the_cohorts_quota() -> None:
     workload = from_object(raw_workload("one-more", message=BORROWING))
     for queue in (raw_cluster_queue(held="10"), raw_cluster_queue(borrowing=None)):
-        reason = explain(workload, cluster_queue(queue))
+        reason = explain(workload, cluster_queue(queue))  # without the tree: Kueue's own number
         assert reason.why == Why.QUOTA
         assert [(d.pool, d.resource, d.more) for d in reason.deficits] == [("h100", "nvidia.com/gpu", Decimal(1))]
         assert reason.text == "waiting for quota: 1 more nvidia.com/gpu needed in pool h100"
+
+
+def test_a_wait_for_the_cohorts_quota_is_not_told_as_the_tenants_borrowing_limit() -> None:
+    """Issue #39: nlp (nominal 16, borrowing limit 16, lending limit 8) holds 25 GPUs of h100 and asks
+    8 more. Kueue: the research tree lends nlp at most 28 (20 + its own 8 kept local), 3 of them are
+    free: "5 more needed". Told as a borrowing limit 1 over 32, a tenant that frees one GPU still waits."""
+    nlp = raw_cluster_queue("nlp", nominal="16", borrowing="16", lending="8", held="25", cohort="research")
+    message = ("couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor a100-mig, "
+               "previously considered podsets requests (0) + current podset request (8) > maximum capacity (0), "
+               "insufficient unused quota for nvidia.com/gpu in flavor h100, 5 more needed")
+    workload = from_object(raw_workload("eight-4", "nlp-train", gpus=8, message=message, cluster_queue="nlp"))
+    reason = explain(workload, cluster_queue(nlp), tree=org_tree(nlp))
+    assert reason.why == Why.QUOTA
+    assert [(d.pool, d.resource, d.more) for d in reason.deficits] == [("h100", "nvidia.com/gpu", Decimal(5))]
+    assert reason.text == "waiting for quota: 5 more nvidia.com/gpu needed in pool h100"
 
 
 def test_a_job_larger_than_the_tenant_may_hold_is_a_finding() -> None:
@@ -241,12 +277,14 @@ def test_estimate_from_the_running_workloads_expected_ends() -> None:
     no = estimate_start(reason, waiting, ahead.requests, releases([first, unknown]), releases([]), NOW)
     assert no.at is None and "no expected end" in no.text
     # a borrowing limit waits for the tenant's own workloads only
-    limited = explain(waiting, cluster_queue(raw_cluster_queue()))
+    limited = explain(waiting, cluster_queue(raw_cluster_queue()), tree=org_tree(raw_cluster_queue()))
+    assert limited.why == Why.BORROWING_LIMIT
     assert estimate_start(limited, waiting, {}, releases([first, second]), releases([second]), NOW).at == NOW + timedelta(seconds=570)
 
 
 def org_snapshot(readable: frozenset[str]) -> Snapshot:
     from gpugov.app.pipeline import validate_repo
+    from gpugov.compile import compile
     from tests.helpers.repos import REPO
 
     model = validate_repo(REPO).model
@@ -259,9 +297,12 @@ def org_snapshot(readable: frozenset[str]) -> Snapshot:
                "speech": [visibility_item("secret", "speech", 0, 0, 100)]}
     local_queues = [{"metadata": {"namespace": "vision", "name": "training"}, "spec": {"clusterQueue": "vision"}},
                     {"metadata": {"namespace": "speech", "name": "default"}, "spec": {"clusterQueue": "speech"}}]
-    queues = [raw_cluster_queue(), raw_cluster_queue("speech", nominal="0", borrowing=None, held="0", cohort="research")]
+    queues = [raw_cluster_queue(), raw_cluster_queue("speech", nominal="0", borrowing=None, held="0", cohort="research"),
+              *(o for o in compile(model, backend="kueue", cluster="east")
+                if o["kind"] == "ClusterQueue" and o["metadata"]["name"] not in ("vision", "speech"))]
+    cohorts = [o for o in compile(model, backend="kueue", cluster="east") if o["kind"] == "Cohort"]
     visible = [w for w in workloads if w["metadata"]["namespace"] in readable]
-    return snapshot(model, NOW, queues, local_queues, visible, pending, readable)
+    return snapshot(model, NOW, queues, local_queues, visible, pending, readable, cohorts=cohorts)
 
 
 def test_queue_entries_per_tenant_with_hidden_names() -> None:
