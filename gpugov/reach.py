@@ -248,6 +248,7 @@ class Room:
     maximum: Decimal  # Kueue's PotentialAvailable: the most it can ever hold, nothing else running
     limited_by: str  # "" : the cohort tree's unused quota; "ClusterQueue NAME" / "Cohort NAME": that node's borrowingLimit
     limited_by_own: bool  # its own borrowingLimit decides what it can take now
+    lends: Decimal = Decimal(0)  # what its quota passes up to its cohort for others (0 without a cohort)
 
     @property
     def may_borrow(self) -> Decimal:
@@ -377,7 +378,7 @@ class Tree:
                     None if lending is None else q(lending), q(node.usage.get(fr, 0)), q(max(0, value)),
                     q(potential_available(node, fr)),
                     "" if limited_by is None else f"{'ClusterQueue' if limited_by.is_cq else 'Cohort'} {limited_by.name}",
-                    limited_by is node)
+                    limited_by is node, self.lends(cluster_queue, flavor, resource))
 
     def maximum(self, cluster_queue: str) -> dict[FR, Decimal]:
         """The most `cluster_queue` can hold per (flavor, resource) it lists ({} for an unknown one)."""
@@ -394,3 +395,25 @@ class Tree:
         if node is None or node.parent is None:
             return Decimal(0)
         return quantity_of(resource, node.subtree.get(fr, 0) - node.local_quota(fr))
+
+
+def tenant_rooms(objects: Iterable[Mapping[str, Any]], usage: Mapping[str, Mapping[FR, int]] | None = None
+                 ) -> dict[str, dict[FR, Room]]:
+    """Per tenant (its ClusterQueue's gpugov.io/tenant label, else the queue's name) and (flavor,
+    resource) its queue lists: what it can reach (see Tree)."""
+    from gpugov.kube.objects import LABEL_TENANT
+
+    objects = list(objects)
+    tree = Tree(objects, usage)
+    rooms: dict[str, dict[FR, Room]] = {}
+    for obj in objects:
+        if obj.get("kind") != "ClusterQueue":
+            continue
+        name = str(obj["metadata"]["name"])
+        tenant = str((obj["metadata"].get("labels") or {}).get(LABEL_TENANT) or name)
+        found = rooms.setdefault(tenant, {})
+        for flavor, resource in tree.flavor_resources(name):
+            room = tree.room(name, flavor, resource)
+            if room is not None:
+                found[(flavor, resource)] = room
+    return rooms

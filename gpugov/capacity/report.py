@@ -3,8 +3,8 @@ is used, and advice.
 
 Every quota number comes from what compile reads: the cluster's Scope (the tenants' and
 departments' quotas on its pools, `Scope.capacity_of` for the declared capacity) and, for what a
-tenant may hold at most, Kueue's own maximum over compile's cohort tree (`capacity.reach`: the
-number `gpugov queue why` shows in a never-fits reason) or, on Volcano, the capability compile
+tenant may hold at most and may lend, Kueue's own arithmetic over compile's cohort tree (`gpugov.reach`,
+the one computation `gpugov why`, `queue`, `guide` and `plan` read too) or, on Volcano, the capability compile
 gives its queue (`compile.core.accelerator_ceiling`). The expected MIG
 geometry is compile's mig-parted config. Live numbers come from the Nodes (allocatable,
 GFD labels); usage from a `gpugov usage` ledger. Pure: no I/O.
@@ -22,7 +22,6 @@ from gpugov.app.desired import DesiredState
 from gpugov.capacity.ledger import Ledger
 from gpugov.capacity.nodes import GPU_PRODUCT, MIG_CONFIG, MIG_STATE, Node, allocatable, gfd_gpu_count, labels, name
 from gpugov.capacity.nodes import pool_nodes as live_pool_nodes
-from gpugov.capacity.reach import tenant_ceilings
 from gpugov.catalog import mig_resource_name
 from gpugov.compile.common import Backend, Scope, resource_order
 from gpugov.compile.core import accelerator_ceiling
@@ -34,6 +33,7 @@ from gpugov.drift.usage import is_known_accelerator
 from gpugov.i18n import Joined, Text
 from gpugov.kube.objects import Object
 from gpugov.kube.resources import is_accelerator
+from gpugov.reach import tenant_rooms
 
 CHRONIC_BORROWER_SHARE = Decimal("0.5")  # borrowed hours at least half of the hours it used
 NEAR_EXHAUSTION = Decimal("0.9")  # used hours at least 90% of the pool's capacity hours
@@ -327,19 +327,27 @@ def _pool_report(
 
 def _tenant_lines(scope: Scope, objects: list[Object]) -> list[TenantLine]:
     """Per tenant and accelerator resource: nominal, ceiling, lendable. On Kueue the ceiling is
-    Kueue's own maximum over compile's ClusterQueues and Cohorts (capacity.reach, the number a
-    never-fits reason names); on Volcano it is the capability compile gives the tenant's queue."""
+    Kueue's own maximum (potentialAvailable) and the lendable what its queue passes up to its cohort,
+    both over compile's ClusterQueues and Cohorts (gpugov.reach, the numbers `gpugov why` reads),
+    summed over its pools; on Volcano the ceiling is the capability compile gives the tenant's queue."""
     lines = []
-    kueue = tenant_ceilings(objects) if scope.backend is Backend.KUEUE else {}
+    rooms = tenant_rooms(objects) if scope.backend is Backend.KUEUE else {}
     for tenant in scope.tenants.values():
-        ceiling = kueue.get(tenant.name) if scope.backend is Backend.KUEUE else accelerator_ceiling(scope, tenant)
-        ceiling = {r: a for r, a in (ceiling or {}).items() if is_accelerator(r)}
         nominal: dict[str, Decimal] = defaultdict(Decimal)
         lendable: dict[str, Decimal] = defaultdict(Decimal)
+        ceiling: dict[str, Decimal] = defaultdict(Decimal)
+        if scope.backend is Backend.KUEUE:
+            for (_, resource), room in (rooms.get(tenant.name) or {}).items():
+                ceiling[resource] += room.maximum
+                lendable[resource] += room.lends
+        else:
+            ceiling.update(accelerator_ceiling(scope, tenant) or {})
+            for quota in scope.quotas[tenant.name]:
+                for rq in quota.resources:
+                    lendable[rq.resource] += _lendable(rq, bool(tenant.department))
         for quota in scope.quotas[tenant.name]:
             for rq in quota.resources:
                 nominal[rq.resource] += rq.nominal
-                lendable[rq.resource] += _lendable(rq, bool(tenant.department))
         for resource in _accelerators(set(ceiling) | set(nominal)):
             lines.append(TenantLine(tenant.name, tenant.department, resource, nominal.get(resource, ZERO),
                                     ceiling.get(resource, nominal.get(resource, ZERO)), lendable.get(resource, ZERO)))
@@ -465,9 +473,11 @@ def cluster_report(state: DesiredState, nodes: list[Node] | None = None, ledger:
     scope = state.scope
     guaranteed: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
     borrowable: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
-    for _, _, pool, rq, in_cohort in _holdings(scope):
+    rooms = tenant_rooms(state.objects) if scope.backend is Backend.KUEUE else {}
+    for kind, holder, pool, rq, in_cohort in _holdings(scope):
         guaranteed[(pool, rq.resource)] += rq.nominal
-        borrowable[(pool, rq.resource)] += _lendable(rq, in_cohort)
+        room = (rooms.get(holder) or {}).get((pool, rq.resource)) if kind == "tenant" else None
+        borrowable[(pool, rq.resource)] += room.lends if room is not None else _lendable(rq, in_cohort)
     geometry = mig_geometry(state.objects)
     advice: list[Advice] = []
     pools = [_pool_report(scope, pool, nodes, geometry, guaranteed, borrowable, advice) for pool in scope.pools.values()]

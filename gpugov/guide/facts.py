@@ -13,6 +13,7 @@ from gpugov.declarations.model import Model, Tenant
 from gpugov.kube.names import KUEUE_API, KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_API, VOLCANO_QUEUE_ANNOTATION
 from gpugov.kube.objects import LABEL_TENANT, Object
 from gpugov.kube.resources import is_accelerator
+from gpugov.reach import Tree
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,20 @@ class PoolInfo:
     model: str
     resource: str  # the accelerator resource a job asks for here
     nominal: Decimal  # guaranteed
-    borrowing_limit: Decimal | None  # how much more it may borrow; None: no limit
+    borrowing_limit: Decimal | None  # how much more it may borrow by its own limit; None: no limit
     node_labels: tuple[tuple[str, str], ...]  # what pins a pod to the pool (the ResourceFlavor's nodeLabels)
     queue: QueueInfo  # the queue its sample Job goes through
     extra: tuple[str, ...]  # other resources the queue covers and a pod must ask within (cpu, memory)
+    # Kueue: the most its queue can ever hold here (gpugov.reach: nominal plus what the cohort tree can
+    # lend within every borrowing and lending limit); None where only the borrowing limit is known (Volcano)
+    maximum: Decimal | None = None
+
+    @property
+    def may_borrow(self) -> Decimal | None:
+        """The most it can hold beyond its guarantee; None: no limit known."""
+        if self.maximum is not None:
+            return max(Decimal(0), self.maximum - self.nominal)
+        return self.borrowing_limit
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,7 @@ def _kueue(model: Model, tenant: Tenant, cluster: str, objects: list[Object],
                          _allowed(declared.get((meta["namespace"], meta["name"]), ()), priorities))
         queues.append((info, lq["spec"]["clusterQueue"]))
     pools: dict[str, PoolInfo] = {}
+    tree = Tree(objects)
     for info, cq_name in queues:
         cq = cluster_queues.get(cq_name)
         if cq is None:
@@ -120,8 +132,9 @@ def _kueue(model: Model, tenant: Tenant, cluster: str, objects: list[Object],
                     continue
                 resource, nominal, borrowing = found
                 labels = tuple(sorted(flavors.get(pool, {}).get("spec", {}).get("nodeLabels", {}).items()))
+                room = tree.room(cq_name, pool, resource)
                 pools[pool] = PoolInfo(cluster, "kueue", pool, model.pools[pool].model_name, resource, nominal,
-                                       borrowing, labels, info, covered)
+                                       borrowing, labels, info, covered, None if room is None else room.maximum)
     return [q for q, _ in queues], [pools[p] for p in sorted(pools)]
 
 

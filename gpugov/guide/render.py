@@ -188,7 +188,7 @@ def _pools(pools: tuple[PoolInfo, ...], w: dict[str, str]) -> list[str]:
         return [*lines, w["no_pools"], ""]
     lines += [w["pool_head"], "|---|---|---|---|---|---|"]
     for p in pools:
-        borrow = w["unlimited"] if p.borrowing_limit is None else _number(p.borrowing_limit)
+        borrow = w["unlimited"] if p.may_borrow is None else _number(p.may_borrow)
         lines.append(_row(p.cluster, f"`{p.pool}`", p.model, f"`{p.resource}`", _number(p.nominal), borrow))
     return [*lines, ""]
 

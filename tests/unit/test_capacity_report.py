@@ -73,7 +73,7 @@ def test_pool_numbers_are_exact(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_tenant_ceilings_are_kueues_maximum(capsys: pytest.CaptureFixture[str]) -> None:
-    """Kueue's potentialAvailable over compile's cohort tree (capacity.reach), the number a never-fits
+    """Kueue's potentialAvailable over compile's cohort tree (gpugov.reach), the number a never-fits
     reason names: only nominal quota can be borrowed, never capacity nobody holds (issue #23 item 4:
     capacity once offered every whole GPU of every pool of the queue)."""
     tenants = rows(report(capsys), "tenants", "tenant", "resource")
@@ -95,18 +95,18 @@ def test_tenant_ceilings_are_kueues_maximum(capsys: pytest.CaptureFixture[str]) 
 def test_the_example_orgs_data_platform_cannot_borrow_whole_gpus() -> None:
     """The issue's case: product's tree holds no whole GPU anyone lends (inference lends 0), so
     data-platform's ceiling is 0, as Kueue says when its job asks for one."""
-    from gpugov.capacity.reach import Reach
     from gpugov.capacity.report import cluster_report
+    from gpugov.reach import Tree
     from tests.helpers.repos import REPO
 
     state = desired_state(REPO, cluster="east")
     lines = {(t.tenant, t.resource): t for t in cluster_report(state).tenants}
     line = lines[("data-platform", "nvidia.com/gpu")]
     assert (line.nominal, line.ceiling, line.borrowable) == (0, 0, 0)
-    reach = Reach(state.objects)
-    assert reach.cluster_queue("data-platform")[("h100", "nvidia.com/gpu")] == 0
+    reach = Tree(state.objects)
+    assert reach.maximum("data-platform")[("h100", "nvidia.com/gpu")] == 0
     # vision's 16 on h100 is the "at most 16 in pool h100" the real Kueue wrote in the README's example.
-    assert reach.cluster_queue("vision")[("h100", "nvidia.com/gpu")] == 16
+    assert reach.maximum("vision")[("h100", "nvidia.com/gpu")] == 16
     assert lines[("vision", "nvidia.com/gpu")].ceiling == 16
 
 
