@@ -53,6 +53,19 @@ class CapacityRow:
 
 
 @dataclass(frozen=True)
+class ReachChange:
+    """What a tenant's queue can reach at most in a pool changes (Kueue's maximum capacity over the
+    compiled cohort tree, gpugov.reach): its own quotas, or another's lending or borrowing limits."""
+
+    cluster: str
+    tenant: str
+    pool: str
+    resource: str
+    before: Decimal | None  # None: its queue did not list the pool
+    after: Decimal | None
+
+
+@dataclass(frozen=True)
 class PoolChange:
     pool: str
     status: str  # added, removed, changed
@@ -135,6 +148,7 @@ class Plan:
     departments_removed: list[str] = field(default_factory=list)
     quotas: list[QuotaChange] = field(default_factory=list)
     capacity: list[CapacityRow] = field(default_factory=list)
+    reach: list[ReachChange] = field(default_factory=list)
     pools: list[PoolChange] = field(default_factory=list)
     mig: list[MigChange] = field(default_factory=list)
     priorities: list[PriorityChange] = field(default_factory=list)

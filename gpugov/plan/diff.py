@@ -22,6 +22,7 @@ from gpugov.plan.differ import (
     pool_changes,
     priority_changes,
     quota_changes,
+    reach_changes,
     removals,
     weight_changes,
 )
@@ -52,6 +53,7 @@ def make_plan(base: Model, head: Model, base_label: str, head_label: str, cluste
         new = _objects(head, name, head_objects)
         plan.objects.extend(object_changes(name, old, new))
         plan.mig.extend(mig_changes(name, old, new))
+        plan.reach.extend(reach_changes(name, old, new))
     plan.removals = removals(plan.objects)
     plan.risks = plan_risks(plan, base, head) + declaration_risks(base, head) + outside_risks(changed_paths)
     plan.risks += timeline_risks(base, head)

@@ -1,5 +1,6 @@
 """The differs: the changes between two revisions, from their models (quotas, capacity, pools,
-priority classes, departments and weights) and from their compiled objects (object and MIG changes)."""
+priority classes, departments and weights) and from their compiled objects (object and MIG changes,
+and what each tenant's queue can reach, gpugov.reach)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import Model, ResourceQuota, Tenant
 from gpugov.i18n import Text
 from gpugov.kube.objects import without_source
+from gpugov.kube.resources import is_accelerator
 from gpugov.plan.changes import (
     QUOTA_FIELDS,
     CapacityRow,
@@ -20,10 +22,12 @@ from gpugov.plan.changes import (
     PoolChange,
     PriorityChange,
     QuotaChange,
+    ReachChange,
     Removal,
     WeightChange,
 )
 from gpugov.plan.removal import KEPT_KINDS, PLURAL, WHAT_EACH_PATH_DOES, category
+from gpugov.reach import tenant_rooms
 
 
 def _quota_map(model: Model) -> dict[tuple[str, str, str, str], ResourceQuota]:
@@ -211,4 +215,21 @@ def mig_changes(cluster: str, base: list[Object], head: list[Object]) -> list[Mi
         elif after is not None and old_cfg.get(after) != new_cfg.get(after):
             reason = Text("config '{config}' changed", config=after)
             changes.append(MigChange(cluster, node, before, after, reason))
+    return changes
+
+
+def reach_changes(cluster: str, base: list[Object], head: list[Object]) -> list[ReachChange]:
+    """Per tenant, pool and accelerator resource, where Kueue's maximum for its queue changes (gpugov.reach
+    over each revision's compiled ClusterQueues and Cohorts; nothing on Volcano, which has none)."""
+    before, after = tenant_rooms(base), tenant_rooms(head)
+    changes = []
+    for tenant in sorted(set(before) | set(after)):
+        old, new = before.get(tenant, {}), after.get(tenant, {})
+        for pool, resource in sorted(set(old) | set(new)):
+            if not is_accelerator(resource):
+                continue
+            was, now = old.get((pool, resource)), new.get((pool, resource))
+            most_before, most_after = (None if was is None else was.maximum), (None if now is None else now.maximum)
+            if most_before != most_after and (most_before or most_after):
+                changes.append(ReachChange(cluster, tenant, pool, resource, most_before, most_after))
     return changes

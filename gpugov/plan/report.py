@@ -133,6 +133,14 @@ def markdown(plan: Plan) -> str:
         out.append("")
         out += [f"- {_unassigned(r)}" for r in plan.capacity if _unassigned(r)]
         out += [""] if any(_unassigned(r) for r in plan.capacity) else []
+    if plan.reach:
+        out += [_("**What each tenant can reach** (Kueue's maximum: its nominal quota plus what its cohort tree "
+                  "can lend, within every borrowing and lending limit)"), "",
+                _row(_("cluster"), _("tenant"), _("pool"), _("resource"), _("before"), _("after")),
+                "|---|---|---|---|---|---|"]
+        out += [f"| {r.cluster} | `{r.tenant}` | {r.pool} | {r.resource} | {_q(r.before)} | {_q(r.after)} |"
+                for r in plan.reach]
+        out.append("")
     if plan.pools:
         out += [_("**Pools**"), ""]
         statuses = {"added": _("added"), "removed": _("removed"), "changed": _("changed")}
@@ -218,6 +226,9 @@ def text(plan: Plan) -> str:
     told = _("capacity {pool} {resource}: {before} -> {after}")
     out += [told.format(pool=r.pool, resource=r.resource, before=_fraction(r.guaranteed_before, r.capacity_before),
                         after=_fraction(r.guaranteed_after, r.capacity_after)) for r in plan.capacity]
+    told = _("reach {cluster} {tenant} {pool} {resource}: {before} -> {after}")
+    out += [told.format(cluster=r.cluster, tenant=r.tenant, pool=r.pool, resource=r.resource, before=_q(r.before),
+                        after=_q(r.after)) for r in plan.reach]
     told, more = _("pool {pool} {status} +{added} -{removed} nodes"), _("; capacity {change}")
     statuses = {"added": _("added"), "removed": _("removed"), "changed": _("changed")}
     for p in plan.pools:

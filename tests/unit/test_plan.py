@@ -375,3 +375,23 @@ def test_a_reserved_namespace_gives_findings_not_a_plan(tmp_path: Path, capsys) 
                                               "namespaces: [alpha, kube-system]"))
     code, out, err = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "text")
     assert code == 1 and "[GG015]" in out and "tenants/alpha.yaml:9" in out and "no plan" in err
+
+
+def test_another_tenants_lending_limit_changes_what_a_tenant_can_reach(tmp_path: Path, capsys) -> None:
+    """Issue #39: beta keeps 6 of its 8 h100 GPUs local (lendingLimit 2). alpha's own quota does not
+    change, yet Kueue's maximum for it drops from 12 (8 + borrowing limit 4) to 10 (its 4 kept local +
+    the 4 it lends + beta's 2): the plan says so, from the same computation as `gpugov why`."""
+    def lend_less(repo: Path) -> None:
+        edit(repo, "tenants/beta.yaml", "        accelerators: 8\n        cpu: 48",
+             "        accelerators: {nominal: 8, lendingLimit: 2}\n        cpu: 48")
+
+    repo = make_repo(tmp_path, lend_less)
+    code, out, _ = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "json")
+    assert code in (0, 1)
+    reach = json.loads(out)["reach"]
+    assert [(r["tenant"], r["pool"], r["resource"], r["before"], r["after"]) for r in reach] == [
+        ("alpha", "h100", "nvidia.com/gpu", "12", "10")]
+    text = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "text")[1]
+    assert "reach lab alpha h100 nvidia.com/gpu: 12 -> 10" in text
+    markdown = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD")[1]
+    assert "| lab | `alpha` | h100 | nvidia.com/gpu | 12 | 10 |" in markdown
