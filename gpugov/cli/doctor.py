@@ -36,6 +36,7 @@ def cmd_doctor(args: argparse.Namespace) -> ExitCode:
         namespaces=tenant_namespaces(state),
         rbac=tuple((o["kind"], o["metadata"]["name"]) for o in state.objects
                    if o["kind"] in ("ClusterRole", "ClusterRoleBinding") and is_tenant_rbac(o)),
+        volcano=state.backend == "volcano",
     )
     try:
         api = api_client(args)

@@ -18,9 +18,11 @@ from typing import Any
 from kubernetes import client
 
 from gpugov.cluster.rest import Api, list_all, read_object
+from gpugov.compile.volcano_scheduler import CONFIGMAP_NAME as VOLCANO_CONFIGMAP
+from gpugov.compile.volcano_scheduler import CONFIGMAP_NAMESPACE as VOLCANO_NAMESPACE
 from gpugov.doctor.facts import API_SOURCES, KUEUE_CONFIGMAP, Facts, FactsRequest
-from gpugov.kube.kinds import KINDS, Kind
-from gpugov.kube.names import KUEUE_API, KUEUE_GROUP, KUEUE_VERSION
+from gpugov.kube.kinds import KINDS, PODGROUP, Kind
+from gpugov.kube.names import KUEUE_API, KUEUE_GROUP, KUEUE_VERSION, VOLCANO_API, VOLCANO_GROUP
 from gpugov.sources import CheckIncomplete
 
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False)
@@ -106,6 +108,15 @@ def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[
     def kueue_config() -> None:
         facts.kueue_configmap = read_object(api, KINDS[("v1", "ConfigMap")], KUEUE_CONFIGMAP, request.kueue_namespace)
 
+    def volcano_config() -> None:
+        if request.volcano:
+            facts.volcano_configmap = read_object(api, KINDS[("v1", "ConfigMap")], VOLCANO_CONFIGMAP, VOLCANO_NAMESPACE)
+
+    def volcano_queues() -> None:
+        if request.volcano and _served(facts.crds.get(f"queues.{VOLCANO_GROUP}"), "v1beta1"):
+            facts.volcano_queues = list(list_all(api, KINDS[(VOLCANO_API, "Queue")]))
+            facts.podgroups = list(list_all(api, PODGROUP))
+
     def kueue_services() -> None:
         facts.kueue_services = list(list_all(api, SERVICE, field_selector=f"metadata.namespace={request.kueue_namespace}"))
 
@@ -153,7 +164,11 @@ def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[
     else:
         attempt("clusterqueues", clusterqueues)
         attempt("clusterpolicies", clusterpolicies)
-    for source, read in (("apiservices", apiservices), ("kueue-config", kueue_config),
+    if "crds" in facts.unreadable:
+        facts.unreadable["volcano-queues"] = "not read, the CRDs could not be"
+    else:
+        attempt("volcano-queues", volcano_queues)
+    for source, read in (("apiservices", apiservices), ("kueue-config", kueue_config), ("volcano-config", volcano_config),
                          ("kueue-services", kueue_services), ("daemonsets", daemonsets), ("admission", admission),
                          ("namespaces", namespaces), ("rbac", rbac), ("pods", pods)):
         attempt(source, read)

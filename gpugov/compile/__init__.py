@@ -20,6 +20,7 @@ from gpugov.compile.operations import operations_objects
 from gpugov.compile.roles import compile_roles
 from gpugov.compile.timeline import mark_instant
 from gpugov.compile.volcano import compile_volcano
+from gpugov.compile.volcano_scheduler import scheduler_configmap
 from gpugov.declarations.model import Model
 from gpugov.kube.kinds import APPLY_ORDER
 from gpugov.kube.objects import object_key
@@ -33,7 +34,7 @@ def compile(model: Model, *, cluster: str | None = None, backend: str | None = N
 def compile_scope(scope: Scope) -> list[Object]:
     """Desired objects for a resolved scope, in apply order."""
     objects = compile_core(scope) + compile_roles(scope) + mig_configmap(scope)
-    objects += compile_kueue(scope) if scope.backend is Backend.KUEUE else compile_volcano(scope)
+    objects += compile_kueue(scope) if scope.backend is Backend.KUEUE else compile_volcano(scope) + scheduler_configmap(scope)
     objects += admission_objects(scope)
     objects += compile_nodes(scope)
     objects += operations_objects(scope, objects)

@@ -29,7 +29,8 @@ SCHEMA_BASE = "https://gpugov.io/schemas/v1alpha1/"
 
 # The scheduler objects a Cluster's spec.adopt may name: apply takes them over although they exist
 # on the cluster without gpugov's mark (gpugov.cluster.ownership).
-ADOPTABLE_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor", "LocalQueue", "WorkloadPriorityClass", "Topology")
+ADOPTABLE_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor", "LocalQueue", "WorkloadPriorityClass", "Topology",
+                   "Queue", "ConfigMap")
 
 SCHEMA = rule(
     "GG003",
@@ -709,13 +710,15 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                         {
                             "kind": {"enum": list(ADOPTABLE_KINDS)},
                             "name": _NAME,
-                            "namespace": {**_NAME, "description": "The LocalQueue's namespace (LocalQueue only)."},
+                            "namespace": {**_NAME, "description": "The namespace of a LocalQueue or a ConfigMap (e.g. "
+                                          "volcano-system for Volcano's scheduler configuration)."},
                         },
                         ["kind", "name"],
                     ),
                     "description": "Scheduler objects that already exist on this cluster without being gpugov's "
                     "(no app.kubernetes.io/managed-by: gpugov label), e.g. queues written by hand before "
-                    "`gpugov import`, that gpugov apply may take over. Each must be an object the declarations "
+                    "`gpugov import`, or the scheduler configuration Volcano's chart installed "
+                    "(ConfigMap volcano-system/volcano-scheduler-configmap), that gpugov apply may take over. Each must be an object the declarations "
                     "compile to for this cluster (GG160). Once taken over they are gpugov's: removing one from the "
                     "declarations later makes prune delete it. Adding an entry is a plan risk (GP026).",
                 },

@@ -22,6 +22,10 @@ from gpugov.compile.admission import API as ADMISSION_API
 from gpugov.compile.admission import WORKLOAD_KINDS
 from gpugov.compile.common import Scope
 from gpugov.compile.core import POD_SECURITY
+from gpugov.compile.volcano_scheduler import CONFIG_KEY as VOLCANO_CONFIG_KEY
+from gpugov.compile.volcano_scheduler import CONFIGMAP_NAME as VOLCANO_CONFIGMAP
+from gpugov.compile.volcano_scheduler import CONFIGMAP_NAMESPACE as VOLCANO_CONFIG_NAMESPACE
+from gpugov.compile.volcano_scheduler import configuration_problems
 from gpugov.declarations.model import GPUPool
 from gpugov.doctor.facts import KUEUE_CONFIG_KEY, KUEUE_CONFIGMAP, Facts, FactsRequest, Obj
 from gpugov.doctor.metrics import Sample, parse_samples
@@ -231,6 +235,76 @@ def check_scheduler_version(s: Situation) -> Outcome:
                           version=version, not_stored=_listing(not_stored)),
                      Text("Upgrade the scheduler so that the version gpugov writes is the one it stores."))
     return _pass(Text("all {count} CRDs serve and store {version}", count=len(present), version=version))
+
+
+# --- Volcano's settings ----------------------------------------------------------------------
+
+def _not_volcano(s: Situation) -> Outcome | None:
+    return None if not s.kueue else _skip(Text("cluster {cluster} runs {backend}, not Volcano",
+                                               cluster=s.state.cluster, backend=s.state.backend))
+
+
+@check("DR007", "volcano-scheduler-config", reads=("volcano-config",),
+       summary="Volcano's scheduler runs the configuration gpugov's Queues need: actions allocate, preempt and reclaim "
+               "without enqueue, the priority, gang, predicates and nodegroup plugins, and the SchedulingPolicy's "
+               "queue plugin (capacity with enableHierarchy, or proportion), never both.",
+       hint=Text("Apply gpugov's compiled ConfigMap volcano-system/volcano-scheduler-configmap (gpugov apply) and "
+                 "mount it as vc-scheduler's --scheduler-conf, as Volcano's chart does."))
+def check_volcano_scheduler_config(s: Situation) -> Outcome:
+    if (other := _not_volcano(s)) is not None:
+        return other
+    where = f"ConfigMap {VOLCANO_CONFIG_NAMESPACE}/{VOLCANO_CONFIGMAP}"
+    configmap = s.facts.volcano_configmap
+    if configmap is None:
+        return _fail(Text("{where} is missing: vc-scheduler runs its built-in configuration (the proportion plugin, "
+                          "no reclaim), which reads none of the deserved quotas gpugov sets", where=where))
+    text = (configmap.get("data") or {}).get(VOLCANO_CONFIG_KEY)
+    if text is None:
+        return _fail(Text("{where} has no key {key}", where=where, key=VOLCANO_CONFIG_KEY))
+    problems = configuration_problems(text, s.scope.model.policy.volcano_plugin)
+    if problems:
+        return _fail(Text("{where}: {problems}", where=where, problems=Joined("; ", problems)))
+    return _pass(Text("{where} has every action and plugin gpugov's Queues need", where=where))
+
+
+@check("DR008", "volcano-queues", reads=("volcano-queues",),
+       summary="Every Queue gpugov declares is Open, its parent exists (a Queue without one is under root), and no "
+               "PodGroup names a parent Queue: one job in a non-leaf queue, or one queue whose parent is missing, "
+               "makes the capacity plugin refuse to allocate, reclaim and preempt for every queue (volcano#4227).",
+       hint=Text("Run vc-controller-manager (its queue controller opens Queues); move the PodGroups out of "
+                 "department queues; gpugov apply creates the missing parents."))
+def check_volcano_queues(s: Situation) -> Outcome:
+    if (other := _not_volcano(s)) is not None:
+        return other
+    declared = [o["metadata"]["name"] for o in s.state.objects if o["kind"] == "Queue"]
+    if not declared:
+        return _skip(Text("compile emits no Volcano Queue for cluster {cluster}", cluster=s.state.cluster))
+    live = {q["metadata"]["name"]: q for q in s.facts.volcano_queues}
+    missing = [n for n in declared if n not in live]
+    closed = [f"{n} ({(live[n].get('status') or {}).get('state') or 'no state'})" for n in declared
+              if n in live and (live[n].get("status") or {}).get("state") != "Open"]
+    orphans = [f"{n} (parent {q['spec']['parent']})" for n, q in sorted(live.items())
+               if (q.get("spec") or {}).get("parent") not in (None, "", "root") and q["spec"]["parent"] not in live]
+    parents = {(q.get("spec") or {}).get("parent") or "root" for n, q in live.items() if n != "root"}
+    in_parents = sorted({f"{g['metadata']['namespace']}/{g['metadata']['name']} (queue {g['spec']['queue']})"
+                         for g in s.facts.podgroups if (g.get("spec") or {}).get("queue") in parents
+                         and (g.get("status") or {}).get("phase") not in ("Completed",)})
+    problems = []
+    if in_parents:
+        problems.append(Text("PodGroups in a parent Queue stop the capacity plugin for every queue: {groups}",
+                             groups=_listing(in_parents)))
+    if orphans:
+        problems.append(Text("Queues whose parent does not exist stop the capacity plugin for every queue: {queues}",
+                             queues=_listing(orphans)))
+    if missing:
+        problems.append(Text("declared Queues missing: {queues}", queues=_listing(missing)))
+    if closed:
+        problems.append(Text("Queues not Open (Volcano allocates only to Open queues): {queues}",
+                             queues=_listing(closed)))
+    if problems:
+        return _fail(Joined("; ", problems))
+    return _pass(Text("all {count} declared Queues are Open, every parent exists, no PodGroup is in a parent queue",
+                      count=len(declared)))
 
 
 # --- Kueue's settings ------------------------------------------------------------------------
@@ -930,7 +1004,8 @@ def check_broad_bindings(s: Situation) -> Outcome:
 
 
 CHECKS: tuple[Check, ...] = (  # the order of the report
-    check_scheduler_installed, check_scheduler_version, check_fair_sharing, check_manage_jobs, check_visibility,
+    check_scheduler_installed, check_scheduler_version, check_volcano_scheduler_config, check_volcano_queues,
+    check_fair_sharing, check_manage_jobs, check_visibility,
     check_kueue_metrics, check_gpu_operator, check_device_plugin, check_gfd, check_mig_strategy, check_mig_state,
     check_mig_manager, check_dcgm_exporter, check_dcgm_pod_labels, check_pool_nodes, check_pool_hardware,
     check_admission, check_integrations, check_pod_security, check_isolation_intact, check_tenant_roles,

@@ -17,6 +17,8 @@ SOURCES = {
     "crds": "CustomResourceDefinitions by name (apiextensions.k8s.io/v1)",
     "apiservices": "APIServices by name (apiregistration.k8s.io/v1)",
     "kueue-config": "ConfigMap <kueue-namespace>/kueue-manager-config, key controller_manager_config.yaml",
+    "volcano-config": "ConfigMap volcano-system/volcano-scheduler-configmap, key volcano-scheduler.conf",
+    "volcano-queues": "Volcano Queues (scheduling.volcano.sh/v1beta1) and their status, and the PodGroups' queues",
     "kueue-services": "Services in the Kueue namespace",
     "clusterqueues": "ClusterQueues (kueue.x-k8s.io/v1beta2) and their status",
     "nodes": "Nodes: labels and status.allocatable",
@@ -47,6 +49,7 @@ class FactsRequest:
     dcgm_metrics_url: str | None = None
     namespaces: tuple[str, ...] = ()  # the tenants' namespaces (compile's Namespace objects)
     rbac: tuple[tuple[str, str], ...] = ()  # (kind, name) of the tenant roles' cluster-scoped objects
+    volcano: bool = False  # the cluster runs Volcano: read its scheduler configuration, Queues and PodGroups
 
     @property
     def read_pods(self) -> bool:
@@ -58,6 +61,9 @@ class Facts:
     crds: dict[str, Obj] = field(default_factory=dict)  # name -> CRD, those found
     apiservices: dict[str, Obj] = field(default_factory=dict)
     kueue_configmap: Obj | None = None
+    volcano_configmap: Obj | None = None
+    volcano_queues: list[Obj] = field(default_factory=list)
+    podgroups: list[Obj] = field(default_factory=list)
     kueue_services: list[Obj] = field(default_factory=list)
     clusterqueues: list[Obj] = field(default_factory=list)
     nodes: list[Obj] = field(default_factory=list)

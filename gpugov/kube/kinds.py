@@ -66,6 +66,7 @@ KINDS: dict[tuple[str, str], Kind] = {
 
 # Read, never written: not in KINDS (drift does not compare them, compile grants no role on them).
 WORKLOAD = Kind(KUEUE_API, "Workload", "workloads", True)
+PODGROUP = Kind(VOLCANO_API, "PodGroup", "podgroups", True)
 
 
 # The order objects are applied in: namespaces and classes first, flavors and cohorts before the

@@ -1,10 +1,11 @@
-"""``gpugov sandbox up|status|down``: a living local cluster that outlives the command.
+"""``gpugov sandbox up|status|jobs|down``: a living local cluster that outlives the command.
 
 ``up`` starts a detached ``Sandbox`` (kube-apiserver + etcd, kube-controller-manager,
-kube-scheduler, KWOK and the Kueue controller) whose state (PKI, etcd data, logs,
-kubeconfig, ``state.json``) lives in ``${GPUGOV_CACHE:-~/.cache/gpugov}/sandbox/``;
-``status`` says which components run and reports a dead one with its log tail;
-``down`` stops every process and removes that directory. One sandbox at a time.
+kube-scheduler, KWOK and the Kueue controller, or Volcano's scheduler and controller manager for
+a declared cluster whose backend is Volcano) whose state (PKI, etcd data, logs, kubeconfig,
+``state.json``) lives in ``${GPUGOV_CACHE:-~/.cache/gpugov}/sandbox/``, or ``sandbox-<cluster>/``
+for ``up --cluster NAME``; ``status`` says which components run and reports a dead one with its log
+tail; ``down`` stops every process and removes that directory. One sandbox per cluster name.
 
 Expected failures print one ``gpugov sandbox: error: ...`` line (plus a log
 tail where useful) and never a traceback; they exit as every gpugov command does
@@ -30,6 +31,8 @@ from gpugov.sandbox.tools import (
     KUEUE_BINARY,
     KWOK_BINARY,
     SCHEDULER_BINARY,
+    VOLCANO_CONTROLLERS_BINARY,
+    VOLCANO_SCHEDULER_BINARY,
 )
 
 # Kept import-light on purpose: register() must not pull in the kubernetes
@@ -45,6 +48,8 @@ BINARY_OF = {
     "kube-scheduler": SCHEDULER_BINARY,
     "kwok": KWOK_BINARY,
     "kueue": KUEUE_BINARY,
+    "vc-controller-manager": VOLCANO_CONTROLLERS_BINARY,
+    "vc-scheduler": VOLCANO_SCHEDULER_BINARY,
 }
 COPIES_FILE = "kubeconfig-copies"  # user-requested --kubeconfig paths, removed by `down`
 
@@ -98,9 +103,19 @@ def _exit_code(exc: BaseException) -> ExitCode:
     return ExitCode.FINDINGS
 
 
-def state_dir() -> Path:
-    cache = os.environ.get("GPUGOV_CACHE") or Path.home() / ".cache" / "gpugov"
-    return Path(cache) / "sandbox"
+def _cache() -> Path:
+    return Path(os.environ.get("GPUGOV_CACHE") or Path.home() / ".cache" / "gpugov")
+
+
+def state_dir(cluster: str | None = None) -> Path:
+    """Where the sandbox keeps its state: ``sandbox/``, or ``sandbox-<cluster>/`` for a named cluster."""
+    return _cache() / ("sandbox" if cluster is None else f"sandbox-{cluster}")
+
+
+def state_dirs() -> list[Path]:
+    """Every sandbox's directory that exists, the unnamed one first."""
+    named = sorted(p for p in _cache().glob("sandbox-*") if p.is_dir())
+    return [d for d in (state_dir(), *named) if d.is_dir()]
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -119,6 +134,13 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     up = commands.add_parser("up", help="start the sandbox in the background")
     up.add_argument("--kubeconfig", type=Path, metavar="PATH", help="also write the admin kubeconfig to PATH")
     up.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="simulate this declared cluster: its GPU servers only, and its backend's scheduler (Kueue, or "
+        "Volcano with the scheduler configuration gpugov compiles); state in sandbox-NAME/, so several run side "
+        "by side (default: one Kueue sandbox with every pool's servers)",
+    )
+    up.add_argument(
         "repo_dir",
         nargs="?",
         type=Path,
@@ -129,15 +151,18 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     up.set_defaults(func=functools.partial(_run, cmd_up))
 
     status = commands.add_parser("status", help="say which components run; exit 1 if one is down")
+    status.add_argument("--cluster", metavar="NAME", help="only the sandbox of this cluster (default: every sandbox)")
     status.set_defaults(func=functools.partial(_run, cmd_status))
 
     jobs = commands.add_parser(
         "jobs",
-        help="submit a sample Job per tenant and show where Kueue admits it",
+        help="submit a sample Job per tenant and show where Kueue or Volcano admits it",
         description=(
             "Submit one sample Job per tenant (its first queue, one accelerator of its first pool) to the "
-            "running sandbox, wait, and show the Workloads: admitted flavor, node, state. Run "
-            "`gpugov apply REPO --cluster C --kubeconfig ...` first."
+            "running sandbox, wait, and show what the scheduler made of them: on Kueue the Workload's admitted "
+            "flavor, on Volcano the PodGroup's queue and the pool's node group; the node and the state. Run "
+            "`gpugov apply REPO --cluster C --kubeconfig ...` first. With --cluster, the sandbox started "
+            "with `up --cluster C` is used when one runs."
         ),
     )
     jobs.add_argument("repo_dir", nargs="?", type=Path, default=Path("."), metavar="REPO", help="org repository (default: .)")
@@ -153,6 +178,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     jobs.set_defaults(func=functools.partial(_run, cmd_jobs))
 
     down = commands.add_parser("down", help="stop every component and delete the sandbox's state")
+    down.add_argument("--cluster", metavar="NAME", help="only the sandbox of this cluster (default: every sandbox)")
     down.set_defaults(func=functools.partial(_run, cmd_down))
     return cast(argparse.ArgumentParser, parser)
 
@@ -213,23 +239,28 @@ def cmd_up(args: argparse.Namespace) -> ExitCode:
     from gpugov.sandbox.controlplane import KUBECONFIG_NAME
     from gpugov.sandbox.simulated import simulated_nodes
 
-    directory = state_dir()
+    cluster = getattr(args, "cluster", None)
+    directory = state_dir(cluster)
     running = running_pids(directory)
     if running:
+        down = "gpugov sandbox down" + (f" --cluster {cluster}" if cluster else "")
         raise SandboxError(
             f"a sandbox is already running ({', '.join(f'{n} pid {p}' for n, p in running.items())}); use it with\n"
             f"  export KUBECONFIG={directory / KUBECONFIG_NAME}\n"
-            "or stop it first: gpugov sandbox down"
+            f"or stop it first: {down}"
         )
     if not args.repo_dir.is_dir():
         raise SandboxError(f"REPO {args.repo_dir} is not a directory", ExitCode.USAGE)
-    nodes = simulated_nodes(valid_model(args.repo_dir)[0])
+    model = valid_model(args.repo_dir)[0]
+    backend, volcano_conf = _backend_of(model, cluster, args.repo_dir)
+    nodes = simulated_nodes(model, cluster) if cluster else simulated_nodes(model)
     if directory.exists():
         print(f"removing stale sandbox state in {directory}", file=sys.stderr)
         shutil.rmtree(directory)
 
-    print("starting the sandbox (kube-apiserver, controllers, scheduler, KWOK, Kueue) ...", file=sys.stderr)
-    sandbox = Sandbox(workdir=directory, detach=True)
+    scheduler = "Kueue" if backend == "kueue" else "Volcano"
+    print(f"starting the sandbox (kube-apiserver, controllers, scheduler, KWOK, {scheduler}) ...", file=sys.stderr)
+    sandbox = Sandbox(workdir=directory, detach=True, backend=backend, volcano_conf=volcano_conf)
     try:
         sandbox.start()
         sandbox.write_state()
@@ -241,6 +272,23 @@ def cmd_up(args: argparse.Namespace) -> ExitCode:
         raise
     _print_usage(sandbox, node_count, copies)
     return ExitCode.OK
+
+
+def _backend_of(model: Any, cluster: str | None, repo: Path) -> tuple[str, str | None]:
+    """The declared cluster's backend and, on Volcano, the scheduler configuration compiled for it."""
+    if cluster is None:
+        return "kueue", None
+    from gpugov.compile import compile
+    from gpugov.compile.volcano_scheduler import CONFIG_KEY
+
+    declared = model.clusters.get(cluster)
+    if declared is None:
+        known = ", ".join(sorted(model.clusters)) or "none"
+        raise SandboxError(f"{repo}: no cluster '{cluster}' is declared (declared: {known})", ExitCode.USAGE)
+    if declared.backend != "volcano":
+        return declared.backend, None
+    conf = next(o["data"][CONFIG_KEY] for o in compile(model, cluster=cluster) if CONFIG_KEY in o.get("data", {}))
+    return "volcano", conf
 
 
 def _create_nodes(cp: ControlPlane, nodes: list[dict[str, Any]]) -> int:
@@ -268,7 +316,8 @@ def _print_usage(sandbox: Sandbox, node_count: int, copies: list[Path]) -> None:
     print(f"sandbox running at {cp.server}:")
     for started in sandbox.started:
         print(f"  {started.name:<24} {started.version:<9} pid {started.pid:<8} ready in {started.seconds:5.1f}s")
-    print(f"  {len(cp.installed_crds) + len(sandbox.kueue_crds)} CRDs (Kueue v0.17.0's own, Volcano's reference), {node_count} KWOK nodes")
+    origin = "Kueue v0.17.0's own" if sandbox.backend == "kueue" else "Volcano v1.14.1's own"
+    print(f"  {len(cp.installed_crds) + len(sandbox.backend_crds)} CRDs ({origin}), {node_count} KWOK nodes")
     print(f"  logs: {cp.workdir}/*.log, {cp.workdir}/*/*.log")
     print("use it with:")
     print(f"  export KUBECONFIG={kubeconfig}")
@@ -279,23 +328,30 @@ def _print_usage(sandbox: Sandbox, node_count: int, copies: list[Path]) -> None:
 # -- status --------------------------------------------------------------------
 
 
+def _chosen_dirs(args: argparse.Namespace) -> list[Path]:
+    cluster = getattr(args, "cluster", None)
+    return [state_dir(cluster)] if cluster else state_dirs()
+
+
 def cmd_status(args: argparse.Namespace) -> ExitCode:
     from gpugov.sandbox.cluster import detached_components, read_state
 
-    state = read_state(state_dir())
-    if state is None:
+    states = [(d, read_state(d)) for d in _chosen_dirs(args)]
+    states = [(d, state) for d, state in states if state is not None]
+    if not states:
         print("no sandbox is running")
         return ExitCode.FINDINGS
     problems = []
-    print(f"sandbox at {state.get('server', '?')}  (KUBECONFIG={state.get('kubeconfig', '?')})")
-    for component in detached_components(state, _is_ours):
-        if not component.alive():
-            word, problems = "DOWN", [*problems, component.death_report()]
-        elif not component.healthy(timeout=5.0):
-            word, problems = "UNHEALTHY", [*problems, f"{component.name} does not answer {component.health_url}"]
-        else:
-            word = "running"
-        print(f"  {component.name:<24} {component.version:<9} {word:<9} pid {component.recorded_pid}")
+    for _, state in states:
+        print(f"sandbox at {state.get('server', '?')}  (KUBECONFIG={state.get('kubeconfig', '?')})")
+        for component in detached_components(state, _is_ours):
+            if not component.alive():
+                word, problems = "DOWN", [*problems, component.death_report()]
+            elif not component.healthy(timeout=5.0):
+                word, problems = "UNHEALTHY", [*problems, f"{component.name} does not answer {component.health_url}"]
+            else:
+                word = "running"
+            print(f"  {component.name:<24} {component.version:<9} {word:<9} pid {component.recorded_pid}")
     for problem in problems:
         print(f"gpugov sandbox: error: {problem}", file=sys.stderr)
     return ExitCode.FINDINGS if problems else ExitCode.OK
@@ -311,14 +367,17 @@ def cmd_jobs(args: argparse.Namespace) -> ExitCode:
     from gpugov.sandbox import samples
     from gpugov.sandbox.cluster import read_state
 
-    state = read_state(state_dir())
-    if state is None or not running_pids(state_dir()):
+    directory = state_dir(args.cluster) if args.cluster and state_dir(args.cluster).is_dir() else state_dir()
+    state = read_state(directory)
+    if state is None or not running_pids(directory):
         raise SandboxError("no sandbox is running; start one with: gpugov sandbox up")
     if not args.repo_dir.is_dir():
         raise SandboxError(f"REPO {args.repo_dir} is not a directory", ExitCode.USAGE)
-    jobs = samples.sample_jobs(desired_state(args.repo_dir, cluster=args.cluster).objects)
+    desired = desired_state(args.repo_dir, cluster=args.cluster)
+    volcano = any(o["kind"] == "Queue" for o in desired.objects)
+    jobs = samples.volcano_sample_jobs(desired.objects) if volcano else samples.sample_jobs(desired.objects)
     if not jobs:
-        raise SandboxError(f"{args.repo_dir}: no tenant has a LocalQueue and an accelerator quota on this cluster")
+        raise SandboxError(f"{args.repo_dir}: no tenant has a queue and an accelerator quota on this cluster")
     api = kube_config.new_client_from_config(config_file=state["kubeconfig"])
     samples.submit(api, jobs, args.run_for)
     print(f"submitted {len(jobs)} sample Jobs (each runs {args.run_for}); waiting until {args.until} ...", file=sys.stderr)
@@ -334,21 +393,29 @@ def cmd_jobs(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_down(args: argparse.Namespace) -> ExitCode:
-    from gpugov.sandbox.cluster import detached_components, read_state
-
-    directory = state_dir()
-    if not directory.exists():
+    directories = _chosen_dirs(args)
+    directories = [d for d in directories if d.exists()]
+    if not directories:
         print("no sandbox is running")
         return ExitCode.OK
+    for directory in directories:
+        _down(directory)
+    return ExitCode.OK
+
+
+def _down(directory: Path) -> None:
+    from gpugov.sandbox.cluster import detached_components, read_state
+
     state = read_state(directory) or {}
     components = detached_components(state, _is_ours)
     stopped = [c.name for c in components if c.pid is not None]
-    for component in reversed(components):  # Kueue first, the apiserver last
+    for component in reversed(components):  # the scheduler backend first, the apiserver last
         component.stop()
     _remove_kubeconfig_copies(directory)
     shutil.rmtree(directory)
-    print(f"sandbox stopped ({', '.join(stopped)})" if stopped else "removed stale sandbox state (it was not running)")
-    return ExitCode.OK
+    named = directory.name.removeprefix("sandbox-") if directory.name != state_dir().name else ""
+    what = f"sandbox of cluster {named}" if named else "sandbox"
+    print(f"{what} stopped ({', '.join(stopped)})" if stopped else f"removed stale {what} state (it was not running)")
 
 
 def _remove_kubeconfig_copies(directory: Path) -> None:

@@ -2,11 +2,12 @@
 
 ``Sandbox`` starts, in order:
 
-1. kube-apiserver with embedded etcd (``ControlPlane``), the Volcano CRDs from the
-   shared reference when present;
+1. kube-apiserver with embedded etcd (``ControlPlane``);
 2. kube-controller-manager, kube-scheduler and KWOK (the simulated GPU servers'
    kubelet), together;
-3. the Kueue controller v0.17.0 with its own CRDs, webhooks and visibility API.
+3. the cluster's scheduler backend: the Kueue controller v0.17.0 with its own CRDs, webhooks and
+   visibility API, or Volcano v1.14.1 (its controller manager and scheduler, with its own CRDs
+   and the scheduler configuration compiled from the declarations).
 
 Each component is a process group of its own with a log in the work directory.
 ``problems()`` names every component that has died or stopped answering its
@@ -28,7 +29,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from gpugov.sandbox import crds as crd_mod
 from gpugov.sandbox.components import Component, ComponentError
 from gpugov.sandbox.controlplane import ControlPlane
 from gpugov.sandbox.kube import controller_manager, scheduler
@@ -40,11 +40,13 @@ from gpugov.sandbox.tools import (
     KUEUE_BINARY,
     KWOK_BINARY,
     SCHEDULER_BINARY,
+    VOLCANO_CONTROLLERS_BINARY,
+    VOLCANO_SCHEDULER_BINARY,
     kueue_config_dir,
-    repo_root,
     tool_binary,
     tool_version,
 )
+from gpugov.sandbox.volcano import Volcano
 
 STATE_FILE = "state.json"
 
@@ -60,38 +62,44 @@ class Started:
     log: Path
 
 
-def _volcano_crd_dirs() -> list[Path]:
-    """The Volcano reference CRDs (no Volcano scheduler is available to run; its CRDs are)."""
-    with contextlib.suppress(crd_mod.CRDError, RuntimeError):
-        return [d for d in crd_mod.crd_dirs(_root_or_none()) if d.name == "volcano"]
-    return []
-
-
-def _root_or_none() -> Path | None:
-    try:
-        return repo_root()
-    except RuntimeError:
-        return None
+BACKENDS = ("kueue", "volcano")
 
 
 class Sandbox:
-    """kube-apiserver + controller manager + scheduler + KWOK + Kueue, as a context manager.
+    """kube-apiserver + controller manager + scheduler + KWOK + Kueue or Volcano, as a context manager.
 
     Args:
         workdir: where every component keeps its files; default a temporary
             directory that ``stop()`` removes (a given one is left to its owner).
         detach: the processes outlive this Python process (``gpugov sandbox up``).
         startup_timeout: seconds each step may take to become ready.
+        backend: the cluster's scheduler: ``kueue`` (default) or ``volcano``.
+        volcano_conf: Volcano's scheduler configuration (``volcano-scheduler.conf``), as gpugov
+            compiles it for the cluster (``gpugov.compile.volcano_scheduler``); default: the one
+            for the capacity plugin.
     """
 
-    def __init__(self, workdir: Path | None = None, *, detach: bool = False, startup_timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        workdir: Path | None = None,
+        *,
+        detach: bool = False,
+        startup_timeout: float = 120.0,
+        backend: str = "kueue",
+        volcano_conf: str | None = None,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown sandbox backend {backend!r} (known: {', '.join(BACKENDS)})")
         self._given_workdir = workdir
         self._detach = detach
         self._timeout = startup_timeout
+        self.backend = backend
+        self._volcano_conf = volcano_conf
         self.controlplane: ControlPlane | None = None
         self.components: list[Component] = []
         self.started: list[Started] = []
-        self.kueue_crds: list[str] = []
+        self.backend_crds: list[str] = []
+        self.volcano: Volcano | None = None
 
     @property
     def cp(self) -> ControlPlane:
@@ -102,12 +110,17 @@ class Sandbox:
     def start(self) -> Sandbox:
         """Start every component and wait until each is ready. Stops them all on failure."""
         with all_or_nothing(self.stop, self._detach):
-            binaries = {name: tool_binary(name) for name in (SCHEDULER_BINARY, CONTROLLER_MANAGER_BINARY, KWOK_BINARY, KUEUE_BINARY)}
-            config_dir = kueue_config_dir(binaries[KUEUE_BINARY])
+            backend_binaries = (
+                (KUEUE_BINARY,) if self.backend == "kueue" else (VOLCANO_SCHEDULER_BINARY, VOLCANO_CONTROLLERS_BINARY)
+            )
+            binaries = {
+                name: tool_binary(name)
+                for name in (SCHEDULER_BINARY, CONTROLLER_MANAGER_BINARY, KWOK_BINARY, *backend_binaries)
+            }
             begin = time.monotonic()
             self.controlplane = ControlPlane(
                 workdir=self._given_workdir,  # None: a temporary one that ControlPlane.stop() removes
-                crd_dirs=_volcano_crd_dirs(),
+                crd_dirs=[],  # each backend installs its own below
                 detach=True,  # this class supervises it; its own atexit would race ours
                 startup_timeout=self._timeout,
                 with_controllers=True,
@@ -130,14 +143,36 @@ class Sandbox:
                 component.wait_healthy(self._timeout)
                 self._record(component.name, component.version, component.pid or 0, begin, component.log_path)
 
-            ports = dict(zip(("webhook", "health", "metrics", "visibility"), kueue_ports, strict=True))
-            kueue = Kueue(self.cp, binaries[KUEUE_BINARY], config_dir, ports, tool_version("kueue", "sigs.k8s.io/kueue"))
-            begin = time.monotonic()
-            self.kueue_crds = kueue.prepare()
-            self.components.append(kueue.component)
-            kueue.start(self._timeout, detach=self._detach)
-            self._record("kueue", kueue.component.version, kueue.component.pid or 0, begin, kueue.component.log_path)
+            if self.backend == "kueue":
+                self._start_kueue(binaries, kueue_ports)
+            else:
+                self._start_volcano(binaries, kueue_ports)
         return self
+
+    def _start_kueue(self, binaries: dict[str, Path], free: list[int]) -> None:
+        config_dir = kueue_config_dir(binaries[KUEUE_BINARY])
+        ports = dict(zip(("webhook", "health", "metrics", "visibility"), free, strict=True))
+        kueue = Kueue(self.cp, binaries[KUEUE_BINARY], config_dir, ports, tool_version("kueue", "sigs.k8s.io/kueue"))
+        begin = time.monotonic()
+        self.backend_crds = kueue.prepare()
+        self.components.append(kueue.component)
+        kueue.start(self._timeout, detach=self._detach)
+        self._record("kueue", kueue.component.version, kueue.component.pid or 0, begin, kueue.component.log_path)
+
+    def _start_volcano(self, binaries: dict[str, Path], free: list[int]) -> None:
+        from gpugov.compile.volcano_scheduler import scheduler_conf_text
+
+        ports = dict(zip(("controllers-health", "controllers-metrics", "scheduler-health", "scheduler-metrics"), free,
+                         strict=True))
+        volcano = Volcano(self.cp, binaries, ports, self._volcano_conf or scheduler_conf_text("capacity"),
+                          tool_version("volcano", "volcano.sh/volcano"))
+        self.volcano = volcano
+        begin = time.monotonic()
+        self.backend_crds = volcano.prepare()
+        self.components.extend(volcano.components)
+        volcano.start(self._timeout, detach=self._detach)
+        for component in volcano.components:
+            self._record(component.name, component.version, component.pid or 0, begin, component.log_path)
 
     def _record(self, name: str, version: str, pid: int, begin: float, log: Path) -> None:
         self.started.append(Started(name, version, pid, time.monotonic() - begin, log))

@@ -42,7 +42,7 @@ from gpugov.sandbox import crds as crd_mod
 from gpugov.sandbox.components import Component, ComponentError
 from gpugov.sandbox.pki import ADMIN_USER, FRONT_PROXY_CLIENT, PKIFiles, generate_pki
 from gpugov.sandbox.processes import ProcessError, all_or_nothing, free_ports, log_tail
-from gpugov.sandbox.tools import controlplane_binary, repo_root
+from gpugov.sandbox.tools import controlplane_binary
 
 LOG_NAME = "controlplane.log"
 KUBECONFIG_NAME = "kubeconfig"
@@ -86,8 +86,8 @@ class ControlPlane:
         workdir: where PKI, etcd data, log and kubeconfig go. Default: a new
             temporary directory that ``stop()`` removes. A given directory is
             left in place (its owner, e.g. ``gpugov sandbox``, removes it).
-        crd_dirs: directories of CRD YAMLs to install; default: Kueue + Volcano
-            from the shared reference dir (see ``crds.crd_dirs``); ``[]``: none.
+        crd_dirs: directories of CRD YAMLs to install; default: Kueue's and Volcano's own,
+            from the Go modules tools/build builds them from (see ``crds.crd_dirs``); ``[]``: none.
         detach: for ``gpugov sandbox up``: the server outlives this Python
             process (no parent-death signal, no stop at interpreter exit).
         startup_timeout: seconds to wait for /readyz.
@@ -348,7 +348,7 @@ class ControlPlane:
     def _install_crds(self) -> None:
         dirs = self._crd_dirs
         if dirs is None:
-            dirs = crd_mod.crd_dirs(_repo_root_or_none())
+            dirs = crd_mod.crd_dirs()
         if dirs:
             self.installed_crds = crd_mod.install_crds(self.api_client(), self.dynamic_client(), dirs)
 
@@ -358,9 +358,3 @@ class ControlPlane:
             raise ControlPlaneError(f"control plane not started ({what} unknown)")
         return value
 
-
-def _repo_root_or_none() -> Path | None:
-    try:
-        return repo_root()
-    except RuntimeError:
-        return None

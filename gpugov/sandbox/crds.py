@@ -1,16 +1,13 @@
 """Find and install the Kueue and Volcano CRDs the sandbox serves.
 
-The CRDs are never copied into this repository. They are read from the shared
-reference directory (``../shared/reference/crds/`` next to the checkout, or
-``$GPUGOV_REFERENCE_DIR/crds/``), falling back to the ``sigs.k8s.io/kueue``
-module in the Go module cache (Kueue only).
+The CRDs are never copied into this repository. They come from the Go modules the sandbox runs:
+``tools/build kueue`` and ``tools/build volcano`` keep each module's own CRDs beside its binaries
+(Kueue v0.17.0's ``config/components/crd/bases``, Volcano v1.14.1's ``config/crd/volcano/bases`` and
+``config/crd/jobflow/bases``), so the API server serves exactly the versions the controllers run.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -20,7 +17,6 @@ import yaml
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
-REFERENCE_ENV = "GPUGOV_REFERENCE_DIR"
 FIELD_MANAGER = "gpugov"
 
 
@@ -28,50 +24,29 @@ class CRDError(RuntimeError):
     """CRDs could not be found or did not become Established."""
 
 
-def _reference_dir(repo_root: Path | None) -> Path | None:
-    env = os.environ.get(REFERENCE_ENV)
-    if env:
-        return Path(env)
-    if repo_root is not None:
-        return repo_root.parent / "shared" / "reference"
-    return None
+def kueue_crd_dir(build: bool = True) -> Path:
+    """Kueue's own CRDs, beside the ``kueue`` binary tools/build made (built if needed)."""
+    from gpugov.sandbox.tools import KUEUE_BINARY, kueue_config_dir, tool_binary
+
+    return kueue_config_dir(tool_binary(KUEUE_BINARY, build)) / "crd"
 
 
-def _version_key(path: Path) -> tuple[int, ...]:
-    """Sort key for ``kueue@vX.Y.Z`` directories (pre-releases sort with their release)."""
-    return tuple(int(n) for n in re.findall(r"\d+", path.name.split("@", 1)[-1])[:3])
+def volcano_crd_dir(build: bool = True) -> Path:
+    """Volcano's own CRDs, beside the ``vc-scheduler`` binary tools/build made (built if needed)."""
+    from gpugov.sandbox.tools import VOLCANO_SCHEDULER_BINARY, tool_binary
+    from gpugov.sandbox.volcano import volcano_crd_dir as beside
+
+    return beside(tool_binary(VOLCANO_SCHEDULER_BINARY, build))
 
 
-def _modcache_kueue_dir() -> Path | None:
-    """config/components/crd/bases of the newest Kueue in the Go module cache."""
+def crd_dirs(build: bool = True) -> list[Path]:
+    """Directories whose ``*.yaml`` files are the CRDs to install: Kueue's and Volcano's own."""
+    from gpugov.sandbox.tools import ToolUnavailableError
+
     try:
-        modcache = subprocess.run(
-            ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    candidates = sorted(Path(modcache, "sigs.k8s.io").glob("kueue@v*"), key=_version_key)
-    for module in reversed(candidates):
-        bases = module / "config" / "components" / "crd" / "bases"
-        if bases.is_dir():
-            return bases
-    return None
-
-
-def crd_dirs(repo_root: Path | None) -> list[Path]:
-    """Directories whose ``*.yaml`` files are the CRDs to install."""
-    reference = _reference_dir(repo_root)
-    if reference is not None:
-        dirs = [reference / "crds" / "kueue", reference / "crds" / "volcano"]
-        if all(d.is_dir() for d in dirs):
-            return dirs
-    fallback = _modcache_kueue_dir()
-    if fallback is not None:
-        return [fallback]
-    raise CRDError(
-        f"no CRDs found: expected {reference}/crds/{{kueue,volcano}} "
-        f"(set {REFERENCE_ENV}) or sigs.k8s.io/kueue in the Go module cache"
-    )
+        return [kueue_crd_dir(build), volcano_crd_dir(build)]
+    except ToolUnavailableError as exc:
+        raise CRDError(f"no CRDs: {exc}") from exc
 
 
 def load_crds(dirs: Iterable[Path]) -> list[dict[str, Any]]:

@@ -5,6 +5,11 @@ namespace of the tenant's first LocalQueue, labelled with that queue, asking for
 accelerator of the first pool the tenant holds nominal quota in (a MIG slice on a
 MIG pool), suspended so that Kueue decides when it starts. KWOK completes its pod
 after ``run_for``. ``observe`` reads back what Kueue and the scheduler made of them.
+
+On a Volcano cluster ``volcano_sample_jobs`` does the same from the tenant's Queue: the Job's pods
+name the Queue in their annotation and are scheduled by ``volcano`` (as the tenant guide says),
+Volcano's podgroup controller makes the Job's PodGroup, and its scheduler binds the pod to a node
+of the queue's node group; ``observe`` then reads the PodGroup's phase instead of a Workload.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from gpugov.kube.names import KUEUE_API
+from gpugov.kube.names import KUEUE_API, VOLCANO_API, VOLCANO_QUEUE_ANNOTATION
 from gpugov.kube.names import KUEUE_PRIORITY_LABEL as PRIORITY_LABEL
 from gpugov.kube.names import KUEUE_QUEUE_LABEL as QUEUE_LABEL
 from gpugov.kube.objects import LABEL_TENANT
@@ -27,6 +32,8 @@ from gpugov.kube.resources import is_accelerator
 from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION
 
 SAMPLE_LABEL = "sandbox.gpugov.io/sample"
+# Volcano's gang annotation on a Job: its PodGroup's minMember (podgroup controller, inherited from the owner).
+GANG_ANNOTATION = "scheduling.volcano.sh/group-min-member"
 # Not pulled by anyone: KWOK runs no containers.
 IMAGE = "registry.k8s.io/pause:3.10"
 
@@ -38,8 +45,9 @@ class SampleJob:
     name: str
     queue: str
     cluster_queue: str
-    flavor: str
+    flavor: str  # Kueue: the ResourceFlavor; Volcano: the node group of the pool
     resource: str
+    backend: str = "kueue"
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,8 @@ def job_manifest(
     ``run_for`` None: the pods run until deleted. ``priority_class``: a WorkloadPriorityClass.
     """
     requests = {sample.resource: str(amount), "cpu": "1", "memory": "1Gi"}
+    if sample.backend == "volcano":
+        return _volcano_job(sample, run_for, pods, requests, priority_class)
     labels = {QUEUE_LABEL: sample.queue, SAMPLE_LABEL: "true"}
     if priority_class:
         labels[PRIORITY_LABEL] = priority_class
@@ -122,6 +132,62 @@ def job_manifest(
     }
 
 
+def _volcano_job(
+    sample: SampleJob, run_for: str | None, pods: int, requests: dict[str, str], priority_class: str | None
+) -> dict[str, Any]:
+    """A Job whose pods Volcano schedules: the queue in the pod annotation, schedulerName volcano.
+
+    ``priority_class``: a PriorityClass (Volcano orders and preempts by the pods' class). With more
+    than one pod the Job asks for gang admission: its PodGroup's minMember is every pod.
+    """
+    annotations = {VOLCANO_QUEUE_ANNOTATION: sample.queue}
+    if run_for:
+        annotations[RUN_FOR_ANNOTATION] = run_for
+    job_annotations = {GANG_ANNOTATION: str(pods)} if pods > 1 else {}
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano",
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": IMAGE, "resources": {"requests": requests, "limits": requests}}],
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": sample.name, "namespace": sample.namespace, "labels": {SAMPLE_LABEL: "true"},
+                     "annotations": job_annotations},
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "backoffLimit": 0,
+            "template": {"metadata": {"annotations": annotations, "labels": {SAMPLE_LABEL: "true"}}, "spec": spec},
+        },
+    }
+
+
+def volcano_sample_jobs(objects: list[dict[str, Any]]) -> list[SampleJob]:
+    """One sample per tenant Queue with a deserved accelerator quota, in tenant order."""
+    namespaces = {}
+    for obj in objects:
+        tenant = obj["metadata"].get("labels", {}).get(LABEL_TENANT)
+        if obj["kind"] == "Namespace" and tenant and tenant not in namespaces:
+            namespaces[tenant] = obj["metadata"]["name"]
+    samples = []
+    for queue in (o for o in objects if o["kind"] == "Queue" and o["apiVersion"] == VOLCANO_API):
+        tenant = queue["metadata"].get("labels", {}).get(LABEL_TENANT)
+        spec = queue["spec"]
+        resource = next((r for r, v in (spec.get("deserved") or {}).items()
+                         if is_accelerator(r) and Decimal(str(v)) >= 1), None)
+        if not tenant or tenant not in namespaces or resource is None:
+            continue
+        groups = (spec.get("affinity") or {}).get("nodeGroupAffinity", {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution") or [""]
+        name = queue["metadata"]["name"]
+        samples.append(SampleJob(tenant, namespaces[tenant], f"sample-{tenant}", name, name, groups[0], resource,
+                                 backend="volcano"))
+    return sorted(samples, key=lambda s: s.tenant)
+
+
 def submit(api: client.ApiClient, samples: Iterable[SampleJob], run_for: str = "20s") -> None:
     """Create the sample Jobs, replacing earlier ones of the same name."""
     batch = client.BatchV1Api(api)
@@ -133,6 +199,22 @@ def submit(api: client.ApiClient, samples: Iterable[SampleJob], run_for: str = "
             if exc.status != 404:
                 raise
         batch.create_namespaced_job(sample.namespace, job_manifest(sample, run_for))
+
+
+def _podgroup_of(podgroups: list[dict[str, Any]], job_uid: str) -> dict[str, Any]:
+    """The PodGroup Volcano's podgroup controller made for a Job's pods (owned by the Job)."""
+    for group in podgroups:
+        if any(o.get("uid") == job_uid for o in group["metadata"].get("ownerReferences", [])):
+            return group
+    return {}
+
+
+def _volcano_waiting_reason(group: dict[str, Any]) -> str:
+    if not group:
+        return "no PodGroup yet"
+    conditions = group.get("status", {}).get("conditions") or []
+    message = next((c.get("message") for c in reversed(conditions) if c.get("message")), "")
+    return f"PodGroup {group.get('status', {}).get('phase', 'Pending')}" + (f": {message}" if message else "")
 
 
 def _wait_gone(batch: client.BatchV1Api, sample: SampleJob, timeout: float = 30.0) -> None:
@@ -167,6 +249,8 @@ def _waiting_reason(workload: dict[str, Any]) -> str:
 
 def observe(api: client.ApiClient, samples: list[SampleJob]) -> list[Observed]:
     """What Kueue, the scheduler and KWOK made of each sample Job, now."""
+    if samples and samples[0].backend == "volcano":
+        return _observe_volcano(api, samples)
     dynamic = DynamicClient(api)
     workload_api = dynamic.resources.get(api_version=KUEUE_API, kind="Workload")
     core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
@@ -191,6 +275,37 @@ def observe(api: client.ApiClient, samples: list[SampleJob]) -> list[Observed]:
                 phase=(pod.status.phase or "") if pod and pod.status else "",
                 finished=finished,
                 reason="" if admitted else _waiting_reason(workload),
+            )
+        )
+    return result
+
+
+def _observe_volcano(api: client.ApiClient, samples: list[SampleJob]) -> list[Observed]:
+    """What Volcano and KWOK made of each sample Job: admitted once its PodGroup left Pending and
+    its pod is bound to a node of the queue's node group."""
+    custom = client.CustomObjectsApi(api)
+    core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+    result = []
+    for sample in samples:
+        job = batch.read_namespaced_job(sample.name, sample.namespace)
+        groups = custom.list_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", sample.namespace,
+                                                      "podgroups")["items"]
+        group = _podgroup_of(groups, job.metadata.uid)
+        pods = core.list_namespaced_pod(sample.namespace, label_selector=f"job-name={sample.name}").items
+        pod = pods[0] if pods else None
+        node = (pod.spec.node_name or "") if pod else ""
+        finished = bool(job.status and job.status.succeeded)
+        phase = group.get("status", {}).get("phase", "")
+        admitted = finished or (phase in ("Running", "Completed") and bool(node))
+        result.append(
+            Observed(
+                job=sample,
+                admitted=admitted,
+                flavor=f"{group.get('spec', {}).get('queue', '')} / {sample.flavor}" if admitted else "",
+                node=node,
+                phase=(pod.status.phase or "") if pod and pod.status else "",
+                finished=finished,
+                reason="" if admitted else _volcano_waiting_reason(group),
             )
         )
     return result

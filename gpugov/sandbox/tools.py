@@ -21,12 +21,16 @@ SCHEDULER_BINARY = "kube-scheduler"
 CONTROLLER_MANAGER_BINARY = "kube-controller-manager"
 KUEUE_BINARY = "kueue"
 KWOK_BINARY = "kwok"
+VOLCANO_SCHEDULER_BINARY = "vc-scheduler"
+VOLCANO_CONTROLLERS_BINARY = "vc-controller-manager"
 TOOL_OF = {
     CONTROLPLANE_BINARY: "k8s",
     SCHEDULER_BINARY: "k8s",
     CONTROLLER_MANAGER_BINARY: "k8s",
     KUEUE_BINARY: "kueue",
     KWOK_BINARY: "kwok",
+    VOLCANO_SCHEDULER_BINARY: "volcano",
+    VOLCANO_CONTROLLERS_BINARY: "volcano",
 }
 # Kueue runs against its own CRDs and webhook manifests, kept by tools/build beside the binary.
 KUEUE_CONFIG_ENV = "GPUGOV_KUEUE_CONFIG"

@@ -1,0 +1,207 @@
+"""gpugov's governance contract on the real Volcano scheduler (v1.14.1), not only on its CRDs.
+
+One Volcano sandbox for this module: kube-apiserver, kube-controller-manager, kube-scheduler, KWOK,
+and Volcano's controller manager and scheduler running the configuration gpugov compiles for
+cluster ``west`` of the example organisation, with west applied as ``gpugov apply`` applies it.
+Jobs are submitted as the tenant guide tells a tenant to (a batch/v1 Job whose pods name their
+Queue and ``schedulerName: volcano``); Volcano's podgroup controller makes their PodGroups and its
+scheduler decides. West's pool ``ascend-910b`` has 4 nodes of 8 Ascend 910B (32).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from gpugov.app.pipeline import validate_repo
+from gpugov.cluster.apply import apply_objects
+from gpugov.compile import compile
+from gpugov.compile.volcano_scheduler import CONFIG_KEY, scheduler_configuration
+from gpugov.sandbox import samples
+from gpugov.sandbox.cluster import Sandbox
+from gpugov.sandbox.nodes import create_nodes
+from gpugov.sandbox.simulated import simulated_nodes
+from tests.helpers.repos import REPO
+
+pytestmark = pytest.mark.e2e
+
+T = TypeVar("T")
+VOLCANO = ("scheduling.volcano.sh", "v1beta1")
+ASCEND = "huawei.com/Ascend910"
+POOL_NODES = {"ascend-01", "ascend-02", "ascend-03", "ascend-04"}
+
+
+def eventually(probe: Callable[[], T | None], timeout: float = 60.0, what: str = "condition") -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached after {timeout:.0f}s")
+        time.sleep(0.5)
+
+
+def west_objects() -> list[dict[str, Any]]:
+    model = validate_repo(REPO).model
+    assert model is not None
+    return compile(model, cluster="west")
+
+
+@pytest.fixture(scope="module")
+def west(sandbox_binaries: dict[str, Any]) -> Iterator[Sandbox]:
+    """A Volcano sandbox with cluster west applied, its scheduler on west's compiled configuration."""
+    objects = west_objects()
+    conf = next(o["data"][CONFIG_KEY] for o in objects if CONFIG_KEY in o.get("data", {}))
+    model = validate_repo(REPO).model
+    assert model is not None
+    with Sandbox(backend="volcano", volcano_conf=conf) as sandbox:
+        api = sandbox.cp.api_client()
+        create_nodes(api, simulated_nodes(model, "west"), kwok=True)
+        assert not apply_objects(api, objects).missing
+        yield sandbox
+        problems = sandbox.problems()
+    assert not problems, "\n".join(problems)
+
+
+@pytest.fixture
+def api(west: Sandbox) -> Iterator[client.ApiClient]:
+    api = west.cp.api_client()
+    yield api
+    _delete_jobs(api)
+
+
+def _delete_jobs(api: client.ApiClient) -> None:
+    """Remove every Job the test made in west's tenant namespaces and wait until their pods are gone."""
+    batch, core = client.BatchV1Api(api), client.CoreV1Api(api)
+    namespaces = ("llm-pretrain", "recsys", "speech")
+    for namespace in namespaces:
+        for job in batch.list_namespaced_job(namespace).items:
+            batch.delete_namespaced_job(job.metadata.name, namespace, propagation_policy="Background",
+                                        grace_period_seconds=0)
+    def gone() -> bool:
+        for namespace in namespaces:
+            pods = core.list_namespaced_pod(namespace).items
+            for pod in pods:
+                core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
+            if pods:
+                return False
+        return True
+    eventually(gone, 60, "the test's pods gone")
+
+
+def job(api: client.ApiClient, tenant: str, pods: int = 1, amount: int = 8, run_for: str | None = None,
+        priority_class: str | None = None, name: str | None = None) -> str:
+    """Submit a Job of ``pods`` pods of ``amount`` Ascend each to the tenant's Queue, as its guide says."""
+    sample = samples.SampleJob(tenant, tenant, name or f"{tenant}-{uuid.uuid4().hex[:6]}", tenant, tenant,
+                               "ascend-910b", ASCEND, backend="volcano")
+    manifest = samples.job_manifest(sample, run_for, pods=pods, amount=amount, priority_class=priority_class)
+    client.BatchV1Api(api).create_namespaced_job(tenant, manifest)
+    return sample.name
+
+
+def pods_of(api: client.ApiClient, namespace: str, job_name: str) -> list[client.V1Pod]:
+    return client.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=f"job-name={job_name}").items
+
+
+def bound(pods: list[client.V1Pod]) -> list[client.V1Pod]:
+    return [p for p in pods if p.spec.node_name and p.status.phase in ("Pending", "Running")
+            and p.metadata.deletion_timestamp is None]
+
+
+def running(api: client.ApiClient, namespace: str) -> int:
+    """Ascend devices held by the namespace's bound, not terminating pods."""
+    pods = client.CoreV1Api(api).list_namespaced_pod(namespace).items
+    return sum(int(c.resources.requests.get(ASCEND, 0)) for p in bound(pods) for c in p.spec.containers)
+
+
+def queue(api: client.ApiClient, name: str) -> dict[str, Any]:
+    return client.CustomObjectsApi(api).get_cluster_custom_object(*VOLCANO, "queues", name)
+
+
+def podgroup_of(api: client.ApiClient, namespace: str, job_name: str) -> dict[str, Any]:
+    uid = client.BatchV1Api(api).read_namespaced_job(job_name, namespace).metadata.uid
+    groups = client.CustomObjectsApi(api).list_namespaced_custom_object(*VOLCANO, namespace, "podgroups")["items"]
+    return next((g for g in groups if any(o.get("uid") == uid for o in g["metadata"].get("ownerReferences", []))), {})
+
+
+def test_the_scheduler_runs_gpugovs_compiled_configuration(west: Sandbox) -> None:
+    """What vc-scheduler reads is exactly what compile emits for west (the capacity plugin with hierarchy)."""
+    assert west.volcano is not None
+    running_conf = yaml.safe_load(west.volcano.conf_path.read_text())
+    assert running_conf == scheduler_configuration("capacity")
+    versions = {s.name: s.version for s in west.started}
+    assert versions["vc-scheduler"] == versions["vc-controller-manager"] == "v1.14.1"
+
+
+def test_every_queue_is_open_and_a_missing_parent_reads_root(api: client.ApiClient) -> None:
+    """The queue controller opens every Queue and writes `parent: root` onto the departments, which gpugov
+    applies without a parent; the tenants keep their departments."""
+    for name in ("research", "product", "llm-pretrain", "recsys", "speech"):
+        eventually(lambda n=name: queue(api, n).get("status", {}).get("state") == "Open", 60, f"queue {name} Open")
+    assert queue(api, "research")["spec"].get("parent") == "root"
+    assert queue(api, "llm-pretrain")["spec"]["parent"] == "research"
+
+
+def test_every_west_tenant_sample_runs_on_its_own_pool(api: client.ApiClient) -> None:
+    """`gpugov sandbox jobs . --cluster west`: a sample per tenant, admitted by Volcano onto the pool's nodes."""
+    jobs = samples.volcano_sample_jobs(west_objects())
+    assert {j.tenant for j in jobs} == {"llm-pretrain", "recsys", "speech"}
+    samples.submit(api, jobs, "5s")
+    seen = samples.wait(api, jobs, "finished", 120)
+    assert all(o.finished for o in seen), samples.table(seen)
+    assert {o.node for o in seen} <= POOL_NODES, samples.table(seen)
+
+
+def test_a_queue_below_its_deserved_reclaims_what_a_sibling_borrowed(api: client.ApiClient) -> None:
+    """llm-pretrain (deserved 16) borrows the whole pool (32); speech (deserved 8, same department) asks for 8:
+    Volcano reclaims from llm-pretrain, which keeps at least its deserved share."""
+    borrower = [job(api, "llm-pretrain") for _ in range(4)]
+    eventually(lambda: running(api, "llm-pretrain") == 32, 90, "llm-pretrain holding the whole pool")
+    claimant = job(api, "speech")
+    eventually(lambda: len(bound(pods_of(api, "speech", claimant))) == 1, 120, "speech's job bound after reclaim")
+    assert running(api, "llm-pretrain") >= 16
+    assert sum(len(bound(pods_of(api, "llm-pretrain", j))) for j in borrower) <= 3
+
+
+def test_capability_is_a_ceiling_even_on_an_idle_pool(api: client.ApiClient) -> None:
+    """recsys may borrow up to 16 (capability): a third job of 8 waits though 16 more are free."""
+    jobs = [job(api, "recsys") for _ in range(3)]
+    eventually(lambda: running(api, "recsys") == 16, 90, "recsys at its capability")
+    time.sleep(5)  # several scheduling cycles (1 s each)
+    assert running(api, "recsys") == 16
+    assert sum(len(bound(pods_of(api, "recsys", j))) for j in jobs) == 2
+
+
+def test_a_gang_is_admitted_whole_or_not_at_all(api: client.ApiClient) -> None:
+    """A Job of 5 pods of 8 with minMember 5 (the gang annotation) cannot fit the 32 of the pool: no pod of it
+    is bound, where without the gang 4 of its pods would run and hold the pool for nothing."""
+    name = job(api, "llm-pretrain", pods=5)
+    eventually(lambda: podgroup_of(api, "llm-pretrain", name).get("spec", {}).get("minMember") == 5, 30,
+               "the PodGroup's minMember from the Job's annotation")
+    time.sleep(6)
+    assert bound(pods_of(api, "llm-pretrain", name)) == []
+    fits = job(api, "llm-pretrain", pods=4)
+    eventually(lambda: len(bound(pods_of(api, "llm-pretrain", fits))) == 4, 90, "a gang of 4 that fits")
+
+
+def test_a_tenant_cannot_leave_its_queue_for_the_default_queue(api: client.ApiClient) -> None:
+    """A pod scheduled by volcano without a queue annotation would land in Volcano's `default` queue, which has
+    no quota of gpugov's: gpugov's admission refuses it in a tenant namespace."""
+    pod = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"no-queue-{uuid.uuid4().hex[:6]}", "namespace": "speech"},
+        "spec": {"schedulerName": "volcano", "restartPolicy": "Never", "containers": [
+            {"name": "main", "image": samples.IMAGE,
+             "resources": {"requests": {ASCEND: "8"}, "limits": {ASCEND: "8"}}}]},
+    }
+    with pytest.raises(ApiException) as refused:
+        client.CoreV1Api(api).create_namespaced_pod("speech", pod)
+    assert refused.value.status in (403, 422), refused.value.body
