@@ -1,8 +1,11 @@
 """NVIDIA MIG geometry: placement classes, and whether a per-GPU mix of profiles fits.
 
-Placements (in memory-slice units) follow the NVIDIA MIG User Guide (v580) and mig-parted;
-see shared/reference/gpu-hardware.md section 1. Which profiles a model has, and how many
-fit alone, is model data in models.yaml. Profile names are not unique across models
+Placements (in memory-slice units) follow the NVIDIA MIG User Guide (v580, "Supported MIG
+Profiles" and its ``nvidia-smi mig -lgipp`` output for A100). Which profiles a model has, and
+how many fit alone, is model data in models.yaml; tests/unit/test_catalog.py holds both to
+NVIDIA mig-parted's default configs (v0.15.1 ``deployments/systemd/config-default.yaml``,
+fetched by ``tools/build mig-parted``): each profile's max count on one GPU must be exactly
+what its placement class packs. Profile names are not unique across models
 (1g.10gb is 7 per GPU on H100-80GB but 4 on A100-40GB), so every lookup is keyed on the
 model first.
 """

@@ -1,8 +1,9 @@
-"""The accelerator catalog: built-in facts against the shared reference, one format for built-in and
-declared models, vNPU and MIG geometry keyed on the model, and the Done-when cluster shape."""
+"""The accelerator catalog: built-in facts against upstream (NVIDIA mig-parted's MIG tables), one format for
+built-in and declared models, vNPU and MIG geometry keyed on the model, and the Done-when cluster shape."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -17,32 +18,15 @@ from gpugov.compile import compile
 from gpugov.declarations.loader import parse_documents
 from gpugov.declarations.schema import check_document, kind_schema
 from gpugov.sandbox.simulated import simulated_nodes
+from tests.helpers.mig_parted import config_path, filtered_pci_ids, gpu_of, pinned_version, upstream_gpus
 from tests.helpers.repos import EXAMPLES, REPO, overlay_repo, write
 
-REFERENCE = REPO.parent / "shared" / "reference" / "hardware" / "mig-profiles.yaml"
 NAMES_USERS_TYPE = ["H800", "A800-80GB", "A10", "L20", "L40S", "T4", "RTX-4090", "H20", "Ascend-910B", "Ascend-910C",
                     "Ascend-310P", "Hygon-K100", "Cambricon-MLU370", "Cambricon-MLU590", "Kunlunxin-P800",
                     "MetaX-C500", "Iluvatar-BI-V100", "Enflame-S60", "MTT-S4000"]
 MIXED = EXAMPLES / "positive" / "production-mix"
-
-
-def reference_products() -> dict[str, dict]:
-    if not REFERENCE.exists():
-        pytest.skip(f"{REFERENCE} is absent (the shared reference lives beside the repository)")
-    return yaml.safe_load(REFERENCE.read_text())["products"]
-
-
-# Catalog name -> the reference table's product; None: the same name. The China variants are listed
-# there as an aka of the model whose profiles they have.
-REFERENCE_NAMES = {"H800": "H100-80GB", "A800-80GB": "A100-80GB", "H100-NVL": "H100-94GB-NVL", "H200": "H200-141GB",
-                   "H20": "H100-96GB / GH200-96GB / H20", "B200": "B200-180GB", "A30": "A30-24GB"}
-
-
-def reference_for(name: str, products: dict[str, dict]) -> dict:
-    product = products[REFERENCE_NAMES.get(name, name)]
-    if name in ("H800", "A800-80GB"):
-        assert f"{name.removesuffix('-80GB')}-80GB" in product["aka"]
-    return product
+# The catalog's MIG-capable models, each held to mig-parted's tables (tests/helpers/mig_parted.py)
+MIG_NAMES = ["H800", "A800-80GB", "A100-80GB", "A100-40GB", "H100-80GB", "H100-NVL", "H200", "H20", "B200", "A30"]
 
 
 @pytest.mark.parametrize("name", NAMES_USERS_TYPE)
@@ -64,17 +48,36 @@ def test_every_stated_fact_names_its_source() -> None:
                 assert model.sources.get(key), f"{model.name}: {key} is stated without a source"
 
 
-@pytest.mark.parametrize("name", ["H800", "A800-80GB", "A100-80GB", "A100-40GB", "H100-80GB", "H100-NVL", "H200",
-                                  "H20", "B200", "A30"])
-def test_mig_profiles_equal_the_reference_table(name: str) -> None:
-    """H800 has H100-80GB's profiles and A800-80GB has A100-80GB's, as the reference (mig-parted) says."""
-    product = reference_for(name, reference_products())
+def test_the_mig_models_are_the_catalogs_mig_capable_ones() -> None:
+    assert {name for name, model in MODELS.items() if model.mig_capable} == set(MIG_NAMES)
+
+
+@pytest.mark.parametrize("name", MIG_NAMES)
+def test_mig_profiles_equal_mig_parteds(name: str) -> None:
+    """Profiles, max counts per GPU and placement classes as mig-parted's default configs give them for the
+    model's PCI ids (H800 shares H100-80GB's all-balanced entry, A800-80GB A100-80GB's)."""
     model = MODELS[name]
-    assert model.mig_geometry == product["geometry"]
-    assert {p: (m.max_count, m.slot) for p, m in model.mig_profiles.items()} == {
-        p: (entry["max"], entry["slot"]) for p, entry in product["profiles"].items()
+    upstream = gpu_of(model.pci_device_ids)
+    assert model.pci_device_ids and model.mig_geometry == upstream.geometry
+    assert {p: (m.max_count, m.slot) for p, m in model.mig_profiles.items()} == upstream.profiles
+    assert {p for p, m in model.mig_profiles.items() if m.media_extensions} == {
+        p for p in upstream.profiles if p.endswith("+me")
     }
-    assert set(model.pci_device_ids) <= set(product["pci_device_ids"])
+    assert layout_fits(model.mig_geometry, model.mig_profiles, upstream.balanced) is None
+
+
+@pytest.mark.parametrize("name", MIG_NAMES)
+def test_mig_placements_hold_mig_parteds_max_counts(name: str) -> None:
+    """The geometry's placements, not only the max count, fit exactly mig-parted's count of each profile."""
+    model = MODELS[name]
+    upstream = gpu_of(model.pci_device_ids).profiles
+    assert set(model.mig_profiles) == set(upstream)
+    for profile, (most, _) in upstream.items():
+        if model.mig_profiles[profile].media_extensions:
+            continue  # one +me instance per GPU is a rule of its own (layout_fits)
+        unbounded = {**model.mig_profiles, profile: replace(model.mig_profiles[profile], max_count=99)}
+        assert layout_fits(model.mig_geometry, unbounded, {profile: most}) is None, profile
+        assert layout_fits(model.mig_geometry, unbounded, {profile: most + 1}) is not None, profile
 
 
 def test_pci_ids_belong_to_one_model_each() -> None:
@@ -82,10 +85,19 @@ def test_pci_ids_belong_to_one_model_each() -> None:
     for model in MODELS.values():
         for pci in model.pci_device_ids:
             assert owners.setdefault(pci, model.name) == model.name, f"{pci}: {owners[pci]} and {model.name}"
-    # the A100-80GB/A800-80GB and H100-80GB/H800 groups of mig-parted split exactly between the two models
-    products = reference_products()
-    for pair, key in ((("A100-80GB", "A800-80GB"), "A100-80GB"), (("H100-80GB", "H800"), "H100-80GB")):
-        assert {p for n in pair for p in MODELS[n].pci_device_ids} == set(products[key]["pci_device_ids"])
+    # mig-parted's all-balanced group of A100-80GB/A800-80GB/H100-80GB/H800 splits exactly between the four
+    group = gpu_of(MODELS["H800"].pci_device_ids).pci_device_ids
+    assert {p for n in ("A100-80GB", "A800-80GB", "H100-80GB", "H800") for p in MODELS[n].pci_device_ids} == group
+    # a GPU mig-parted configures is MIG-capable in the catalog too
+    assert {owners[pci] for pci in filtered_pci_ids() if pci in owners} <= set(MIG_NAMES)
+
+
+def test_the_mig_parted_tables_come_from_the_pinned_module() -> None:
+    """tools/build mig-parted links the file of the version tools/mig-parted/go.mod pins, from the cache."""
+    target = config_path().resolve()
+    assert target.name == "config-default.yaml" and target.parent.name.startswith("mig-parted-")
+    assert pinned_version() == "v0.15.1"
+    assert len(upstream_gpus()) == 12  # v0.15.1's all-balanced: 12 device-filter groups, every one derived
 
 
 @pytest.mark.parametrize("name", ["A10", "L20", "L40S", "T4", "RTX-4090"])
