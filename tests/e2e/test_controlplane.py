@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
 from gpugov.sandbox import ControlPlane, create_nodes
-from gpugov.sandbox.crds import crd_dirs
+from gpugov.sandbox.crds import crd_dirs, kueue_crd_dir
 from gpugov.sandbox.tools import repo_root
 
 FIELD_MANAGER = "gpugov"
@@ -33,8 +33,7 @@ def _k8s_version_from_go_mod() -> str:
 
 
 def _kueue_crd(plural: str) -> dict[str, Any]:
-    kueue_dir = next(d for d in crd_dirs(repo_root()) if "kueue" in str(d))
-    return dict(yaml.safe_load((kueue_dir / f"{KUEUE}_{plural}.yaml").read_text()))
+    return dict(yaml.safe_load((kueue_crd_dir() / f"{KUEUE}_{plural}.yaml").read_text()))
 
 
 def _borrowing_limit_cel_message() -> str:
@@ -221,11 +220,16 @@ def test_create_gpu_nodes(api_client: client.ApiClient, unique: str) -> None:
             core.delete_node(node["metadata"]["name"])
 
 
-def test_reference_crds_read_from_outside_the_repo() -> None:
-    # The CRDs are data from ../shared/reference (or GPUGOV_REFERENCE_DIR), never copies in the repo.
+def test_the_crds_come_from_the_go_modules_not_the_repo() -> None:
+    """Kueue's and Volcano's own CRDs, kept by tools/build beside the binaries the sandbox runs: never
+    copies in the repository, nothing from a folder beside the checkout."""
     root = repo_root()
-    for directory in crd_dirs(root):
-        assert root not in Path(directory).resolve().parents
+    directories = crd_dirs()
+    assert len(directories) == 2
+    for directory in directories:
+        resolved = Path(directory).resolve()
+        assert root not in resolved.parents and root.parent / "shared" not in resolved.parents
+        assert sorted(resolved.glob("*.yaml")), directory
 
 
 def test_the_queue_access_policies_of_1200_tenants_are_accepted_and_enforced(

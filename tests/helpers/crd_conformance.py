@@ -1,8 +1,10 @@
 """Conformance checker: rendered objects against the upstream CRDs' openAPIV3Schema and CEL rules.
 
-A test helper (no tests here). It reads the reference CRDs from `../shared/reference/crds`
-(or `$GPUGOV_REFERENCE_DIR/crds`) and checks an object the way the API server would on create,
-with two deliberate differences that make it stricter:
+A test helper (no tests here). It reads the CRDs the sandbox installs, `gpugov.sandbox.crds.crd_dirs()`:
+Kueue v0.17.0's and Volcano v1.14.1's own CRDs, which `tools/build kueue` / `tools/build volcano` copy
+from the Go modules beside the binaries they build, so objects are checked against the versions gpugov
+runs. It checks an object the way the API server would on create, with two deliberate differences that
+make it stricter:
 
 * unknown fields are reported (the API server silently prunes them; a field gpugov emits that
   the CRD does not know is a gpugov bug), and
@@ -23,10 +25,9 @@ internal error) is never a silent pass: it is returned as an `unsupported CEL ru
 from __future__ import annotations
 
 import copy
-import os
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -37,22 +38,10 @@ import celpy.evaluation
 import yaml
 from jsonschema import ValidationError, validators
 
-REFERENCE_ENV = "GPUGOV_REFERENCE_DIR"
+from gpugov.sandbox.crds import crd_dirs
 
 # --------------------------------------------------------------------------------------------
 # Locating and loading the CRDs
-
-
-def reference_dir() -> Path:
-    """The shared `reference` folder: `$GPUGOV_REFERENCE_DIR`, else `<repo>/../shared/reference`."""
-    override = os.environ.get(REFERENCE_ENV)
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "reference"
-
-
-def crd_dir() -> Path:
-    return reference_dir() / "crds"
 
 
 @dataclass
@@ -91,7 +80,7 @@ class Stats:
 
 
 class CrdSet:
-    """The CRDs of a folder, indexed by (group, version, kind)."""
+    """The CRDs of some folders, indexed by (group, version, kind)."""
 
     def __init__(self, documents: list[tuple[str, dict[str, Any]]]) -> None:
         self.versions: dict[tuple[str, str, str], CrdVersion] = {}
@@ -113,14 +102,16 @@ class CrdSet:
                 )
 
     @classmethod
-    def load(cls, directory: Path | None = None) -> CrdSet:
-        directory = crd_dir() if directory is None else directory
+    def load(cls, directories: Iterable[Path] | None = None) -> CrdSet:
+        """The CRDs of `directories`; by default the ones the sandbox installs (built by tools/build if needed)."""
+        directories = crd_dirs() if directories is None else list(directories)
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the safe loader, C-accelerated when available
         documents = []
-        for path in sorted(directory.rglob("*.yaml")):
-            with path.open(encoding="utf-8") as handle:
-                for doc in yaml.load_all(handle, Loader=loader):  # a SafeLoader
-                    documents.append((path.relative_to(directory).as_posix(), doc))
+        for directory in directories:
+            for path in sorted(directory.rglob("*.yaml")):
+                with path.open(encoding="utf-8") as handle:
+                    for doc in yaml.load_all(handle, Loader=loader):  # a SafeLoader
+                        documents.append((path.relative_to(directory.parent).as_posix(), doc))
         return cls(documents)
 
     @property
@@ -137,8 +128,8 @@ class CrdSet:
         return self.versions.get((group, version, obj.get("kind", "")))
 
 
-def load_crds(directory: Path | None = None) -> CrdSet:
-    return CrdSet.load(directory)
+def load_crds(directories: Iterable[Path] | None = None) -> CrdSet:
+    return CrdSet.load(directories)
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -626,7 +617,7 @@ def validate_object(
     kind = str(obj.get("kind", ""))
     crd = crds.lookup(obj)
     if crd is None:
-        return [f"no reference CRD defines apiVersion {obj.get('apiVersion')!r} kind {kind!r}"]
+        return [f"no CRD defines apiVersion {obj.get('apiVersion')!r} kind {kind!r}"]
     stats.objects[kind] += 1
     errors: list[str] = []
     if not crd.served:
@@ -642,16 +633,14 @@ def validate_object(
 
 
 __all__ = [
-    "REFERENCE_ENV",
     "CrdSet",
     "CrdVersion",
     "Stats",
     "apply_defaults",
     "compile_rule",
-    "crd_dir",
+    "crd_dirs",
     "format_path",
     "load_crds",
-    "reference_dir",
     "split_api_version",
     "to_json_schema",
     "validate_object",

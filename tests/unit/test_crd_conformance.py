@@ -1,28 +1,27 @@
 """Conformance: every rendered Kueue/Volcano object against the upstream CRD schema and its CEL rules.
 
-The CRDs are read from ../shared/reference/crds (or $GPUGOV_REFERENCE_DIR/crds), never copied here;
-the tests skip only when that folder is absent.
+The CRDs are the ones the sandbox installs (`gpugov.sandbox.crds.crd_dirs()`): Kueue v0.17.0's and
+Volcano v1.14.1's own, which tools/build copies from the Go modules beside the binaries it builds, never
+copied here. Without Go (nor built binaries) the tests fail; they never skip.
 """
 
 from __future__ import annotations
 
 import copy
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
+from gpugov.sandbox.crds import kueue_crd_dir, volcano_crd_dir
 from tests.helpers.crd_conformance import (
-    REFERENCE_ENV,
     CrdSet,
     Stats,
     compile_rule,
-    crd_dir,
+    crd_dirs,
     go_regex,
-    reference_dir,
     split_api_version,
     to_json_schema,
     validate_object,
@@ -30,7 +29,7 @@ from tests.helpers.crd_conformance import (
 from tests.helpers.repos import REPO
 
 CASES = [("east", "kueue"), ("east", "volcano"), ("west", "kueue"), ("west", "volcano")]
-# API groups with no CRD in the reference folder: core objects, skipped on purpose
+# API groups with no CRD of Kueue's or Volcano's: core objects, skipped on purpose
 CORE_KINDS = {
     ("v1", "Namespace"),
     ("v1", "ResourceQuota"),
@@ -57,11 +56,9 @@ EXPECTED_VERSION = {"kueue.x-k8s.io": "v1beta2", "scheduling.volcano.sh": "v1bet
 
 @pytest.fixture(scope="module")
 def crds() -> CrdSet:
-    folder = crd_dir()
-    if not folder.is_dir():
-        pytest.skip(f"reference CRDs not found at {folder} (set {REFERENCE_ENV} to the shared 'reference' folder)")
-    loaded = CrdSet.load(folder)
-    assert loaded.versions, f"{folder} holds no CustomResourceDefinitions"
+    folders = crd_dirs()  # tools/build kueue / volcano: quick when cached; raises (never skips) without Go
+    loaded = CrdSet.load(folders)
+    assert loaded.versions, f"{folders} hold no CustomResourceDefinitions"
     return loaded
 
 
@@ -134,8 +131,8 @@ def test_rerendered_objects_pass_transition_rules(crds, compiled, cluster: str, 
         assert "self == oldSelf" in stats.distinct_rules["LocalQueue"]
 
 
-def test_every_reference_crd_version_converts(crds) -> None:
-    """The schema converter knows every keyword the reference CRDs use, and every CEL rule parses."""
+def test_every_crd_version_converts(crds) -> None:
+    """The schema converter knows every keyword the CRDs use, and every CEL rule parses."""
     for crd in crds.versions.values():
         crd.validator()  # raises on a keyword to_json_schema does not handle
     rules = []
@@ -326,7 +323,7 @@ def test_unsupported_rule_never_passes_silently() -> None:
     errors = validate_object({**thing, "spec": {}}, crds)
     assert_reported(errors, "spec: size is missing")
     assert validate_object({**thing, "apiVersion": "example.gpugov.io/v2"}, crds) == [
-        "no reference CRD defines apiVersion 'example.gpugov.io/v2' kind 'Thing'"
+        "no CRD defines apiVersion 'example.gpugov.io/v2' kind 'Thing'"
     ]
 
 
@@ -334,11 +331,14 @@ def test_unsupported_rule_never_passes_silently() -> None:
 # helpers
 
 
-def test_reference_dir_override(monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(REFERENCE_ENV, str(tmp_path))
-    assert reference_dir() == tmp_path and crd_dir() == tmp_path / "crds"
-    monkeypatch.delenv(REFERENCE_ENV)
-    assert reference_dir() == REPO.parent / "shared" / "reference"
+def test_the_crds_are_the_modules_the_sandbox_runs(crds) -> None:
+    """Kueue's and Volcano's own CRDs, as the sandbox installs them; nothing from beside the checkout."""
+    kueue, volcano = crd_dirs()
+    assert (kueue, volcano) == (kueue_crd_dir(), volcano_crd_dir())
+    for folder in (kueue, volcano):
+        assert not folder.resolve().is_relative_to(REPO.parent / "shared")
+    assert {"kueue.x-k8s.io", "scheduling.volcano.sh", "batch.volcano.sh"} <= crds.groups
+    assert all(not crd.source.startswith("..") for crd in crds.versions.values())
 
 
 def test_schema_conversion_details() -> None:
