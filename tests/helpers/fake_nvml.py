@@ -4,7 +4,7 @@ With nvidia-ml-py installed, the exceptions *are* pynvml's classes and the retur
 ctypes structs, so `except pynvml.NVMLError_NotSupported` and `struct.busId` (bytes) behave as on a real
 node. Without it, local stand-ins with the same names, codes and fields are used.
 
-Behaviour copied from NVML/pynvml (see shared/reference/gpu-hardware.md §5):
+Behaviour copied from NVML/pynvml (nvidia-ml-py 13.615.71's pynvml.py and the NVML API docs):
 - any call before nvmlInit raises NVMLError_Uninitialized;
 - nvmlDeviceGetUtilizationRates raises NotSupported on a MIG-enabled GPU and on MIG devices;
 - nvmlDeviceGetMigMode raises NotSupported on a GPU without MIG;
