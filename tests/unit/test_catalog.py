@@ -3,6 +3,7 @@ built-in and declared models, vNPU and MIG geometry keyed on the model, and the 
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -18,7 +19,14 @@ from gpugov.compile import compile
 from gpugov.declarations.loader import parse_documents
 from gpugov.declarations.schema import check_document, kind_schema
 from gpugov.sandbox.simulated import simulated_nodes
-from tests.helpers.mig_parted import config_path, filtered_pci_ids, gpu_of, pinned_version, upstream_gpus
+from tests.helpers.mig_parted import (
+    config_path,
+    filtered_pci_ids,
+    gpu_of,
+    load_configs,
+    pinned_version,
+    upstream_gpus,
+)
 from tests.helpers.repos import EXAMPLES, REPO, overlay_repo, write
 
 NAMES_USERS_TYPE = ["H800", "A800-80GB", "A10", "L20", "L40S", "T4", "RTX-4090", "H20", "Ascend-910B", "Ascend-910C",
@@ -78,6 +86,17 @@ def test_mig_placements_hold_mig_parteds_max_counts(name: str) -> None:
         unbounded = {**model.mig_profiles, profile: replace(model.mig_profiles[profile], max_count=99)}
         assert layout_fits(model.mig_geometry, unbounded, {profile: most}) is None, profile
         assert layout_fits(model.mig_geometry, unbounded, {profile: most + 1}) is not None, profile
+
+
+def test_the_mig_parted_derivation_follows_the_file_and_never_guesses() -> None:
+    """A count changed upstream changes the table the catalog is held to; a profile upstream lacks fails."""
+    changed = copy.deepcopy(load_configs())
+    changed["all-2g.20gb"][0]["mig-devices"]["2g.20gb"] = 2
+    assert gpu_of(MODELS["H800"].pci_device_ids, upstream_gpus(changed)).profiles["2g.20gb"] == (2, "2g")
+    missing = copy.deepcopy(load_configs())
+    del missing["all-4g.40gb"]
+    with pytest.raises(AssertionError, match=r"mig-parted has no all-4g\.40gb config"):
+        upstream_gpus(missing)
 
 
 def test_pci_ids_belong_to_one_model_each() -> None:
