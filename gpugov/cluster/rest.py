@@ -32,14 +32,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError, ProtocolError, ReadTimeoutError
 
-from gpugov.cluster.retry import DeadlineSpent, deadline_of, retry_for
+from gpugov.cluster.retry import DeadlineSpent, Stalled, deadline_of, is_safe, retry_for
 from gpugov.kube.kinds import Kind
 from gpugov.kube.names import KUEUE_GROUP, VOLCANO_GROUP
 from gpugov.sources import CheckIncomplete
 
 _T = TypeVar("_T")
 
-TIMEOUT = (10, 20)  # connect, read (seconds without a byte: a stalled answer is tried again, see retry.py)
+TIMEOUT = (10, 20)  # connect, read at most (seconds without a byte); shorter at first: retry.STALL_TIMEOUTS
 PAGE_SIZE = 500
 APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (a JSON body is valid YAML)
 MERGE_PATCH = "application/merge-patch+json"
@@ -147,13 +147,21 @@ class Api:
             method, url, headers, _, _ = self.client.param_serialize(
                 method, path, query_params=list(query), header_params=headers, auth_settings=["BearerToken"],
             )
-            # The pool itself, not ApiClient.call_api: it reads the body after urllib3's retries are
-            # over, so a connection broken mid-answer could not be tried again.
-            response = self.client.rest_client.pool_manager.request(
-                method, url, body=None if body is None else json.dumps(body).encode(), headers=headers,
-                timeout=urllib3.Timeout(connect=self.timeout[0], read=self.timeout[1]),
-                retries=retry_for(method, content_type, deadline), preload_content=True,
-            )
+            retries = retry_for(method, content_type, deadline)
+            safe = is_safe(method, content_type)
+            while True:
+                connect, read = retries.timeouts(safe, *self.timeout)
+                try:
+                    # The pool itself, not ApiClient.call_api: it reads the body after urllib3's retries
+                    # are over, so a connection broken mid-answer could not be tried again.
+                    response = self.client.rest_client.pool_manager.request(
+                        method, url, body=None if body is None else json.dumps(body).encode(), headers=headers,
+                        timeout=urllib3.Timeout(connect=connect, read=read), retries=retries, preload_content=True,
+                    )
+                    break
+                except Stalled as stalled:  # asked again at once, with a longer timeout
+                    retries = stalled.retry
+                    retries.sleep()
             raw = response.data
         except ApiException as exc:  # requests the client could not build (credentials)
             raise CheckIncomplete(f"{method} {where}: {exc.reason or exc.status}".split("\n")[0]) from exc

@@ -8,6 +8,12 @@ Retried, with jittered exponential backoff (or the server's `Retry-After`, cappe
   since a refused connection is more often a wrong address than a restarting server.
 Never a POST, a DELETE or another PATCH once it may have reached the server.
 
+A stall (no byte of the answer for a while, or no answer to the connection's opening) is given up
+within seconds, not after the whole read timeout: the first attempt of a request waits
+STALL_TIMEOUTS[0] seconds, each attempt after a stall waits longer (a server that is slow, not
+stalled, still answers the second or third time), up to the last. A request that may not be
+repeated waits the last from the start, since its stall would be final.
+
 Every command has one retry deadline (GPUGOV_RETRY_DEADLINE seconds, default 60): the time its
 requests may spend failing and waiting to be tried again, all together. A command that reads
 150,000 pods or applies 5,000 nodes takes longer than that when all is well, so the clock runs
@@ -24,7 +30,7 @@ import weakref
 from collections.abc import Collection
 from typing import Any
 
-from urllib3.exceptions import MaxRetryError, ResponseError
+from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError, ReadTimeoutError, ResponseError
 from urllib3.util.retry import Retry
 
 DEADLINE_ENV = "GPUGOV_RETRY_DEADLINE"
@@ -38,6 +44,24 @@ STATUS_RETRIES = 10
 READ_RETRIES = 5
 CONNECT_RETRIES = 2
 APPLY_PATCH = "application/apply-patch+yaml"
+# Seconds an attempt waits for the connection to open and for each byte of the answer, by the
+# number of stalls this request has had so far: a stall costs seconds, a slow server is waited for.
+STALL_TIMEOUTS = (3.0, 8.0, 20.0)
+
+
+class Stalled(Exception):
+    """An attempt stalled and will be tried again with a longer timeout (DeadlineRetry.increment):
+    `retry` is the request's Retry after counting the stall, to go on with."""
+
+    def __init__(self, retry: DeadlineRetry) -> None:
+        super().__init__("stalled")
+        self.retry = retry
+
+
+def is_stall(error: Exception | None) -> bool:
+    """A timeout waiting for the connection or the answer (not a refused or reset connection)."""
+    return isinstance(error, ReadTimeoutError) or (
+        isinstance(error, ConnectTimeoutError) and not isinstance(error, NewConnectionError))
 
 
 class DeadlineSpent(MaxRetryError):
@@ -136,7 +160,20 @@ class DeadlineRetry(Retry):
             raise DeadlineSpent(_pool, url or "", reason, attempts) from error
         self.deadline.charge(wait)
         new.began = now + wait
+        if is_stall(error) and new.stalls < len(STALL_TIMEOUTS):
+            raise Stalled(new)  # the caller asks again with the next, longer timeout (timeouts())
         return new
+
+    @property
+    def stalls(self) -> int:
+        """How many attempts of this request stalled so far."""
+        return sum(1 for attempt in self.history if is_stall(attempt.error))
+
+    def timeouts(self, safe: bool, connect: float, read: float) -> tuple[float, float]:
+        """(connect, read) seconds for the next attempt, at most the given ones: short at first,
+        longer after each stall; a request that may not be repeated waits the given read timeout."""
+        step = STALL_TIMEOUTS[min(self.stalls, len(STALL_TIMEOUTS) - 1)]
+        return min(connect, step), min(read, step) if safe else read
 
 
 def retry_for(method: str, content_type: str, deadline: RetryDeadline) -> DeadlineRetry:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import struct
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,10 +29,21 @@ class Reply:
     content_type: str
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()  # more headers (Retry-After)
+    stall: float = 0.0  # seconds to wait, sending nothing, before answering (or resetting)
+    reset: bool = False  # reset the connection (TCP RST) instead of answering
 
     @classmethod
     def of(cls, status: int, data: object, headers: tuple[tuple[str, str], ...] = ()) -> Reply:
         return cls(status, "application/json", json.dumps(data).encode(), headers)
+
+
+RESET = Reply(0, "", b"", reset=True)
+
+
+def stalled(seconds: float, then: Reply | None = None) -> Reply:
+    """No byte for `seconds`, then `then` (a reset when None): a stalled connection."""
+    return Reply(then.status, then.content_type, then.body, then.headers, stall=seconds) if then else \
+        Reply(0, "", b"", stall=seconds, reset=True)
 
 
 NOT_FOUND_PAGE = Reply(404, "text/plain; charset=utf-8", b"404 page not found\n")
@@ -128,13 +142,22 @@ def fake_kube() -> Iterator[FakeKube]:
             path = urlsplit(self.path).path
             fake.requests.append((self.command, path))
             reply = fake.reply(self.command, path)
+            if reply.stall:
+                time.sleep(reply.stall)
+            if reply.reset:  # SO_LINGER 0: close() sends RST, as a proxy or a crashed server does
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.close_connection = True
+                return
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(reply.body)))
             for name, value in reply.headers:
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(reply.body)
+            try:
+                self.wfile.write(reply.body)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up on a stalled answer
+                self.close_connection = True
 
         do_GET = do_PATCH = do_POST = do_PUT = do_DELETE = handle_any
 

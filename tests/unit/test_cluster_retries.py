@@ -15,17 +15,28 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from kubernetes import client
 
-from gpugov.cluster.rest import APPLY_PATCH, MERGE_PATCH, Api, list_all, read_ahead_of, server_side_apply, write
-from gpugov.cluster.retry import DEADLINE_ENV, RETRY_AFTER_CAP, deadline_seconds, is_safe
+from gpugov.cluster.rest import (
+    APPLY_PATCH,
+    MERGE_PATCH,
+    TIMEOUT,
+    Api,
+    list_all,
+    read_ahead_of,
+    server_side_apply,
+    write,
+)
+from gpugov.cluster.retry import DEADLINE_ENV, RETRY_AFTER_CAP, STALL_TIMEOUTS, deadline_seconds, is_safe
 from gpugov.kube.kinds import KINDS
 from gpugov.sources import CheckIncomplete
 from tests.helpers.local_http import serving
 
+_T = TypeVar("_T")
 POD = KINDS[("v1", "Pod")]
 CONFIG_MAP = KINDS[("v1", "ConfigMap")]
 PODS = 1000
@@ -148,7 +159,7 @@ def read_pods(api: Api) -> list[str]:
     return [p["metadata"]["name"] for p in list_all(api, POD, page_size=PAGE)]
 
 
-def timed(read: Callable[[], object]) -> tuple[object, float]:
+def timed(read: Callable[[], _T]) -> tuple[_T, float]:
     started = time.monotonic()
     result = read()
     return result, time.monotonic() - started
@@ -197,6 +208,34 @@ def test_a_stalled_answer_is_asked_again(faults) -> None:
     names, seconds = timed(lambda: read_pods(api_of(server)))
     assert names == EVERY_POD and len(server.requests) == 11
     assert 0.9 <= seconds < 3  # one read timeout (1 s), not the stall
+
+
+def test_a_stall_is_given_up_within_seconds_not_after_the_read_timeout(faults) -> None:
+    """With the production timeouts (20 s to wait for a byte at most), a stalled answer is given up
+    after the first, short timeout and asked again: seconds, not twenty."""
+    server = faults(lambda n, method: Fault(stall=30) if n == 3 else None)
+    config = client.Configuration()
+    config.host = server.url
+    names, seconds = timed(lambda: read_pods(Api(client.ApiClient(config))))
+    assert names == EVERY_POD and len(server.requests) == 11
+    assert STALL_TIMEOUTS[0] <= seconds < STALL_TIMEOUTS[0] + 2 and STALL_TIMEOUTS[0] <= TIMEOUT[1] / 4
+
+
+def test_a_slow_server_is_waited_longer_each_time_it_stalls(faults, monkeypatch) -> None:
+    """An answer that comes after 1.5 s, every time: the first attempt gives up at 0.5 s, the second
+    at 1 s, the third waits 2 s and has it. A merge PATCH, which is never sent twice, waits the
+    whole read timeout at once."""
+    monkeypatch.setattr("gpugov.cluster.retry.STALL_TIMEOUTS", (0.5, 1.0, 2.0))
+    server = faults(lambda n, method: Fault(stall=1.5))
+    config = client.Configuration()
+    config.host = server.url
+    api = Api(client.ApiClient(config), timeout=(2.0, 3.0))
+    answer, seconds = timed(lambda: api.call("GET", "/api/v1/namespaces/gpugov/configmaps/state"))
+    assert answer.status == 200 and answer.attempts == 3 and len(server.requests) == 3
+    assert 0.5 + 1.0 + 1.5 <= seconds < 0.5 + 1.0 + 1.5 + 2  # and the backoff of the second retry
+    server.requests.clear()
+    written, seconds = timed(lambda: write(api, "PATCH", CONFIG_MAP, "state", "gpugov", {"data": {}}, MERGE_PATCH))
+    assert written["metadata"]["name"] == "state" and len(server.requests) == 1 and 1.5 <= seconds < 2.5
 
 
 def test_a_500_on_a_post_is_not_retried(faults) -> None:
@@ -291,6 +330,32 @@ def test_drift_rides_out_an_api_server_restart(tmp_path: Path, capsys, monkeypat
         code, report = drift(fake)
     assert clean_code in (0, 1) and (code, report) == (clean_code, clean)
     assert len(fake.requests) > asked and time.monotonic() - started < 4 + 6
+
+
+def test_drift_through_a_server_that_stalls_and_resets_connections_is_done_within_seconds(tmp_path: Path, capsys) -> None:
+    """drift, with the production timeouts, through the fake API server that resets every seventh
+    connection and stalls two requests (no byte for a minute, then a reset), once one of them twice
+    in a row: the same report as without faults, in seconds (each stall waited through the whole
+    read timeout took 45 s or more)."""
+    from gpugov.cli import main
+    from tests.helpers.fake_kube import RESET, fake_kube, stalled
+    from tests.helpers.repos import REPO
+
+    def drift(fake) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+        code = main(["drift", str(REPO), "--cluster", "east", "--kubeconfig", str(fake.kubeconfig(tmp_path)),
+                     "--format", "json"])
+        return code, capsys.readouterr().out
+
+    with fake_kube() as fake:
+        (clean_code, clean), clean_seconds = timed(lambda: drift(fake))
+        fake.requests.clear()
+        fake.answer = lambda method, path: (stalled(60) if len(fake.requests) in (4, 12, 13)
+                                            else RESET if len(fake.requests) % 7 == 0 else None)
+        (code, report), seconds = timed(lambda: drift(fake))
+    assert clean_code in (0, 1) and (code, report) == (clean_code, clean)
+    # three stalls (the first timeout twice, the second once) and the retries' backoff, not three read timeouts
+    stalls = 2 * STALL_TIMEOUTS[0] + STALL_TIMEOUTS[1]
+    assert stalls <= seconds - clean_seconds < stalls + 8 and stalls + 8 < 3 * TIMEOUT[1]
 
 
 # -- reads that stream: what is kept of each page ------------------------------------------------------
