@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpugov.catalog.suggest import closest_model
+from gpugov.catalog.suggest import ModelHint, describe, suggest_model
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.i18n import Joined, Text
@@ -36,19 +36,35 @@ HAMI_INVALID = rule(
 )
 
 
+DIFFER_IN = {"memory": Text("memory and MIG profiles"), "form factor": Text("form factor"),
+             "product": Text("model, though the node label is the same")}
+
+
+def unknown_model_text(pool: str, typed: str, hint: ModelHint | None) -> str:
+    """GG046's message: the model `typed` most likely means, and what a short name leaves open."""
+    fields = {"pool": pool, "model": typed}
+    if hint is None:
+        return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared", **fields)
+    if len(hint.models) > 1:
+        return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared (did you mean one of "
+                    "{choices}? They differ in {differ}: name the one your nodes have)",
+                    choices=Joined(", ", [describe(m) for m in hint.models]),
+                    differ=DIFFER_IN.get(hint.differ_in, hint.differ_in), **fields)
+    if hint.others:
+        return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared (did you mean "
+                    "{close}? {model} most likely means {described}; the family's other variants: {others})",
+                    close=hint.models[0], described=describe(hint.models[0]),
+                    others=Joined(", ", [describe(m) for m in hint.others]), **fields)
+    return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared (did you mean "
+                "{close}?)", close=hint.models[0], **fields)
+
+
 @check
 def check_accelerator_models(model: Model) -> Iterator[Finding]:
     for pool in model.pools.values():
         if not pool.model.known:
-            close = closest_model(pool.model_name, model.accelerator_models)  # case, GFD label values
-            fields = {"pool": pool.name, "model": pool.model_name, "close": close}
-            yield make(
-                MODEL_UNKNOWN,
-                Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared (did you mean "
-                     "{close}?)", **fields) if close else
-                Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared", **fields),
-                pool.at("accelerator", "model"),
-            )
+            hint = suggest_model(pool.model_name, model.accelerator_models)  # family, variants, GFD and NVML names
+            yield make(MODEL_UNKNOWN, unknown_model_text(pool.name, pool.model_name, hint), pool.at("accelerator", "model"))
     for declared in model.accelerator_models.values():
         for path, problem in declared.accelerator.problems if declared.accelerator else ():
             yield make(MODEL_INVALID, Text("AcceleratorModel '{model}': {problem}", model=declared.name, problem=problem),
