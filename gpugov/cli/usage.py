@@ -85,7 +85,8 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
             notes: list[str] = list(taken.notes)
             if args.prometheus:
                 series = utilisation_series(args.prometheus, window.since, window.until, args.step, on_progress=show)
-                measured = idle(workloads, found, series, timedelta(seconds=args.step), model.limits.idle_below_percent)
+                measured = idle(workloads, found, series, timedelta(seconds=args.step), model.limits.idle_below_percent,
+                                window.until)
                 idle_seconds = measured.seconds
                 if measured.pods_without_samples:
                     notes.append(f"{measured.pods_without_samples} pod(s) of admitted workloads have no DCGM samples: "

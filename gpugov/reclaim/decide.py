@@ -2,8 +2,8 @@
 
 Pure: the Workload's facts (Subject), its pods' utilisation samples over the policy's window and the
 time in, one Decision out. Missing data is never idleness: a pod without a series, a series that does
-not cover the window or stopped reporting (stale), or a workload without running pods is `unknown`,
-and nothing is done to it.
+not cover the window up to its end (gpugov.sources.coverage: it stopped reporting, however recently), or a
+workload without running pods is `unknown`, and nothing is done to it.
 
 The table, in order (the first row that holds decides):
 
@@ -23,17 +23,15 @@ The table, in order (the first row that holds decides):
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from gpugov.declarations.model import IdlePolicy
 from gpugov.i18n import Text
+from gpugov.sources import coverage
 
 Series = Sequence[tuple[datetime, float]]  # (time, percent), sorted
-STALE_AFTER = timedelta(minutes=5)  # a series whose last sample is older than this stopped reporting
 
 WARN, DEACTIVATE, CLEAR, NONE = "warn", "deactivate", "clear", ""
 
@@ -62,23 +60,6 @@ class Decision:
     action: str  # warn, deactivate, clear or "" (nothing)
     why: str
     peak: float | None = None  # highest utilisation in the window (percent), where known
-
-
-def _coverage(series: Series, start: datetime, now: datetime, step: timedelta) -> str:
-    """'' when the series covers [start, now] without a gap; else what is missing."""
-    if not series:
-        return Text("no samples")
-    if series[-1][0] < now - max(STALE_AFTER, 2 * step):
-        return Text("stale (last sample {at})", at=_instant(series[-1][0]))
-    if series[0][0] > start + 2 * step:
-        return Text("samples start at {at}, after the window's start", at=_instant(series[0][0]))
-    for (before, _), (after, _) in itertools.pairwise(series):
-        if after - before > 2 * step:
-            since, until = f"{before:%H:%M:%S}", f"{after:%H:%M:%S}"
-            return Text("a gap from {since} to {until}", since=since, until=until)
-    if any(math.isnan(v) for _, v in series):
-        return Text("a sample without a value")
-    return ""
 
 
 def _duration(seconds: float) -> str:
@@ -125,7 +106,7 @@ def decide(subject: Subject, policy: IdlePolicy | None, samples: Mapping[str, Se
     peak = 0.0
     for pod in sorted(subject.pods):
         series = [(t, v) for t, v in samples.get(pod, ()) if t >= start - step]
-        missing = _coverage(series, start, now, step)
+        missing = coverage.missing(series, start, now, step)
         if missing:
             return out("unknown", NONE, Text("{metric} of pod {pod}: {missing}{snooze}", metric=policy.metric, pod=pod,
                                              missing=missing, snooze=snooze))

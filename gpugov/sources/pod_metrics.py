@@ -7,12 +7,11 @@ npu-exporter's container_npu_utilization are percent. The pod is read from expor
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
 import requests
 
-from gpugov.sources.prometheus import PrometheusError, query_range
+from gpugov.sources.prometheus import per_pod
 
 _BY = "exported_namespace, exported_pod, namespace, pod, pod_name"
 QUERIES = {
@@ -23,27 +22,7 @@ QUERIES = {
 Series = dict[tuple[str, str], list[tuple[datetime, float]]]
 
 
-def _pod_of(labels: dict[str, Any]) -> tuple[str, str]:
-    namespace = labels.get("exported_namespace") or labels.get("namespace", "")
-    pod = labels.get("exported_pod") or labels.get("pod_name") or labels.get("pod", "")
-    return str(namespace), str(pod)
-
-
 def pod_series(url: str, metric: str, start: datetime, end: datetime, step: int,
                session: requests.Session | None = None) -> Series:
     """(namespace, pod) -> [(time, percent)] sorted; the busiest device of a pod at each time."""
-    points: dict[tuple[str, str], dict[float, float]] = {}
-    for series in query_range(url, QUERIES[metric].format(step=step), start, end, step, session):
-        key = _pod_of(series["metric"])
-        if not key[1]:
-            continue
-        into = points.setdefault(key, {})
-        for value in series["values"]:
-            try:
-                at, percent = float(value[0]), float(value[1])
-            except (IndexError, TypeError, ValueError) as exc:
-                raise PrometheusError(f"Prometheus range query failed: a malformed sample ({type(exc).__name__})") \
-                    from exc
-            into[at] = max(percent, into.get(at, percent))
-    return {key: [(datetime.fromtimestamp(at, UTC), v) for at, v in sorted(samples.items())]
-            for key, samples in sorted(points.items())}
+    return per_pod(url, (QUERIES[metric].format(step=step),), start, end, step, session)

@@ -44,24 +44,28 @@ def query(url: str, promql: str, session: requests.Session | None = None) -> lis
     return result
 
 
-def utilisation(url: str, window: str, session: requests.Session | None = None) -> dict[tuple[str, str], float]:
-    """(namespace, pod) -> highest utilisation (percent) over the window, whole GPUs and MIG."""
-    result: dict[tuple[str, str], float] = {}
-    for promql in (WHOLE_GPU.format(window=window), MIG.format(window=window)):
-        for sample in query(url, promql, session):
-            labels = sample.get("metric", {}) if isinstance(sample, dict) else {}
-            namespace = labels.get("exported_namespace") or labels.get("namespace", "")
-            pod = labels.get("exported_pod") or labels.get("pod", "")
-            if not pod:
-                continue
-            try:
-                value = float(sample["value"][1])
-            except (KeyError, IndexError, TypeError, ValueError) as exc:
-                raise PrometheusError(f"Prometheus query failed: a sample without a value ({type(exc).__name__})") from exc
-            result[(namespace, pod)] = max(value, result.get((namespace, pod), 0.0))
+def utilisation(url: str, window: str, session: requests.Session | None = None,
+                now: datetime | None = None) -> dict[tuple[str, str], float]:
+    """(namespace, pod) -> highest utilisation (percent) over the window, whole GPUs and MIG, for the pods
+    whose samples cover the whole window up to its end (gpugov.sources.coverage): a pod whose series
+    started late, has a gap or stopped before the end is left out, never judged idle."""
+    from gpugov.declarations.model import duration_seconds
+    from gpugov.sources import coverage
+
+    end = now or datetime.now(UTC)
+    length = timedelta(seconds=duration_seconds(window))
+    step = drift_step(length)
+    start = end - length
+    result = {}
+    for pod, points in utilisation_series(url, start, end, int(step.total_seconds()), session).items():
+        if not coverage.missing(points, start, end, step):
+            result[pod] = max(v for _, v in points)
     return result
 
 
+def drift_step(window: timedelta) -> timedelta:
+    """The step drift reads a window at: a minute, or a twentieth of a shorter window (at least a second)."""
+    return timedelta(seconds=max(1, min(60, int(window.total_seconds()) // 20)))
 
 
 def query_range(url: str, promql: str, start: datetime, end: datetime, step: int,
@@ -105,16 +109,26 @@ def utilisation_series(url: str, start: datetime, end: datetime, step: int,
                        session: requests.Session | None = None,
                        on_progress: Callable[[str], None] | None = None) -> dict[tuple[str, str], list[tuple[datetime, float]]]:
     """(namespace, pod) -> (t, busiest device's utilisation in percent over (t - step, t]),
-    whole GPUs and MIG, for the usage ledger's idle hours."""
+    whole GPUs and MIG, for drift's idle check and the usage ledger's idle hours."""
+    return per_pod(url, (WHOLE_GPU.format(window=f"{step}s"), MIG.format(window=f"{step}s")), start, end, step,
+                   session, on_progress)
+
+
+def per_pod(url: str, queries: tuple[str, ...], start: datetime, end: datetime, step: int,
+            session: requests.Session | None = None,
+            on_progress: Callable[[str], None] | None = None) -> dict[tuple[str, str], list[tuple[datetime, float]]]:
+    """(namespace, pod) -> [(time, percent)] sorted: the highest value of every query's series of that pod at
+    each step. The pod is read from exported_pod / pod_name / pod (the GPU Operator's ServiceMonitor, the
+    npu-exporter, a scrape keeping the exporter's labels), its namespace from exported_namespace / namespace."""
     points: dict[tuple[str, str], dict[float, float]] = {}
-    for promql in (WHOLE_GPU.format(window=f"{step}s"), MIG.format(window=f"{step}s")):
+    for promql in queries:
         for series in query_range(url, promql, start, end, step, session, on_progress):
             labels = series["metric"]
             namespace = labels.get("exported_namespace") or labels.get("namespace", "")
-            pod = labels.get("exported_pod") or labels.get("pod", "")
+            pod = labels.get("exported_pod") or labels.get("pod_name") or labels.get("pod", "")
             if not pod:
                 continue
-            into = points.setdefault((namespace, pod), {})
+            into = points.setdefault((str(namespace), str(pod)), {})
             for value in series["values"]:
                 try:
                     at, percent = float(value[0]), float(value[1])

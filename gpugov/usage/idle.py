@@ -2,16 +2,16 @@
 Guardrails idle threshold (`idle.utilizationBelowPercent`).
 
 The range query samples `max_over_time(...[STEP])` every STEP, so a sample at t below the
-threshold says the pod's busiest device stayed idle for all of (t - STEP, t]. Those intervals,
-intersected with the workload's admitted segments, times what each of its pods holds, are its
-idle accelerator-seconds. Time without samples is not idle (nothing says so). A pod belongs to
+threshold says the pod's busiest device stayed idle for all of (t - STEP, t], where the series went on
+after t (gpugov.sources.coverage). Those intervals, intersected with the workload's admitted segments,
+times what each of its pods holds, are its idle accelerator-seconds. Time without samples is not idle
+(nothing says so), nor is the step before a series stopped (the exporter lost it part-way). A pod belongs to
 the Workload owned by its own name (Kueue's pod integration) or by its Job (`<job>-...`, the
 longest such job name in its namespace, for pods that no longer exist).
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,20 +19,21 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from gpugov.queueing.workload import Workload
+from gpugov.sources.coverage import measured
 from gpugov.usage.segments import Segment
 from gpugov.usage.window import seconds
 
 Samples = Mapping[tuple[str, str], list[tuple[datetime, float]]]  # (namespace, pod) -> (time, percent)
 
 
-def idle_intervals(points: list[tuple[datetime, float]], step: timedelta,
-                   below: Decimal) -> list[tuple[datetime, datetime]]:
-    """The merged (t - step, t] of every sample under `below` percent."""
+def idle_intervals(points: list[tuple[datetime, float]], step: timedelta, below: Decimal,
+                   until: datetime) -> list[tuple[datetime, datetime]]:
+    """The merged (t - step, t] of every sample under `below` percent that stands for that step
+    (gpugov.sources.coverage.measured: not the last one before the series stopped short of `until`)."""
     merged: list[tuple[datetime, datetime]] = []
-    for at, value in sorted(points):
-        if math.isnan(value) or Decimal(repr(value)) >= below:  # NaN: no reading, not idle
+    for start, at, value in measured(sorted(points), step, until):
+        if Decimal(repr(value)) >= below:
             continue
-        start = at - step
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], at))
         else:
@@ -76,13 +77,14 @@ class IdleResult:
 
 
 def idle(workloads: list[Workload], found: list[Segment], samples: Samples, step: timedelta,
-         below: Decimal) -> IdleResult:
+         below: Decimal, until: datetime) -> IdleResult:
+    """Idle accelerator-seconds per (tenant, pool, resource); `until` is the end of the read samples."""
     owner = pods_of(workloads, samples)
     pods_by_workload: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for pod, key in owner.items():
         pods_by_workload[key].append(pod)
     counts = {w.key: sum(ps.count for ps in w.pod_sets) for w in workloads}
-    intervals = {pod: idle_intervals(points, step, below) for pod, points in samples.items()}
+    intervals = {pod: idle_intervals(points, step, below, until) for pod, points in samples.items()}
     result: dict[tuple[str, str, str], Decimal] = defaultdict(Decimal)
     for segment in found:
         pods = counts.get(segment.workload) or 1

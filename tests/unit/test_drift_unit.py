@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import urlparse
 
 import pytest
 
@@ -24,6 +24,7 @@ from gpugov.sandbox.simulated import simulated_nodes
 from gpugov.sources.prometheus import PrometheusError, utilisation
 from tests.helpers.local_http import serving
 from tests.helpers.repos import REPO, overlay_repo
+from tests.unit.test_usage_prometheus import FakeRangePrometheus, fake_prometheus
 
 
 @pytest.fixture(scope="module")
@@ -127,53 +128,36 @@ def test_accelerator_requests_counts_extended_resources_only() -> None:
                                                                         "nvidia.com/mig-1g.10gb": 1}
 
 
-class FakePrometheus(BaseHTTPRequestHandler):
-    """A real HTTP server speaking Prometheus' /api/v1/query, answering from canned samples."""
-
-    samples: ClassVar[dict[str, list]] = {}
-    queries: ClassVar[list[str]] = []
-
-    def do_GET(self) -> None:
-        query = parse_qs(urlparse(self.path).query)["query"][0]
-        FakePrometheus.queries.append(query)
-        metric = "DCGM_FI_DEV_GPU_UTIL" if "GPU_UTIL" in query else "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": self.samples[metric]}})
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def prometheus() -> Iterator[str]:
-    with serving(FakePrometheus) as url:
-        yield url
-
-
-def test_idle_accelerators_from_dcgm(org, prometheus: str) -> None:
+def test_idle_accelerators_from_dcgm(org) -> None:
+    # idle-0 idle for the whole window, busy-0 busy, mig-0 idle on MIG (already x100); lost-0 idle but the
+    # exporter lost its series an hour ago (the pod runs on): unknown, never idle.
     model, objects = org
-    FakePrometheus.samples = {
+    now = datetime.now(UTC)
+    series = {
         "DCGM_FI_DEV_GPU_UTIL": [
-            {"metric": {"exported_namespace": "nlp-train", "exported_pod": "idle-0"}, "value": [0, "1.5"]},
-            {"metric": {"exported_namespace": "nlp-train", "exported_pod": "busy-0"}, "value": [0, "87"]},
+            {"metric": {"exported_namespace": "nlp-train", "exported_pod": "idle-0"}, "value": "1.5"},
+            {"metric": {"exported_namespace": "nlp-train", "exported_pod": "busy-0"}, "value": "87"},
+            {"metric": {"exported_namespace": "nlp-train", "exported_pod": "lost-0"}, "value": "0",
+             "until": (now - timedelta(hours=1)).timestamp()},
         ],
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE": [
-            {"metric": {"namespace": "inference", "pod": "mig-0"}, "value": [0, "2.0"]},  # already x100
+            {"metric": {"namespace": "inference", "pod": "mig-0"}, "value": "2.0"},
         ],
     }
-    live = in_sync(model, objects)
-    live.gpu_utilisation = utilisation(prometheus, "24h")
+    with fake_prometheus(series) as url:
+        live = in_sync(model, objects)
+        live.gpu_utilisation = utilisation(url, "24h", now=now)
+        queries = [r["query"] for r in FakeRangePrometheus.requests]
     for name, ns, resource in (("idle-0", "nlp-train", "nvidia.com/gpu"), ("busy-0", "nlp-train", "nvidia.com/gpu"),
+                               ("lost-0", "nlp-train", "nvidia.com/gpu"),
                                ("mig-0", "inference", "nvidia.com/mig-1g.10gb")):
         live.pods.append({"metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "q"}},
                           "spec": {"containers": [{"resources": {"limits": {resource: "1"}}}]},
                           "status": {"phase": "Running"}})
     idle = {dict(f.details)["object"] for f in check(model, objects, live, "kueue", "east") if f.rule == "GD030"}
     assert idle == {"Pod nlp-train/idle-0", "Pod inference/mig-0"}
-    assert any("[24h]" in q for q in FakePrometheus.queries)
+    assert sorted(live.gpu_utilisation) == [("inference", "mig-0"), ("nlp-train", "busy-0"), ("nlp-train", "idle-0")]
+    assert any("DCGM_FI_DEV_GPU_UTIL" in q and "[60s]" in q for q in queries)  # a day read every minute
 
 
 def test_unreachable_prometheus_is_an_incomplete_check() -> None:
@@ -317,10 +301,12 @@ def test_a_bad_agent_url_template_is_bad_usage(capsys) -> None:
     assert exit_.value.code == 2 and "use {node} or {node_ip}" in capsys.readouterr().err
 
 
-def test_prometheus_answers_that_are_not_its_api_are_incomplete(prometheus: str) -> None:
-    FakePrometheus.samples = {"DCGM_FI_DEV_GPU_UTIL": [{"metric": {"pod": "p"}}], "DCGM_FI_PROF_GR_ENGINE_ACTIVE": []}
-    with pytest.raises(PrometheusError, match="a sample without a value"):
-        utilisation(prometheus, "1h")
+def test_prometheus_answers_that_are_not_its_api_are_incomplete() -> None:
+    with fake_prometheus({}) as url:
+        FakeRangePrometheus.answer = (200, "application/json", json.dumps(
+            {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {"pod": "p"}}]}}).encode())
+        with pytest.raises(PrometheusError, match="a series without metric and values"):
+            utilisation(url, "1h")
 
 
 def test_hami_vnpu_and_declared_model_nodes_do_not_drift_when_they_match_their_pools(tmp_path: Path) -> None:

@@ -32,7 +32,10 @@ def load_fixture(name: str, **names: str) -> dict[str, list[dict[str, Any]]]:
 
 
 class FakeRangePrometheus(BaseHTTPRequestHandler):
-    """Answers query_range with each fixture series' value at every step of the asked range."""
+    """Answers query_range with each fixture series' value at every step of the asked range, up to the
+    series' "until" (epoch seconds) where it has one: the exporter lost it then. An instant query
+    (`max_over_time(...[window])`) answers each series' value, as Prometheus does for any series with a
+    sample in the window, however early it stopped."""
 
     series: ClassVar[dict[str, list[dict[str, Any]]]] = {}
     requests: ClassVar[list[dict[str, str]]] = []
@@ -46,12 +49,18 @@ class FakeRangePrometheus(BaseHTTPRequestHandler):
             status, content_type, body = self.answer
         else:
             metric = "DCGM_FI_DEV_GPU_UTIL" if "GPU_UTIL" in params["query"] else "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-            start, end, step = float(params["start"]), float(params["end"]), float(params["step"])
-            times = [start + i * step for i in range(int((end - start) // step) + 1)]
-            result = [{"metric": s["metric"], "values": [[t, s["value"]] for t in times]}
-                      for s in self.series.get(metric, [])]
             status, content_type = 200, "application/json"
-            body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+            if url.path == "/api/v1/query":
+                result = [{"metric": s["metric"], "value": [0, s["value"]]} for s in self.series.get(metric, [])]
+                data = {"resultType": "vector", "result": result}
+            else:
+                start, end, step = float(params["start"]), float(params["end"]), float(params["step"])
+                times = [start + i * step for i in range(int((end - start) // step) + 1)]
+                result = [{"metric": s["metric"], "values": [[t, s["value"]] for t in times
+                                                             if t <= s.get("until", end)]}
+                          for s in self.series.get(metric, [])]
+                data = {"resultType": "matrix", "result": [r for r in result if r["values"]]}
+            body = json.dumps({"status": "success", "data": data}).encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.end_headers()

@@ -230,14 +230,32 @@ def test_idle_counts_only_admitted_time_below_the_threshold(model: Model) -> Non
     assert pods_of(workloads, samples) == {("beta", "quiet-x1"): "beta/job-quiet-abcde",
                                            ("beta", "quiet-x2"): "beta/job-quiet-abcde",
                                            ("alpha", "busy-y"): "alpha/job-busy-abcde"}
-    measured = idle(workloads, found, samples, step, Decimal(5))
+    measured = idle(workloads, found, samples, step, Decimal(5), window.until)
     # pod 1 idle all of its 300 s, pod 2 for (100, 240]: 140 s; each holds 1 slice
     assert measured.seconds == {("beta", "sliced", "nvidia.com/mig-1g.10gb"): Decimal(440)}
     assert measured.pods_without_samples == 0
-    assert idle_intervals([(T0, float("nan")), (T0 + step, 2.0)], step, Decimal(5)) == [(T0, T0 + step)]
+    assert idle_intervals([(T0, float("nan")), (T0 + step, 2.0)], step, Decimal(5), T0 + step) == [(T0, T0 + step)]
     book = ledger(model, "default", window, found, measured.seconds)
     row = next(r for r in book.rows if r.resource == "nvidia.com/mig-1g.10gb")
     assert row.idle_hours == to_hours(Decimal(440))
+
+
+def test_a_series_that_stopped_part_way_is_idle_only_while_measured(model: Model) -> None:
+    # The exporter lost quiet-x1's series at 300 s (the pod ran on to 400 s): its sample at 300 s is the
+    # busiest of (240, 300] but says nothing past its last raw sample, so the pod is idle for (100, 240]
+    # only; the second pod, measured up to the end of the read, is idle for all of its 300 s.
+    window = Window(T0, T0 + timedelta(seconds=600))
+    workloads = [admitted("quiet", "beta", 100, 400, 1, pods=2, resource="nvidia.com/mig-1g.10gb", flavor="sliced")]
+    found, _ = segments(workloads, window, window.until, tenant_of, lambda w, r: [])
+    step = timedelta(seconds=60)
+    samples = {("beta", "quiet-x1"): [(T0 + timedelta(seconds=t), 0.0) for t in range(0, 301, 60)],
+               ("beta", "quiet-x2"): [(T0 + timedelta(seconds=t), 0.0) for t in range(0, 601, 60)]}
+    measured = idle(workloads, found, samples, step, Decimal(5), window.until)
+    assert measured.seconds == {("beta", "sliced", "nvidia.com/mig-1g.10gb"): Decimal(140 + 300)}
+    # a gap of more than two steps ends the measured time the same way (the sample before it stands for
+    # nothing); the read's last step counts
+    gap = [(T0, 0.0), (T0 + step, 0.0), (T0 + 4 * step, 0.0)]
+    assert idle_intervals(gap, step, Decimal(5), T0 + 4 * step) == [(T0 - step, T0), (T0 + 3 * step, T0 + 4 * step)]
 
 
 def test_formats_and_the_json_that_capacity_reads(model: Model, tmp_path: Path) -> None:
