@@ -125,6 +125,10 @@ def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[
         if _served(facts.crds.get(f"clusterqueues.{KUEUE_GROUP}"), KUEUE_VERSION):
             facts.clusterqueues = list(list_all(api, CLUSTERQUEUE))
 
+    def cohorts() -> None:
+        if _served(facts.crds.get(f"cohorts.{KUEUE_GROUP}"), KUEUE_VERSION):
+            facts.cohorts = list(list_all(api, KINDS[(KUEUE_API, "Cohort")]))
+
     def daemonsets() -> None:
         facts.daemonsets = list(list_all(api, KINDS[("apps/v1", "DaemonSet")]))
 
@@ -161,8 +165,10 @@ def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[
     attempt("crds", crds)
     if "crds" in facts.unreadable:  # the two reads that depend on the CRDs cannot be judged either
         facts.unreadable["clusterqueues"] = facts.unreadable["clusterpolicies"] = "not read, the CRDs could not be"
+        facts.unreadable["cohorts"] = "not read, the CRDs could not be"
     else:
         attempt("clusterqueues", clusterqueues)
+        attempt("cohorts", cohorts)
         attempt("clusterpolicies", clusterpolicies)
     if "crds" in facts.unreadable:
         facts.unreadable["volcano-queues"] = "not read, the CRDs could not be"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import yaml
@@ -35,8 +36,9 @@ from gpugov.i18n import Joined, Text
 from gpugov.kube.kinds import KINDS
 from gpugov.kube.names import KUEUE_API, VISIBILITY_APISERVICE, VOLCANO_API
 from gpugov.kube.objects import LABEL_TENANT, selector_matches
-from gpugov.kube.quantity import QuantityError, parse_quantity
+from gpugov.kube.quantity import QuantityError, format_quantity, parse_quantity
 from gpugov.kube.resources import is_accelerator
+from gpugov.reach import Tree
 
 CLUSTERPOLICY_CRD = "clusterpolicies.nvidia.com"
 KUEUE_METRICS_SERVICE = "kueue-controller-manager-metrics-service"
@@ -358,6 +360,42 @@ def check_fair_sharing(s: Situation) -> Outcome:
         return _skip(Text("not observable: no {where} and no ClusterQueue of gpugov reconciled yet (gpugov apply "
                           "first)", where=where))
     return _pass(Joined("; ", evidence))
+
+
+@check("DR009", "kueue-reach", reads=("clusterqueues", "cohorts"),
+       summary="What each tenant's ClusterQueue can reach at most on the cluster (Kueue's maximum over the live "
+               "ClusterQueues and Cohorts: nominal quota plus what the cohort tree lends within every borrowing and "
+               "lending limit, gpugov.reach) is what the declarations give it.",
+       hint="Run `gpugov apply` (or `gpugov drift` to see which ClusterQueue or Cohort differs): a queue moved to "
+            "another cohort, a Cohort missing or edited, or a limit changed by hand changes what tenants can reach.")
+def check_kueue_reach(s: Situation) -> Outcome:
+    if (other := _not_kueue(s)) is not None:
+        return other
+    ours = sorted(o["metadata"]["name"] for o in s.state.objects if o["kind"] == "ClusterQueue")
+    live_names = {cq["metadata"]["name"] for cq in s.facts.clusterqueues}
+    present = [name for name in ours if name in live_names]
+    if not present:
+        return _skip(Text("no ClusterQueue of gpugov on the cluster yet (gpugov apply first)"))
+    declared = Tree(s.state.objects, usage={})
+    live = Tree([*({**cq, "kind": "ClusterQueue"} for cq in s.facts.clusterqueues),
+                 *({**c, "kind": "Cohort"} for c in s.facts.cohorts)], usage={})
+    differ = []
+    for queue in present:
+        want, have = declared.maximum(queue), live.maximum(queue)
+        for (pool, resource) in sorted(set(want) | set(have)):
+            if is_accelerator(resource) and want.get((pool, resource)) != have.get((pool, resource)):
+                differ.append(Text("{queue} can reach {have} {resource} in pool {pool}, the declarations give {want}",
+                                   queue=queue, have=_amount(have.get((pool, resource))), resource=resource, pool=pool,
+                                   want=_amount(want.get((pool, resource)))))
+    if differ:
+        more = [Text("and {count} more", count=len(differ) - 6)] if len(differ) > 6 else []
+        return _fail(Joined("; ", [*differ[:6], *more]))
+    return _pass(Text("{count} ClusterQueues reach what the declarations give them (Kueue's maximum over the live "
+                      "ClusterQueues and Cohorts)", count=len(present)))
+
+
+def _amount(value: Decimal | None) -> str:
+    return "0" if value is None else format_quantity(value)
 
 
 def tenant_namespaces(state: DesiredState) -> tuple[str, ...]:
@@ -1006,7 +1044,7 @@ def check_broad_bindings(s: Situation) -> Outcome:
 CHECKS: tuple[Check, ...] = (  # the order of the report
     check_scheduler_installed, check_scheduler_version, check_volcano_scheduler_config, check_volcano_queues,
     check_fair_sharing, check_manage_jobs, check_visibility,
-    check_kueue_metrics, check_gpu_operator, check_device_plugin, check_gfd, check_mig_strategy, check_mig_state,
+    check_kueue_metrics, check_kueue_reach, check_gpu_operator, check_device_plugin, check_gfd, check_mig_strategy, check_mig_state,
     check_mig_manager, check_dcgm_exporter, check_dcgm_pod_labels, check_pool_nodes, check_pool_hardware,
     check_admission, check_integrations, check_pod_security, check_isolation_intact, check_tenant_roles,
     check_broad_bindings,

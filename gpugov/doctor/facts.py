@@ -21,6 +21,7 @@ SOURCES = {
     "volcano-queues": "Volcano Queues (scheduling.volcano.sh/v1beta1) and their status, and the PodGroups' queues",
     "kueue-services": "Services in the Kueue namespace",
     "clusterqueues": "ClusterQueues (kueue.x-k8s.io/v1beta2) and their status",
+    "cohorts": "Cohorts (kueue.x-k8s.io/v1beta2)",
     "nodes": "Nodes: labels and status.allocatable",
     "daemonsets": "DaemonSets in all namespaces",
     "clusterpolicies": "GPU Operator ClusterPolicies (nvidia.com/v1)",
@@ -66,6 +67,7 @@ class Facts:
     podgroups: list[Obj] = field(default_factory=list)
     kueue_services: list[Obj] = field(default_factory=list)
     clusterqueues: list[Obj] = field(default_factory=list)
+    cohorts: list[Obj] = field(default_factory=list)
     nodes: list[Obj] = field(default_factory=list)
     daemonsets: list[Obj] = field(default_factory=list)
     clusterpolicies: list[Obj] = field(default_factory=list)
