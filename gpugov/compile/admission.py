@@ -36,6 +36,7 @@ from typing import Any
 
 from gpugov.compile.common import Object, Scope, metadata
 from gpugov.declarations.model import Decl
+from gpugov.declarations.schema import NETWORK_VOLUMES, PREBOUND_CLAIM
 from gpugov.kube.names import (
     KUEUE_KEY_PREFIX,
     KUEUE_MAX_EXEC_TIME_LABEL,
@@ -48,7 +49,7 @@ from gpugov.kube.names import (
     VOLCANO_GROUP,
     VOLCANO_QUEUE_ANNOTATION,
 )
-from gpugov.kube.objects import LABEL_COMPONENT
+from gpugov.kube.objects import LABEL_COMPONENT, LABEL_TENANT
 from gpugov.kube.resources import is_accelerator
 
 API = "admissionregistration.k8s.io/v1"
@@ -982,6 +983,162 @@ def volcano_pod_priority_policy(scope: Scope) -> Object:
     )
 
 
+# --- the rest of the namespace: storage and exposure (README: Threat model) -------------------------
+
+VOLUMES = "gpugov-volumes"
+SERVICE_EXPOSURE = "gpugov-service-exposure"
+# Every Service type needs no declaration but these (ExternalName and ClusterIP expose nothing new).
+
+
+def tenant_namespaces_selector() -> dict[str, Any]:
+    """The namespaces compile labels as a tenant's (tenants cannot relabel them: no namespace writes)."""
+    return {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]}
+
+
+def allowances(scope: Scope) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, list[str]]]:
+    """namespace -> what Tenant.allow grants there beyond the default: volume sources, inline CSI
+    drivers, Service types; only namespaces of tenants that declare something."""
+    volumes: dict[str, list[str]] = {}
+    drivers: dict[str, list[str]] = {}
+    types: dict[str, list[str]] = {}
+    for tenant in scope.tenants.values():
+        for namespace in tenant.namespaces:
+            for table, values in ((volumes, tenant.allow.volumes), (drivers, tenant.allow.csi_drivers),
+                                  (types, tenant.allow.service_types)):
+                if values:
+                    table[namespace] = sorted(values)
+    return dict(sorted(volumes.items())), dict(sorted(drivers.items())), dict(sorted(types.items()))
+
+
+def _in_namespace(table: dict[str, list[str]]) -> str:
+    return f"(request.namespace in {_cel(table)} ? {_cel(table)}[request.namespace] : [])" if table else "[]"
+
+
+def _claims_expr() -> str:
+    """The claim specs a workload or PVC brings: a PVC's own (on UPDATE only once its volumeName is
+    newly set by the sender: the PV controller binds it, and is trusted), a StatefulSet's
+    volumeClaimTemplates, and every pod spec's ephemeral volumes' templates."""
+    pvc = ("(object.kind == 'PersistentVolumeClaim' ? (request.operation == 'CREATE' || "
+           "!has(oldObject.spec.volumeName) || oldObject.spec.volumeName == '' ? [object.spec] : []) : [])")
+    sts = ("(object.kind == 'StatefulSet' && has(object.spec.volumeClaimTemplates) ? "
+           "object.spec.volumeClaimTemplates.map(t, t.spec) : [])")
+    ephemeral = ("variables.podSpecs.exists(ps, has(ps.volumes) && ps.volumes.exists(v, has(v.ephemeral) && "
+                 "has(v.ephemeral.volumeClaimTemplate) && has(v.ephemeral.volumeClaimTemplate.spec) && "
+                 "has(v.ephemeral.volumeClaimTemplate.spec.volumeName) && "
+                 "v.ephemeral.volumeClaimTemplate.spec.volumeName != ''))")
+    return f"{pvc} + {sts} + ({ephemeral} ? [{{'volumeName': 'ephemeral'}}] : [])"
+
+
+def volumes_policy(scope: Scope) -> Object:
+    """A tenant's pods keep to their own storage: no volume source that reaches network or node storage
+    by address (nfs, iscsi, cephfs, rbd, glusterfs, hostPath... every source of core/v1 Volume but
+    configMap, secret, emptyDir, downwardAPI, projected, persistentVolumeClaim, ephemeral, image and
+    csi), no inline CSI volume of a driver the tenant is not allowed (nfs.csi.k8s.io reaches any
+    export), and no claim that names an existing PersistentVolume (spec.volumeName: another team's
+    released volume) or takes its data from another namespace (dataSourceRef.namespace), in every
+    kind's pod specs, a StatefulSet's claim templates and a PVC itself; Tenant.allow lifts each.
+    Pod Security restricted refuses the inline network sources too, baseline does not."""
+    volumes, drivers, _ = allowances(scope)
+    kinds = (*_workload_rules(("CREATE", "UPDATE")),
+             {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+              "resources": ["persistentvolumeclaims"]})
+    sources = " && ".join(f"(!has(v.{name}) || '{name}' in variables.allowedVolumes)" for name in NETWORK_VOLUMES)
+    where = "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+    allow = ("(gpugov: Tenant.allow in tenants/ says what a tenant may do beyond the default, with a reason; "
+             f"ask {_team(scope)})'")
+    return _policy(
+        scope,
+        VOLUMES,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": list(kinds)},
+            "matchConditions": [_not_trusted(scope)],
+            "variables": [
+                {"name": "allowedVolumes", "expression": _in_namespace(volumes)},
+                {"name": "allowedDrivers", "expression": _in_namespace(drivers)},
+                {"name": "podSpecs", "expression": _pod_specs_expr()},
+                {"name": "claims", "expression": _claims_expr()},
+            ],
+            "validations": [
+                {
+                    "expression": f"variables.podSpecs.all(ps, !has(ps.volumes) || ps.volumes.all(v, {sources}))",
+                    "messageExpression": where + "' mounts network or node storage by its address ("
+                    f"{', '.join(NETWORK_VOLUMES)}), which reaches data beyond the tenant\\'s own claims; allowed "
+                    "here: ' + (variables.allowedVolumes.size() == 0 ? '(none)' : "
+                    "variables.allowedVolumes.join(', ')) + ' " + allow,
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": "variables.podSpecs.all(ps, !has(ps.volumes) || ps.volumes.all(v, !has(v.csi) || "
+                    "v.csi.driver in variables.allowedDrivers))",
+                    "messageExpression": where + "' names an inline CSI volume of driver ' + "
+                    "variables.podSpecs.filter(ps, has(ps.volumes) && ps.volumes.exists(v, has(v.csi) && "
+                    "!(v.csi.driver in variables.allowedDrivers)))[0].volumes.filter(v, has(v.csi) && "
+                    "!(v.csi.driver in variables.allowedDrivers))[0].csi.driver + ', which the tenant is not "
+                    "allowed (an inline CSI volume reaches whatever its attributes name); allowed here: ' + "
+                    "(variables.allowedDrivers.size() == 0 ? '(none)' : variables.allowedDrivers.join(', ')) + ' "
+                    + allow,
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": f"'{PREBOUND_CLAIM}' in variables.allowedVolumes || variables.claims.all(c, "
+                    "!has(c.volumeName) || c.volumeName == '')",
+                    "messageExpression": where + "' claims an existing PersistentVolume by name (volumeName), "
+                    "which may hold another team\\'s data: let the claim get its own volume from a StorageClass "
+                    + allow,
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": "variables.claims.all(c, !has(c.dataSourceRef) || !has(c.dataSourceRef.namespace) "
+                    "|| c.dataSourceRef.namespace == '' || c.dataSourceRef.namespace == request.namespace)",
+                    "messageExpression": where + "' takes a claim\\'s data from another namespace "
+                    "(dataSourceRef.namespace) " + allow,
+                    "reason": "Forbidden",
+                },
+            ],
+        },
+    )
+
+
+def service_exposure_policy(scope: Scope) -> Object:
+    """A tenant's Services expose only what is declared: never externalIPs (CVE-2020-8554: a Service
+    that claims an address it does not own intercepts the cluster's traffic to it), and NodePort or
+    LoadBalancer only where Tenant.allow.serviceTypes says so. Checked for everyone who writes a
+    Service in a tenant namespace, trusted controllers too: KubeRay and the like create a tenant's
+    Services from what the tenant wrote (a RayCluster's serviceType)."""
+    _, _, types = allowances(scope)
+    where = "'Service ' + request.namespace + '/' + object.metadata.name + "
+    return _policy(
+        scope,
+        SERVICE_EXPOSURE,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["services"]}]},
+            "variables": [{"name": "allowedTypes", "expression": _in_namespace(types)}],
+            "validations": [
+                {
+                    "expression": "!has(object.spec.externalIPs) || object.spec.externalIPs.size() == 0",
+                    "messageExpression": where + "' claims externalIPs (' + object.spec.externalIPs.join(', ') + "
+                    "'): a Service may not take traffic for an address it does not own (CVE-2020-8554; gpugov: "
+                    f"never admitted in a tenant namespace; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": "!has(object.spec.type) || object.spec.type in ['ClusterIP', 'ExternalName'] || "
+                    "object.spec.type in variables.allowedTypes",
+                    "messageExpression": where + "' is of type ' + object.spec.type + ', which exposes the "
+                    "tenant outside the cluster; allowed here: ' + (variables.allowedTypes.size() == 0 ? "
+                    "'ClusterIP' : 'ClusterIP, ' + variables.allowedTypes.join(', ')) + ' (gpugov: "
+                    f"Tenant.allow.serviceTypes in tenants/, with a reason; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+            ],
+        },
+    )
+
+
 def admission_objects(scope: Scope) -> list[Object]:
     if not scope.tenants:
         return []
@@ -997,6 +1154,7 @@ def admission_objects(scope: Scope) -> list[Object]:
             _binding(scope, DEVICE_ACCESS, not_system),
             volcano_pod_priority_policy(scope),
             _binding(scope, VOLCANO_POD_PRIORITY, not_system),
+            *namespace_objects(scope),
         ]
     return [
         *queue_access_objects(scope),
@@ -1011,7 +1169,15 @@ def admission_objects(scope: Scope) -> list[Object]:
         pod_priority_policy(scope),
         _binding(scope, POD_PRIORITY, not_system),
         *_max_runtime_objects(scope, not_system),
+        *namespace_objects(scope),
     ]
+
+
+def namespace_objects(scope: Scope) -> list[Object]:
+    """Storage and exposure, on every backend, bound to the tenant namespaces."""
+    tenants = tenant_namespaces_selector()
+    return [volumes_policy(scope), _binding(scope, VOLUMES, tenants),
+            service_exposure_policy(scope), _binding(scope, SERVICE_EXPOSURE, tenants)]
 
 
 def _max_runtime_objects(scope: Scope, not_system: dict[str, Any]) -> list[Object]:

@@ -14,6 +14,7 @@ from typing import Any
 from gpugov.catalog import MODELS, AcceleratorModel, model_from_spec
 from gpugov.declarations.loader import SourceDoc
 from gpugov.declarations.model import (
+    Allow,
     Budget,
     DeclaredModel,
     Department,
@@ -228,6 +229,7 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
             weight=_weight(spec),
             reclaim_spec=spec.get("reclaim") or {},
             budget=Budget.of(filled),
+            allow=Allow.of(spec),
         )
     for name, doc in unique("PriorityClass"):
         spec = defaulted("PriorityClass", doc.data["spec"])

@@ -348,6 +348,24 @@ class Department(Decl):
     budget: Budget | None = None
 
 
+@dataclass(frozen=True)
+class Allow:
+    """Tenant.allow: what the tenant's namespaces may do beyond gpugov's default (compile.admission)."""
+
+    volumes: tuple[str, ...] = ()
+    csi_drivers: tuple[str, ...] = ()
+    service_types: tuple[str, ...] = ()
+    reason: str = ""
+
+    @classmethod
+    def of(cls, spec: dict[str, Any]) -> Allow:
+        allow = spec.get("allow")
+        if not isinstance(allow, dict):
+            return cls()
+        return cls(tuple(sorted(set(allow.get("volumes", ())))), tuple(sorted(set(allow.get("csiDrivers", ())))),
+                   tuple(sorted(set(allow.get("serviceTypes", ())))), allow.get("reason", ""))
+
+
 @dataclass(frozen=True, eq=False)
 class Tenant(Decl):
     KIND: ClassVar[str] = "Tenant"
@@ -364,6 +382,7 @@ class Tenant(Decl):
     weight: int | None = None
     reclaim_spec: dict[str, Any] = field(default_factory=dict)  # spec.reclaim as declared (over Guardrails')
     budget: Budget | None = None
+    allow: Allow = Allow()
 
 
 @dataclass(frozen=True)
@@ -444,7 +463,8 @@ RESERVED_NAMESPACES = ("kube-*", "default", "gpu-operator", "nvidia-gpu-operator
 class Isolation:
     """Guardrails.isolation: what keeps a tenant inside its queues (compile.admission, compile.core)."""
 
-    pod_security: str = "baseline"
+    pod_security: str = "restricted"
+    pod_security_reason: str = ""
     trusted_users: tuple[str, ...] = ()
     trusted_groups: tuple[str, ...] = ()
     pod_priority_classes: tuple[str, ...] = ()
@@ -754,6 +774,7 @@ def _isolation(spec: dict[str, Any]) -> Isolation:
     trusted = spec["trustedControllers"]
     return Isolation(
         pod_security=spec["podSecurity"],
+        pod_security_reason=spec.get("podSecurityReason", ""),
         trusted_users=tuple(trusted["users"]),
         trusted_groups=tuple(trusted["groups"]),
         pod_priority_classes=tuple(spec["podPriorityClasses"]),

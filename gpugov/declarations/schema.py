@@ -240,10 +240,18 @@ _ISOLATION = {
         {
             "podSecurity": {
                 "enum": ["privileged", "baseline", "restricted"],
-                "default": "baseline",
+                "default": "restricted",
                 "description": "Pod Security Admission level enforced on every tenant namespace "
-                "(pod-security.kubernetes.io/enforce): baseline refuses privileged containers, hostPath volumes, "
-                "host namespaces and added capabilities, the device side doors around the GPU requests.",
+                "(pod-security.kubernetes.io/enforce). restricted (the default) also refuses running as root, "
+                "privilege escalation and every volume but configMap, secret, emptyDir, downwardAPI, projected, "
+                "csi, ephemeral and persistentVolumeClaim; baseline refuses privileged containers, hostPath "
+                "volumes, host namespaces and added capabilities only. Anything but restricted needs "
+                "podSecurityReason (GG102).",
+            },
+            "podSecurityReason": {
+                "type": "string",
+                "description": "Why tenant namespaces enforce less than restricted: required with podSecurity "
+                "baseline or privileged (GG102), shown to the reviewers of the change.",
             },
             "trustedControllers": {
                 **_spec(
@@ -281,6 +289,50 @@ _ISOLATION = {
         }
     ),
     "description": "How a tenant is kept inside its queues (see the README's threat model).",
+}
+
+
+# Tenant.allow: what the tenant's namespaces may do beyond gpugov's default (compile.admission refuses it
+# otherwise), each widening a plan risk, always with the reason the reviewers read.
+NETWORK_VOLUMES = (
+    "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "fc", "flexVolume", "flocker",
+    "gcePersistentDisk", "gitRepo", "glusterfs", "hostPath", "iscsi", "nfs", "photonPersistentDisk",
+    "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos", "vsphereVolume",
+)
+# A claim that names its PersistentVolume (spec.volumeName of a PVC or of an ephemeral volume's template).
+PREBOUND_CLAIM = "volumeName"
+SERVICE_TYPES = ("NodePort", "LoadBalancer")
+_TENANT_ALLOW = {
+    **_spec(
+        {
+            "volumes": {
+                "type": "array",
+                "items": {"enum": [*NETWORK_VOLUMES, PREBOUND_CLAIM]},
+                "default": [],
+                "description": "Volume sources the tenant's pods may use beyond configMap, secret, emptyDir, "
+                "downwardAPI, projected, persistentVolumeClaim, ephemeral, image and csi (network and node storage: "
+                "nfs, iscsi, cephfs, rbd, hostPath...), and volumeName: a claim that names an existing "
+                "PersistentVolume rather than getting its own.",
+            },
+            "csiDrivers": {
+                **_STRINGS,
+                "default": [],
+                "description": "CSI drivers the tenant's pods may name in an inline csi volume (nfs.csi.k8s.io, "
+                "secrets-store.csi.k8s.io...); no other inline CSI volume is admitted.",
+            },
+            "serviceTypes": {
+                "type": "array",
+                "items": {"enum": list(SERVICE_TYPES)},
+                "default": [],
+                "description": "Service types beyond ClusterIP the tenant may create (NodePort, LoadBalancer). "
+                "externalIPs are never admitted.",
+            },
+            "reason": {"type": "string", "minLength": 1, "description": "Why the tenant needs it: shown in the plan."},
+        },
+        ["reason"],
+    ),
+    "description": "What the tenant's namespaces may do beyond gpugov's default: network volumes, inline CSI "
+    "drivers, NodePort and LoadBalancer Services. Each addition is a plan risk (GP022).",
 }
 
 
@@ -509,6 +561,7 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "fairSharing": _FAIR_SHARING,
                 "reclaim": _reclaim_spec(with_defaults=False),
                 "budget": _BUDGET,
+                "allow": _TENANT_ALLOW,
             },
             ["namespaces"],
         ),

@@ -11,7 +11,7 @@ from typing import Any
 
 from gpugov.declarations.model import Model, Tenant
 from gpugov.kube.names import KUEUE_API, KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_API, VOLCANO_QUEUE_ANNOTATION
-from gpugov.kube.objects import LABEL_TENANT, Object
+from gpugov.kube.objects import LABEL_TENANT, RESTRICTED_CONTAINER, RESTRICTED_POD, Object
 from gpugov.kube.resources import is_accelerator
 from gpugov.reach import Tree
 
@@ -182,8 +182,10 @@ def sample_job(pool: PoolInfo, tenant: str) -> dict[str, Any]:
     requests.update({r: {"cpu": "1", "memory": "1Gi"}[r] for r in pool.extra})
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
+        "securityContext": dict(RESTRICTED_POD),  # Pod Security restricted, the tenant namespaces' default
         "containers": [{"name": "main", "image": image, "command": command,
-                        "resources": {"requests": requests, "limits": dict(requests)}}],
+                        "resources": {"requests": requests, "limits": dict(requests)},
+                        "securityContext": dict(RESTRICTED_CONTAINER)}],
     }
     metadata: dict[str, Any] = {"name": f"{tenant}-{pool.pool}-sample", "namespace": queue.namespace}
     template: dict[str, Any] = {"spec": pod}

@@ -69,3 +69,8 @@ def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) ->
         if operator == "DoesNotExist" and present:
             return False
     return True
+
+# What Pod Security's restricted level (the tenant namespaces' default) asks of a pod and of each
+# container: the sandbox's sample jobs and the tenant guide's example are written so.
+RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}}
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}

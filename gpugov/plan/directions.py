@@ -149,6 +149,11 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         "spec.fairSharing.weight": widens("up", FAIR_SHARE_RAISED),
         **_reclaim(),
         **_BUDGET,
+        # beyond gpugov's namespace default: network volumes, inline CSI drivers, NodePort/LoadBalancer
+        "spec.allow.volumes": widens("added", GUARDRAIL_LOOSENED),
+        "spec.allow.csiDrivers": widens("added", GUARDRAIL_LOOSENED),
+        "spec.allow.serviceTypes": widens("added", GUARDRAIL_LOOSENED),
+        "spec.allow.reason": NEUTRAL,  # words for the reviewers
     },
     "Department": {
         **_METADATA,
@@ -187,6 +192,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         "spec.idle.utilizationBelowPercent": NEUTRAL,  # what the idle report calls idle
         "spec.idle.window": NEUTRAL,
         "spec.isolation.podSecurity": widens("changed", GUARDRAIL_LOOSENED),
+        "spec.isolation.podSecurityReason": NEUTRAL,  # words for the reviewers
         "spec.isolation.trustedControllers.users": widens("added", GUARDRAIL_LOOSENED),
         "spec.isolation.trustedControllers.groups": widens("added", GUARDRAIL_LOOSENED),
         "spec.isolation.podPriorityClasses": widens("changed", GUARDRAIL_LOOSENED),

@@ -1,5 +1,5 @@
 """Checks on Guardrails.isolation: the identities the admission policies trust, and the Pod Security
-level of the tenant namespaces (README: Threat model)."""
+level of the tenant namespaces and why it is below restricted (README: Threat model)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,15 @@ NO_POD_SECURITY = rule(
     Level.WARNING,
     "Guardrails.isolation.podSecurity is privileged: tenant pods may run privileged or mount the host's /dev, "
     "and reach accelerators without requesting them.",
-    "Use podSecurity: baseline (the default) or restricted.",
+    "Use podSecurity: restricted (the default) or baseline.",
+)
+POD_SECURITY_UNREASONED = rule(
+    "GG102",
+    "pod-security-without-reason",
+    Level.ERROR,
+    "Guardrails.isolation.podSecurity is below restricted (baseline or privileged) without "
+    "podSecurityReason: tenant pods may then run as root and mount network volumes the restricted level refuses.",
+    "Keep the default (restricted), or say why in podSecurityReason.",
 )
 
 
@@ -75,5 +83,18 @@ def check_pod_security(model: Model) -> Iterator[Finding]:
         yield make(
             NO_POD_SECURITY,
             Text("tenant namespaces enforce no Pod Security level (podSecurity: privileged)"),
+            guardrails.at("isolation", "podSecurity"),
+        )
+
+
+@check
+def check_pod_security_reason(model: Model) -> Iterator[Finding]:
+    guardrails = model.guardrails
+    isolation = model.limits.isolation
+    if guardrails is not None and isolation.pod_security != "restricted" and not isolation.pod_security_reason.strip():
+        yield make(
+            POD_SECURITY_UNREASONED,
+            Text("tenant namespaces enforce Pod Security {level}, below restricted, and no podSecurityReason says why",
+                 level=isolation.pod_security),
             guardrails.at("isolation", "podSecurity"),
         )

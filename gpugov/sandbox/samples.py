@@ -27,7 +27,7 @@ from kubernetes.dynamic import DynamicClient
 from gpugov.kube.names import KUEUE_API, VOLCANO_API, VOLCANO_QUEUE_ANNOTATION
 from gpugov.kube.names import KUEUE_PRIORITY_LABEL as PRIORITY_LABEL
 from gpugov.kube.names import KUEUE_QUEUE_LABEL as QUEUE_LABEL
-from gpugov.kube.objects import LABEL_TENANT
+from gpugov.kube.objects import LABEL_TENANT, RESTRICTED_CONTAINER, RESTRICTED_POD
 from gpugov.kube.resources import is_accelerator
 from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION
 
@@ -123,8 +123,10 @@ def job_manifest(
                 },
                 "spec": {
                     "restartPolicy": "Never",
+                    "securityContext": dict(RESTRICTED_POD),
                     "containers": [
-                        {"name": "main", "image": IMAGE, "resources": {"requests": requests, "limits": requests}}
+                        {"name": "main", "image": IMAGE, "resources": {"requests": requests, "limits": requests},
+                         "securityContext": dict(RESTRICTED_CONTAINER)}
                     ],
                 },
             },

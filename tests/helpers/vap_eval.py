@@ -4,8 +4,8 @@ It evaluates what the apiserver does for one request against compile's policies:
 resourceRules (group, resource, operation), its matchConditions, its variables in order and its
 validations, with `object`, `oldObject`, `request` (operation, namespace, userInfo) and
 `variables`; the message of the first failing validation. A policy whose bindings are in the list
-applies where one of them selects the request's namespace (by `kubernetes.io/metadata.name`, the one
-key gpugov's bindings select on); one given without bindings applies everywhere. The e2e suite
+applies where one of them selects the request's namespace (by its name or by the labels given: the
+tenant namespaces carry `gpugov.io/tenant`); one given without bindings applies everywhere. The e2e suite
 proves the same on a real apiserver.
 """
 
@@ -52,14 +52,22 @@ class Request:
     subresource: str = ""
 
 
-def _selects(binding: dict[str, Any], namespace: str) -> bool:
+def _selects(binding: dict[str, Any], namespace: str, labels: dict[str, str] | None = None) -> bool:
+    """Whether the binding's namespaceSelector takes `namespace`, of `labels` (its name label added)."""
     selector = binding["spec"].get("matchResources", {}).get("namespaceSelector")
     if not selector:
         return True
     assert set(selector) == {"matchExpressions"}, selector
+    labels = {**(labels or {}), "kubernetes.io/metadata.name": namespace}
     for expression in selector["matchExpressions"]:
-        assert expression["key"] == "kubernetes.io/metadata.name", expression
-        if (namespace in expression["values"]) != (expression["operator"] == "In"):
+        key, operator = expression["key"], expression["operator"]
+        if operator == "Exists":
+            found = key in labels
+        elif operator == "DoesNotExist":
+            found = key not in labels
+        else:
+            found = (labels.get(key) in expression["values"]) == (operator == "In")
+        if not found:
             return False
     return True
 
@@ -74,8 +82,9 @@ def _matches(policy: dict[str, Any], request: Request) -> bool:
 
 
 def evaluate(policies: list[dict[str, Any]], request: Request, obj: dict[str, Any],
-             old: dict[str, Any] | None = None) -> list[str]:
-    """The messages of every policy that denies the request (empty: admitted)."""
+             old: dict[str, Any] | None = None, labels: dict[str, str] | None = None) -> list[str]:
+    """The messages of every policy that denies the request (empty: admitted); `labels` are the
+    namespace's (a binding may select on them)."""
     denials = []
     bindings: dict[str, list[dict[str, Any]]] = {}
     for binding in policies:
@@ -85,7 +94,7 @@ def evaluate(policies: list[dict[str, Any]], request: Request, obj: dict[str, An
         if policy["kind"] != "ValidatingAdmissionPolicy" or not _matches(policy, request):
             continue
         bound = bindings.get(policy["metadata"]["name"])
-        if bound is not None and not any(_selects(b, request.namespace) for b in bound):
+        if bound is not None and not any(_selects(b, request.namespace, labels) for b in bound):
             continue
         activation: dict[str, Any] = {
             "object": celpy.json_to_cel(obj),

@@ -52,6 +52,8 @@ def test_every_widening_field_says_when_and_which_rule() -> None:
 NEUTRAL = {"AcceleratorModel:spec.description", "AcceleratorModel:spec.sources.*", "Cluster:spec.description",
            "Department:spec.description", "GPUPool:spec.description", "Guardrails:spec.idle.utilizationBelowPercent",
            "Guardrails:spec.idle.window", "PriorityClass:spec.description", "Tenant:spec.description",
+           # why tenant namespaces enforce less than restricted, why a tenant may do more: words for the reviewers
+           "Guardrails:spec.isolation.podSecurityReason", "Tenant:spec.allow.reason",
            # who approved a grant or window, and why: words for the reviewers, never in an object
            "QuotaGrant:spec.reason", "QuotaGrant:spec.approvedBy", "QuotaWindow:spec.reason",
            "QuotaWindow:spec.approvedBy"}

@@ -1,0 +1,221 @@
+"""The rest of a tenant's namespace without an apiserver: storage and exposure (gpugov-volumes,
+gpugov-service-exposure) and the Pod Security default, for the example org's cluster east evaluated by
+tests/helpers/vap_eval.py as alice of nlp-team sends requests into nlp-train. The living sandbox
+proves the same with the real apiserver (tests/e2e/test_tenant_escape.py::test_class6_*)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes.client import V1Volume
+
+from gpugov.app.pipeline import validate_repo
+from gpugov.compile import compile
+from gpugov.compile.admission import SERVICE_EXPOSURE, VOLUMES, WORKLOAD_KINDS
+from gpugov.declarations.schema import NETWORK_VOLUMES
+from gpugov.kube.objects import LABEL_TENANT
+from tests.helpers.repos import BASE, REPO
+from tests.helpers.vap_eval import Request, evaluate
+
+NS = "nlp-train"
+TENANT = ("alice@example.com", ("nlp-team", "system:authenticated"))
+PV_CONTROLLER = ("system:kube-controller-manager", ("system:authenticated",))
+KUBERAY = ("system:serviceaccount:ray-system:kuberay-operator", ("system:serviceaccounts:ray-system",))
+LABELS = {LABEL_TENANT: "nlp"}
+# Every source of core/v1 Volume that reaches only what the pod's own namespace holds or makes.
+SAFE_VOLUMES = {"configMap", "secret", "emptyDir", "downwardAPI", "projected", "persistentVolumeClaim",
+                "ephemeral", "image", "csi"}
+EXAMPLE = {"nfs": {"server": "10.0.0.9", "path": "/exports/speech"}, "iscsi": {"targetPortal": "10.0.0.9:3260",
+           "iqn": "iqn.2001-04.com.example:storage", "lun": 0}, "hostPath": {"path": "/mnt/shared"}}
+ALLOW = """  allow:
+    volumes: [nfs, volumeName]
+    csiDrivers: [nfs.csi.k8s.io]
+    serviceTypes: [NodePort]
+    reason: the team serves its evaluation dashboard and reads the lab's shared NFS datasets
+"""
+
+
+def _policies(root: Path) -> list[dict[str, Any]]:
+    model = validate_repo(root).model
+    assert model is not None
+    return compile(model, backend="kueue", cluster="east")
+
+
+@pytest.fixture(scope="module")
+def policies() -> list[dict[str, Any]]:
+    return _policies(REPO)
+
+
+@pytest.fixture(scope="module")
+def allowed(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The example org with tenant nlp allowed nfs, a named volume, nfs.csi.k8s.io and NodePorts."""
+    root = tmp_path_factory.mktemp("org")
+    for folder in ("tenants", "policies", "hardware"):
+        shutil.copytree(REPO / folder, root / folder)
+    path = root / "tenants" / "nlp.yaml"
+    text = path.read_text()
+    assert "  namespaces: [nlp-train, nlp-dev]\n" in text
+    path.write_text(text.replace("  namespaces: [nlp-train, nlp-dev]\n", "  namespaces: [nlp-train, nlp-dev]\n" + ALLOW))
+    return _policies(root)
+
+
+def denied(policies: list[dict[str, Any]], obj: dict[str, Any], old: dict[str, Any] | None = None,
+           who: tuple[str, tuple[str, ...]] = TENANT, namespace: str = NS,
+           labels: dict[str, str] | None = LABELS) -> list[str]:
+    group = obj["apiVersion"].split("/")[0] if "/" in obj["apiVersion"] else ""
+    resource = {"PersistentVolumeClaim": "persistentvolumeclaims", "Service": "services"}.get(obj["kind"]) or next(
+        k.resource for k in WORKLOAD_KINDS if k.kind == obj["kind"])
+    request = Request("UPDATE" if old is not None else "CREATE", group, resource, namespace, who[0], who[1])
+    return evaluate(policies, request, obj, old, labels)
+
+
+def by(policy: str, messages: list[str]) -> bool:
+    return any(m.startswith(policy + ":") for m in messages)
+
+
+def pod_spec(*volumes: dict[str, Any]) -> dict[str, Any]:
+    return {"containers": [{"name": "main", "image": "pause"}], "restartPolicy": "Never", "volumes": list(volumes)}
+
+
+def in_kind(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A workload of `kind` in nlp-train whose pods are `spec`."""
+    meta = {"name": "w", "namespace": NS, "labels": {"kueue.x-k8s.io/queue-name": "training"}}
+    template = {"metadata": {"labels": dict(meta["labels"])}, "spec": spec}
+    bodies: dict[str, tuple[str, dict[str, Any]]] = {
+        "Pod": ("v1", spec),
+        "Job": ("batch/v1", {"suspend": True, "template": template}),
+        "CronJob": ("batch/v1", {"schedule": "0 0 * * *", "jobTemplate": {"spec": {"template": template}}}),
+        "Deployment": ("apps/v1", {"selector": {"matchLabels": {}}, "template": template}),
+        "StatefulSet": ("apps/v1", {"selector": {"matchLabels": {}}, "template": template}),
+        "JobSet": ("jobset.x-k8s.io/v1alpha2", {"suspend": True, "replicatedJobs": [
+            {"name": "r", "template": {"spec": {"template": template}}}]}),
+        "PyTorchJob": ("kubeflow.org/v1", {"pytorchReplicaSpecs": {"Master": {"template": template}}}),
+    }
+    version, body = bodies[kind]
+    return {"apiVersion": version, "kind": kind, "metadata": meta, "spec": body}
+
+
+KINDS = ("Pod", "Job", "CronJob", "Deployment", "StatefulSet", "JobSet", "PyTorchJob")
+
+
+def test_every_volume_source_of_the_api_is_either_safe_or_refused() -> None:
+    """The class is closed against the API's own list: a new source must be placed on one side."""
+    sources = set(V1Volume.attribute_map.values()) - {"name"}
+    assert sources == SAFE_VOLUMES | set(NETWORK_VOLUMES), sources ^ (SAFE_VOLUMES | set(NETWORK_VOLUMES))
+    assert not SAFE_VOLUMES & set(NETWORK_VOLUMES)
+
+
+@pytest.mark.parametrize("source", NETWORK_VOLUMES)
+def test_network_and_node_storage_is_refused_in_every_kind(policies: list[dict[str, Any]], source: str) -> None:
+    volume = {"name": "data", source: EXAMPLE.get(source, {"anything": "x"})}
+    for kind in KINDS:
+        messages = denied(policies, in_kind(kind, pod_spec(volume)))
+        assert by(VOLUMES, messages), (kind, source, messages)
+    assert "mounts network or node storage by its address" in denied(policies, in_kind("Pod", pod_spec(volume)))[0]
+
+
+def test_the_tenants_own_storage_is_admitted(policies: list[dict[str, Any]]) -> None:
+    honest = pod_spec(
+        {"name": "c", "configMap": {"name": "settings"}}, {"name": "s", "secret": {"secretName": "registry"}},
+        {"name": "e", "emptyDir": {}}, {"name": "d", "downwardAPI": {"items": []}},
+        {"name": "p", "projected": {"sources": []}}, {"name": "v", "persistentVolumeClaim": {"claimName": "data"}},
+        {"name": "x", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"],
+                                                                     "resources": {"requests": {"storage": "1Gi"}}}}}})
+    for kind in KINDS:
+        assert not by(VOLUMES, denied(policies, in_kind(kind, honest))), kind
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": NS},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}}
+    assert denied(policies, claim) == []
+
+
+def test_inline_csi_reaches_only_the_drivers_the_tenant_is_allowed(policies: list[dict[str, Any]],
+                                                                   allowed: list[dict[str, Any]]) -> None:
+    nfs = {"name": "n", "csi": {"driver": "nfs.csi.k8s.io", "volumeAttributes": {"server": "10.0.0.9",
+                                                                               "share": "/exports/speech"}}}
+    smb = {"name": "m", "csi": {"driver": "smb.csi.k8s.io", "volumeAttributes": {"source": "//10.0.0.9/share"}}}
+    for kind in KINDS:
+        messages = denied(policies, in_kind(kind, pod_spec(nfs)))
+        assert by(VOLUMES, messages) and "inline CSI volume of driver nfs.csi.k8s.io" in messages[0], (kind, messages)
+        assert denied(allowed, in_kind(kind, pod_spec(nfs))) == [], kind
+        assert by(VOLUMES, denied(allowed, in_kind(kind, pod_spec(smb)))), kind
+
+
+def test_a_claim_may_not_name_an_existing_volume_or_another_namespaces_data(policies: list[dict[str, Any]],
+                                                                             allowed: list[dict[str, Any]]) -> None:
+    spec = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Ti"}}}
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": NS},
+             "spec": {**spec, "volumeName": "speech-datasets"}}
+    assert by(VOLUMES, denied(policies, claim)) and "claims an existing PersistentVolume" in denied(policies, claim)[0]
+    assert denied(allowed, claim) == []
+    # the PV controller binds a claim by setting its volumeName: trusted; a bound claim resized by its tenant: admitted
+    unbound = {**claim, "spec": spec}
+    assert denied(policies, claim, old=unbound, who=PV_CONTROLLER) == []
+    resized = {**claim, "spec": {**claim["spec"], "resources": {"requests": {"storage": "2Ti"}}}}
+    assert denied(policies, resized, old=claim) == []
+    # ... but the tenant may not bind it itself
+    assert by(VOLUMES, denied(policies, claim, old=unbound))
+    # a StatefulSet's claim templates and an ephemeral volume's template are claims too
+    sts = in_kind("StatefulSet", pod_spec())
+    sts["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "d"}, "spec": {**spec, "volumeName": "speech-datasets"}}]
+    assert by(VOLUMES, denied(policies, sts))
+    ephemeral = {"name": "x", "ephemeral": {"volumeClaimTemplate": {"spec": {**spec, "volumeName": "speech-datasets"}}}}
+    for kind in KINDS:
+        assert by(VOLUMES, denied(policies, in_kind(kind, pod_spec(ephemeral)))), kind
+    foreign = {**claim, "spec": {**spec, "dataSourceRef": {"kind": "PersistentVolumeClaim", "name": "corpus",
+                                                           "namespace": "speech-train"}}}
+    assert by(VOLUMES, denied(policies, foreign)) and "another namespace" in denied(policies, foreign)[0]
+
+
+def test_a_declared_network_volume_is_admitted_for_its_tenant_only(allowed: list[dict[str, Any]]) -> None:
+    nfs = {"name": "data", "nfs": EXAMPLE["nfs"]}
+    assert denied(allowed, in_kind("Job", pod_spec(nfs))) == []
+    assert by(VOLUMES, denied(allowed, in_kind("Job", pod_spec({"name": "i", "iscsi": EXAMPLE["iscsi"]}))))
+    speech = in_kind("Job", pod_spec(nfs))
+    speech["metadata"]["namespace"] = "speech-train"
+    assert by(VOLUMES, denied(allowed, speech, namespace="speech-train", labels={LABEL_TENANT: "speech"}))
+
+
+def test_outside_the_tenant_namespaces_storage_is_not_gpugovs(policies: list[dict[str, Any]]) -> None:
+    nfs = in_kind("Pod", pod_spec({"name": "data", "nfs": EXAMPLE["nfs"]}))
+    assert not by(VOLUMES, denied(policies, nfs, namespace="monitoring", labels={}))
+
+
+def service(kind: str = "ClusterIP", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "dash", "namespace": NS},
+            "spec": {"type": kind, "ports": [{"port": 80}], "selector": {"app": "dash"}, **spec}}
+
+
+def test_external_ips_are_refused_to_everyone_in_a_tenant_namespace(policies: list[dict[str, Any]],
+                                                                      allowed: list[dict[str, Any]]) -> None:
+    """CVE-2020-8554: a Service that claims an address intercepts the cluster's traffic to it."""
+    hijack = service(externalIPs=["10.96.0.10"])
+    for who in (TENANT, KUBERAY):
+        for org in (policies, allowed):
+            messages = denied(org, hijack, who=who)
+            assert by(SERVICE_EXPOSURE, messages) and "claims externalIPs (10.96.0.10)" in messages[0], messages
+    assert by(SERVICE_EXPOSURE, denied(policies, hijack, old=service()))
+
+
+def test_node_ports_and_load_balancers_only_where_declared(policies: list[dict[str, Any]],
+                                                            allowed: list[dict[str, Any]]) -> None:
+    assert denied(policies, service()) == [] and denied(policies, service("ExternalName", externalName="a.b")) == []
+    for kind in ("NodePort", "LoadBalancer"):
+        messages = denied(policies, service(kind))
+        assert by(SERVICE_EXPOSURE, messages) and f"is of type {kind}" in messages[0], messages
+        assert by(SERVICE_EXPOSURE, denied(policies, service(kind), who=KUBERAY))  # a RayCluster's serviceType
+        assert by(SERVICE_EXPOSURE, denied(policies, service(kind), old=service()))
+    assert denied(allowed, service("NodePort")) == []
+    assert by(SERVICE_EXPOSURE, denied(allowed, service("LoadBalancer")))
+
+
+def test_tenant_namespaces_enforce_restricted_unless_guardrails_say_why() -> None:
+    base = validate_repo(BASE)
+    assert base.model is not None and base.model.limits.isolation.pod_security == "restricted"
+    namespaces = [o for o in compile(base.model, backend="kueue") if o["kind"] == "Namespace"]
+    assert namespaces and all(n["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+                              for n in namespaces)
+    root = validate_repo(REPO)
+    assert root.model is not None and root.model.limits.isolation.pod_security_reason
