@@ -25,7 +25,8 @@ flavors, so a pool is expressed as a node group):
   nodeSelector gives volcano.sh/nodegroup-name, which every node it selects carries by
   definition (GG055 refuses a Volcano selector pool without one; the admin labels the nodes).
 - Department -> parent Queue (capacity plugin only, which supports hierarchy): parent = parent
-  department; deserved and guarantee = the children's sums plus the department's own quota,
+  department, or ``root`` (written out: Volcano's queue controller writes it anyway, and drift
+  compares only what gpugov sets); deserved and guarantee = the children's sums plus the department's own quota,
   so the children's sums always fit within the parent. The proportion plugin has no
   hierarchy: departments then emit no queue and tenants sit under root.
 - PriorityClass -> PriorityClass (value, description; preemptionPolicy PreemptLowerPriority).
@@ -55,6 +56,7 @@ from gpugov.kube.quantity import format_quantity
 from gpugov.kube.resources import is_accelerator
 
 Amounts = dict[str, Decimal]
+ROOT_QUEUE = "root"  # the capacity plugin's root of the queue tree, which vc-scheduler creates
 
 
 def node_group(pool: GPUPool) -> str:
@@ -105,8 +107,10 @@ def tenant_queue(scope: Scope, tenant: Tenant, hierarchical: bool) -> tuple[Obje
     if not tenant.department or scope.model.never_borrows(tenant):
         capability = dict(deserved)
     spec: dict[str, Any] = {"weight": tenant.weight or 1, "reclaimable": _reclaimable(scope, tenant)}
-    if hierarchical and tenant.department:
-        spec["parent"] = tenant.department
+    if hierarchical:
+        # Explicit, so that drift sees a queue moved under another parent: Volcano's queue controller
+        # writes `root` onto a queue created without one, and gpugov compares only what it sets.
+        spec["parent"] = tenant.department or ROOT_QUEUE
     if capability:
         spec["capability"] = _resources(capability)
     if deserved:
@@ -140,8 +144,7 @@ def department_queues(scope: Scope, child_sums: dict[str, tuple[Amounts, Amounts
         department = scope.departments[name]
         deserved, guarantee = totals[name]
         spec: dict[str, Any] = {"weight": department.weight or 1, "reclaimable": True}
-        if department.parent:
-            spec["parent"] = department.parent
+        spec["parent"] = department.parent or ROOT_QUEUE
         if deserved:
             spec["deserved"] = _resources(deserved)
         if guarantee:

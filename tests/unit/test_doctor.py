@@ -19,6 +19,7 @@ from gpugov.app.desired import DesiredState, desired_state
 from gpugov.app.exit import ExitCode
 from gpugov.cli import main
 from gpugov.compile.admission import API as ADMISSION_API
+from gpugov.compile.volcano_scheduler import CONFIG_KEY as VOLCANO_CONFIG_KEY
 from gpugov.doctor.checks import (
     CHECK_IDS,
     CHECKS,
@@ -137,6 +138,8 @@ def healthy(state: DesiredState) -> Facts:
     facts.rbac = {(o["kind"], o["metadata"]["name"]): copy.deepcopy(o) for o in state.objects
                   if o["kind"] in ("ClusterRole", "ClusterRoleBinding") and is_tenant_rbac(o)}
     facts.rolebindings = [copy.deepcopy(o) for o in state.objects if o["kind"] == "RoleBinding"]
+    facts.external_ips = ("services \"gpugov-probe-external-ips\" is forbidden: ValidatingAdmissionPolicy "
+                          "'gpugov-service-exposure' with binding 'gpugov-service-exposure' denied request")
     return facts
 
 
@@ -149,7 +152,9 @@ def test_a_healthy_cluster_passes_every_check(east: DesiredState) -> None:
     results = run_checks(east, facts=healthy(east), request=request_for(east))
     assert [r.id for r in results] == list(CHECK_IDS)
     not_passing = {r.id: (r.status, r.message) for r in results if r.status is not Status.PASS}
-    assert not_passing == {}  # DR017 without --dcgm-metrics reads the exporter DaemonSet's env
+    # DR017 without --dcgm-metrics reads the exporter DaemonSet's env; Volcano's checks skip on Kueue.
+    assert set(not_passing) == set(VOLCANO_CHECKS)
+    assert all(status is Status.SKIP and "not Volcano" in message for status, message in not_passing.values())
     assert exit_code(results) is ExitCode.OK
 
 
@@ -206,6 +211,7 @@ FAILURES = {
               "jobset.x-k8s.io/jobset (CRD jobsets.jobset.x-k8s.io installed)"),
     "DR041": (lambda f: f.namespaces["nlp-train"]["metadata"]["labels"].pop("pod-security.kubernetes.io/enforce"),
               "nlp-train (enforce none)"),
+    "DR043": (lambda f: setattr(f, "external_ips", ""), "a Service with externalIPs is admitted in"),
     "DR042": (lambda f: f.admission[("ValidatingAdmissionPolicy", "gpugov-workload-ownership")]["spec"][
         "matchConditions"][0].update({"expression": "false"}),
               "ValidatingAdmissionPolicy gpugov-workload-ownership at spec.matchConditions[0].expression"),
@@ -226,9 +232,92 @@ def test_each_check_fails_on_its_break(east: DesiredState, check_id: str) -> Non
     assert expected in message
 
 
+def test_external_ips_refused_by_the_plugin_passes_and_another_refusal_is_no_answer(east: DesiredState) -> None:
+    plugin = healthy(east)
+    plugin.external_ips = 'Service "gpugov-probe-external-ips" is invalid: spec.externalIPs: Forbidden: externalIPs ' \
+        'have been disabled'
+    assert outcome(east, plugin, "DR043")[0] is Status.PASS
+    rbac = healthy(east)
+    rbac.external_ips = 'services is forbidden: User "ops" cannot create resource "services"'
+    assert outcome(east, rbac, "DR043")[0] is Status.SKIP
+
+
 def test_every_check_has_a_failing_case() -> None:
-    # DR006 fails on a scrape (test_kueue_metrics_from_a_real_http_server); the rest here.
-    assert set(FAILURES) | {"DR006"} == set(CHECK_IDS)
+    # DR006 fails on a scrape (test_kueue_metrics_from_a_real_http_server); Volcano's on west below; the rest here.
+    assert set(FAILURES) | {"DR006"} | set(VOLCANO_FAILURES) == set(CHECK_IDS)
+
+
+# --- a Volcano cluster (west) -------------------------------------------------------------------
+
+VOLCANO_CHECKS = ("DR007", "DR008")
+
+
+@pytest.fixture(scope="module")
+def west() -> DesiredState:
+    return desired_state(REPO, cluster="west")
+
+
+def healthy_volcano(state: DesiredState) -> Facts:
+    """West as `gpugov apply` leaves it on a running Volcano: the compiled scheduler configuration, every
+    Queue Open (the queue controller writes parent root where gpugov wrote none), PodGroups in leaf queues."""
+    facts = Facts()
+    facts.volcano_configmap = copy.deepcopy(next(o for o in state.objects if VOLCANO_CONFIG_KEY in o.get("data", {})))
+    queues = [copy.deepcopy(o) for o in state.objects if o["kind"] == "Queue"]
+    queues.append({"metadata": {"name": "root"}, "spec": {}, "status": {"state": "Open"}})
+    for queue in queues:
+        queue["spec"].setdefault("parent", "root") if queue["metadata"]["name"] != "root" else None
+        queue["status"] = {"state": "Open"}
+    facts.volcano_queues = queues
+    facts.podgroups = [{"metadata": {"name": "pg-1", "namespace": "speech"}, "spec": {"queue": "speech"},
+                        "status": {"phase": "Running"}}]
+    return facts
+
+
+def _queue(facts: Facts, name: str) -> dict[str, Any]:
+    return next(q for q in facts.volcano_queues if q["metadata"]["name"] == name)
+
+
+VOLCANO_FAILURES = {
+    "DR007": [
+        (lambda f: setattr(f, "volcano_configmap", None), "is missing"),
+        (lambda f: f.volcano_configmap["data"].update({VOLCANO_CONFIG_KEY: "actions: enqueue, allocate, backfill\n"
+                                                       "tiers:\n- plugins:\n  - name: proportion\n"}),
+         "action reclaim is missing"),
+        (lambda f: f.volcano_configmap["data"].update({VOLCANO_CONFIG_KEY: "actions: enqueue, allocate, backfill\n"}),
+         "action enqueue is configured"),
+        (lambda f: f.volcano_configmap["data"].update({VOLCANO_CONFIG_KEY: f.volcano_configmap["data"][
+            VOLCANO_CONFIG_KEY].replace("enableHierarchy: true", "enableHierarchy: false")}), "without enableHierarchy"),
+        (lambda f: f.volcano_configmap["data"].update({VOLCANO_CONFIG_KEY: f.volcano_configmap["data"][
+            VOLCANO_CONFIG_KEY].replace("- name: nodegroup", "- name: proportion")}),
+         "capacity and proportion are both configured"),
+    ],
+    "DR008": [
+        (lambda f: _queue(f, "speech").update({"status": {"state": "Closed"}}), "speech (Closed)"),
+        (lambda f: _queue(f, "speech")["spec"].update({"parent": "gone"}), "speech (parent gone)"),
+        (lambda f: f.podgroups.append({"metadata": {"name": "pg-2", "namespace": "speech"},
+                                       "spec": {"queue": "research"}, "status": {"phase": "Pending"}}),
+         "speech/pg-2 (queue research)"),
+        (lambda f: setattr(f, "volcano_queues", [q for q in f.volcano_queues if q["metadata"]["name"] != "recsys"]),
+         "declared Queues missing: recsys"),
+    ],
+}
+
+
+def test_a_healthy_volcano_cluster_passes_volcanos_checks(west: DesiredState) -> None:
+    results = {r.id: r for r in run_checks(west, facts=healthy_volcano(west), request=request_for(west))}
+    assert {i: (results[i].status, results[i].message) for i in VOLCANO_CHECKS
+            if results[i].status is not Status.PASS} == {}
+
+
+@pytest.mark.parametrize(("check_id", "case"), [(i, n) for i, cases in sorted(VOLCANO_FAILURES.items())
+                                                for n in range(len(cases))])
+def test_each_volcano_check_fails_on_its_break(west: DesiredState, check_id: str, case: int) -> None:
+    break_it, expected = VOLCANO_FAILURES[check_id][case]
+    facts = healthy_volcano(west)
+    break_it(facts)
+    status, message = outcome(west, facts, check_id)
+    assert status is Status.FAIL, message
+    assert expected in message
 
 
 def test_fair_sharing_off_in_the_configmap_fails_even_when_status_still_shows_it(east: DesiredState) -> None:
