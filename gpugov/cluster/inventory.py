@@ -92,6 +92,12 @@ def read_facts(api_client: client.ApiClient, request: FactsRequest) -> Facts:
     return facts
 
 
+def external_ips_probe() -> dict[str, Any]:
+    """A Service that claims an address it does not own (CVE-2020-8554): the API server must refuse it."""
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "gpugov-probe-external-ips"},
+            "spec": {"ports": [{"port": 80}], "externalIPs": ["192.0.2.10"]}}
+
+
 def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[str, Callable[[], None]], None]) -> None:
     def crds() -> None:
         for name in sorted({*request.crd_names, CLUSTERPOLICY_CRD}):
@@ -158,6 +164,13 @@ def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[
             facts.rolebindings += list_all(api, KINDS[("rbac.authorization.k8s.io/v1", "RoleBinding")],
                                            field_selector=f"metadata.namespace={namespace}")
 
+    def external_ips() -> None:
+        if request.namespaces:
+            answer = api.call("POST", f"/api/v1/namespaces/{request.namespaces[0]}/services", [("dryRun", "All")],
+                              external_ips_probe(), "application/json")
+            facts.external_ips = "" if answer.ok else (
+                answer.message or answer.status_reason or f"{answer.status} {answer.reason}".strip())
+
     def pods() -> None:
         if request.read_pods:
             facts.pods = list(list_all(api, KINDS[("v1", "Pod")], field_selector="status.phase=Running"))
@@ -176,5 +189,5 @@ def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[
         attempt("volcano-queues", volcano_queues)
     for source, read in (("apiservices", apiservices), ("kueue-config", kueue_config), ("volcano-config", volcano_config),
                          ("kueue-services", kueue_services), ("daemonsets", daemonsets), ("admission", admission),
-                         ("namespaces", namespaces), ("rbac", rbac), ("pods", pods)):
+                         ("namespaces", namespaces), ("external-ips", external_ips), ("rbac", rbac), ("pods", pods)):
         attempt(source, read)

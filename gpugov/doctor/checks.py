@@ -20,7 +20,7 @@ import yaml
 from gpugov.app.desired import DesiredState
 from gpugov.capacity.nodes import GPU_COUNT, GPU_PRODUCT, MIG_STATE, MIG_STRATEGY, labels, name, pool_nodes
 from gpugov.compile.admission import API as ADMISSION_API
-from gpugov.compile.admission import WORKLOAD_KINDS
+from gpugov.compile.admission import SERVICE_EXPOSURE, WORKLOAD_KINDS
 from gpugov.compile.common import Scope
 from gpugov.compile.core import POD_SECURITY
 from gpugov.compile.volcano_scheduler import CONFIG_KEY as VOLCANO_CONFIG_KEY
@@ -966,6 +966,27 @@ def check_pod_security(s: Situation) -> Outcome:
                       level=labels.get(POD_SECURITY + "enforce")))
 
 
+@check("DR043", "external-ips-refused", reads=("external-ips",),
+       summary="The API server refuses a Service with externalIPs in a tenant namespace (CVE-2020-8554: such a "
+               "Service intercepts the cluster's traffic to an address it does not own): gpugov's "
+               "gpugov-service-exposure policy or the DenyServiceExternalIPs admission plugin; asked by a server-side "
+               "dry run.",
+       hint=Text("gpugov apply (gpugov-service-exposure), or start kube-apiserver with "
+                 "--enable-admission-plugins=DenyServiceExternalIPs."))
+def check_external_ips(s: Situation) -> Outcome:
+    if not s.request.namespaces or s.facts.external_ips is None:
+        return _skip(Text("compile emits no tenant namespace for this cluster"))
+    namespace = s.request.namespaces[0]
+    answer = s.facts.external_ips
+    if answer == "":
+        return _fail(Text("a Service with externalIPs is admitted in {namespace}: a tenant's Service can take the "
+                          "cluster's traffic to any address", namespace=namespace))
+    if "externalIPs" in answer or SERVICE_EXPOSURE in answer:
+        return _pass(Text("a Service with externalIPs is refused in {namespace} ({answer})", namespace=namespace,
+                          answer=answer))
+    return _skip(Text("could not ask in {namespace}: {answer}", namespace=namespace, answer=answer))
+
+
 def _differences(desired: Any, live: Any, path: str = "spec") -> list[str]:
     """Where ``live`` lacks or changes what ``desired`` sets (what the server adds is not a difference)."""
     if isinstance(desired, dict):
@@ -1046,7 +1067,8 @@ CHECKS: tuple[Check, ...] = (  # the order of the report
     check_fair_sharing, check_manage_jobs, check_visibility,
     check_kueue_metrics, check_kueue_reach, check_gpu_operator, check_device_plugin, check_gfd, check_mig_strategy, check_mig_state,
     check_mig_manager, check_dcgm_exporter, check_dcgm_pod_labels, check_pool_nodes, check_pool_hardware,
-    check_admission, check_integrations, check_pod_security, check_isolation_intact, check_tenant_roles,
+    check_admission, check_integrations, check_pod_security, check_external_ips, check_isolation_intact,
+    check_tenant_roles,
     check_broad_bindings,
 )
 CHECK_IDS = tuple(c.id for c in CHECKS)

@@ -27,6 +27,8 @@ SOURCES = {
     "clusterpolicies": "GPU Operator ClusterPolicies (nvidia.com/v1)",
     "admission": "ValidatingAdmissionPolicies and bindings by name",
     "namespaces": "the tenants' Namespaces by name (their Pod Security labels)",
+    "external-ips": "the API server's answer to a server-side dry run (nothing is created) of a Service with "
+    "externalIPs in the first tenant namespace",
     "rbac": "gpugov's tenant ClusterRoles and ClusterRoleBindings by name, the RoleBindings of the tenants' namespaces",
     "pods": "running Pods (only with --dcgm-metrics)",
     "kueue-metrics": "the Kueue /metrics text at --kueue-metrics URL",
@@ -78,4 +80,6 @@ class Facts:
     pods: list[Obj] | None = None  # running pods; None when not read
     kueue_metrics: str | None = None  # /metrics text; None when no URL was given
     dcgm_metrics: str | None = None
+    # the refusal of a dry-run Service with externalIPs in a tenant namespace, "" when it was admitted; None: not asked
+    external_ips: str | None = None
     unreadable: dict[str, str] = field(default_factory=dict)  # source -> why it could not be read
