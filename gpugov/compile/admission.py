@@ -983,6 +983,59 @@ def volcano_pod_priority_policy(scope: Scope) -> Object:
     )
 
 
+# --- release and orphan (README: Threat model) -----------------------------------------------------
+
+RELEASE = "gpugov-controller-release"
+
+
+def release_policy(scope: Scope) -> Object:
+    """A controlled object stays its controller's: a controller (the Job controller, a ReplicaSet, a
+    StatefulSet, Kueue, JobSet, KubeRay...) claims its children by label selector and ownerReference, and
+    releases a child whose labels no longer match, then starts a replacement; the released pod keeps its
+    devices and is no Workload's. So on UPDATE of an object that has a controller reference, a tenant
+    changes neither its labels (any label: a selector may use any key, with NotIn or DoesNotExist too) nor
+    its ownerReferences. The trusted controllers (who set them) are left alone."""
+    return _policy(
+        scope,
+        RELEASE,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _workload_rules(("UPDATE",))},
+            "matchConditions": [
+                _not_trusted(scope),
+                {"name": "controlled", "expression": "has(oldObject.metadata.ownerReferences) && "
+                 "oldObject.metadata.ownerReferences.exists(o, has(o.controller) && o.controller)"},
+            ],
+            "variables": [
+                {"name": "controller", "expression": "oldObject.metadata.ownerReferences.filter(o, "
+                 "has(o.controller) && o.controller)[0]"},
+                {"name": "oldLabels", "expression": _guarded("oldObject", "metadata.labels", "{}")},
+                {"name": "newLabels", "expression": _guarded("object", "metadata.labels", "{}")},
+            ],
+            "validations": [
+                {
+                    "expression": "variables.oldLabels == variables.newLabels",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' belongs to ' + variables.controller.kind + ' ' + variables.controller.name + ': its labels "
+                    "may not change, since its controller claims it by them and would release it, keeping its "
+                    "accelerators outside any queue (gpugov: change the ' + variables.controller.kind + "
+                    f"'\\'s template instead; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": "has(object.metadata.ownerReferences) && "
+                    "object.metadata.ownerReferences == oldObject.metadata.ownerReferences",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' belongs to ' + variables.controller.kind + ' ' + variables.controller.name + ': its "
+                    "ownerReferences may not change (an orphan keeps its accelerators outside any queue; gpugov: "
+                    f"delete the ' + variables.controller.kind + ' to stop it; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+            ],
+        },
+    )
+
+
 # --- the rest of the namespace: storage and exposure (README: Threat model) -------------------------
 
 VOLUMES = "gpugov-volumes"
@@ -1169,6 +1222,8 @@ def admission_objects(scope: Scope) -> list[Object]:
         pod_priority_policy(scope),
         _binding(scope, POD_PRIORITY, not_system),
         *_max_runtime_objects(scope, not_system),
+        release_policy(scope),
+        _binding(scope, RELEASE, not_system),
         *namespace_objects(scope),
     ]
 

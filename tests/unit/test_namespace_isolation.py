@@ -1,5 +1,5 @@
 """The rest of a tenant's namespace without an apiserver: storage and exposure (gpugov-volumes,
-gpugov-service-exposure) and the Pod Security default, for the example org's cluster east evaluated by
+gpugov-service-exposure), the Pod Security default and a child kept by its controller (gpugov-controller-release), for the example org's cluster east evaluated by
 tests/helpers/vap_eval.py as alice of nlp-team sends requests into nlp-train. The living sandbox
 proves the same with the real apiserver (tests/e2e/test_tenant_escape.py::test_class6_*)."""
 
@@ -14,7 +14,7 @@ from kubernetes.client import V1Volume
 
 from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
-from gpugov.compile.admission import SERVICE_EXPOSURE, VOLUMES, WORKLOAD_KINDS
+from gpugov.compile.admission import RELEASE, SERVICE_EXPOSURE, VOLUMES, WORKLOAD_KINDS
 from gpugov.declarations.schema import NETWORK_VOLUMES
 from gpugov.kube.objects import LABEL_TENANT
 from tests.helpers.repos import BASE, REPO
@@ -89,6 +89,7 @@ def in_kind(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
         "Job": ("batch/v1", {"suspend": True, "template": template}),
         "CronJob": ("batch/v1", {"schedule": "0 0 * * *", "jobTemplate": {"spec": {"template": template}}}),
         "Deployment": ("apps/v1", {"selector": {"matchLabels": {}}, "template": template}),
+        "ReplicaSet": ("apps/v1", {"selector": {"matchLabels": {}}, "template": template}),
         "StatefulSet": ("apps/v1", {"selector": {"matchLabels": {}}, "template": template}),
         "JobSet": ("jobset.x-k8s.io/v1alpha2", {"suspend": True, "replicatedJobs": [
             {"name": "r", "template": {"spec": {"template": template}}}]}),
@@ -219,3 +220,66 @@ def test_tenant_namespaces_enforce_restricted_unless_guardrails_say_why() -> Non
                               for n in namespaces)
     root = validate_repo(REPO)
     assert root.model is not None and root.model.limits.isolation.pod_security_reason
+
+
+# --- release and orphan -------------------------------------------------------------------------
+
+JOB_CONTROLLER = ("system:serviceaccount:kube-system:job-controller", ("system:serviceaccounts",
+                                                                       "system:serviceaccounts:kube-system"))
+KUEUE = ("system:serviceaccount:kueue-system:kueue-controller-manager", ("system:serviceaccounts:kueue-system",))
+
+
+def controlled(kind: str, owner_kind: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A running child of `owner_kind` as its controller made it."""
+    obj = in_kind(kind, pod_spec())
+    obj["metadata"]["labels"] = dict(labels)
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1" if owner_kind == "Job" else "apps/v1",
+                                           "kind": owner_kind, "name": "train", "uid": "0c1d", "controller": True,
+                                           "blockOwnerDeletion": True}]
+    return obj
+
+
+JOB_POD = {"batch.kubernetes.io/controller-uid": "0c1d", "batch.kubernetes.io/job-name": "train",
+           "controller-uid": "0c1d", "job-name": "train", "kueue.x-k8s.io/queue-name": "training"}
+CHILDREN = [("Pod", "Job", JOB_POD), ("Pod", "ReplicaSet", {"app": "serve", "pod-template-hash": "5d9f"}),
+            ("Pod", "StatefulSet", {"app": "db", "controller-revision-hash": "db-7c", "apps.kubernetes.io/pod-index": "0"}),
+            ("ReplicaSet", "Deployment", {"app": "serve", "pod-template-hash": "5d9f"}),
+            ("Job", "CronJob", {"kueue.x-k8s.io/queue-name": "training"})]
+
+
+@pytest.mark.parametrize(("kind", "owner", "labels"), CHILDREN, ids=[f"{k}-of-{o}" for k, o, _ in CHILDREN])
+def test_a_tenant_cannot_release_a_child_from_its_controller(policies: list[dict[str, Any]], kind: str, owner: str,
+                                                             labels: dict[str, str]) -> None:
+    """A label changed, removed or added (a selector may use NotIn or DoesNotExist), or the controller
+    reference dropped: the controller would release the child and start another; the child keeps its
+    accelerators, no Workload's."""
+    before = controlled(kind, owner, labels)
+    for key in labels:
+        changed = controlled(kind, owner, {**labels, key: "other"})
+        assert by(RELEASE, denied(policies, changed, old=before)), key
+        removed = controlled(kind, owner, {k: v for k, v in labels.items() if k != key})
+        assert by(RELEASE, denied(policies, removed, old=before)), key
+    added = controlled(kind, owner, {**labels, "release": "me"})
+    messages = denied(policies, added, old=before)
+    assert by(RELEASE, messages) and f"belongs to {owner} train: its labels may not change" in messages[0]
+    orphan = controlled(kind, owner, labels)
+    del orphan["metadata"]["ownerReferences"]
+    assert by(RELEASE, denied(policies, orphan, old=before))
+    not_controller = controlled(kind, owner, labels)
+    not_controller["metadata"]["ownerReferences"][0]["controller"] = False
+    assert by(RELEASE, denied(policies, not_controller, old=before))
+    # what the controllers do (adopt, label, let go on the owner's orphaning delete) and a tenant's
+    # annotation stay admitted
+    for who in (JOB_CONTROLLER, KUEUE):
+        assert not by(RELEASE, denied(policies, orphan, old=before, who=who))
+        assert not by(RELEASE, denied(policies, added, old=before, who=who))
+    annotated = controlled(kind, owner, labels)
+    annotated["metadata"]["annotations"] = {"note": "checkpoint at step 900"}
+    assert not by(RELEASE, denied(policies, annotated, old=before))
+
+
+def test_a_tenants_own_unowned_objects_keep_their_labels_free(policies: list[dict[str, Any]]) -> None:
+    deployment = in_kind("Deployment", pod_spec())
+    relabelled = in_kind("Deployment", pod_spec())
+    relabelled["metadata"]["labels"]["team"] = "nlp"
+    assert not by(RELEASE, denied(policies, relabelled, old=deployment))

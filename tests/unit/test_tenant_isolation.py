@@ -94,10 +94,14 @@ def test_class1_ownership_is_not_taken_on_the_tenants_word(policies: list[dict[s
     reparented = copy.deepcopy(plain)
     reparented["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "x", "uid": "u-2"}]
     assert by(OWNERSHIP, denied(policies, reparented, old=plain))
-    # the tenant may still label the Job controller's pod (no queue label of its own) later
+    # the tenant may annotate the Job controller's pod later; a label of it is its controller's
+    # (gpugov-controller-release: relabelled, the Job would release it, tests/unit/test_namespace_isolation.py)
+    annotated = copy.deepcopy(honest_child)
+    annotated["metadata"]["annotations"] = {"team": "nlp"}
+    assert denied(policies, annotated, old=honest_child) == []
     relabelled = copy.deepcopy(honest_child)
     relabelled["metadata"]["labels"]["team"] = "nlp"
-    assert denied(policies, relabelled, old=honest_child) == []
+    assert [m.split(":")[0] for m in denied(policies, relabelled, old=honest_child)] == ["gpugov-controller-release"]
     # a pod owned by another pod (Spark's executors) is no Kueue parent: not this class
     assert not by(OWNERSHIP, denied(policies, pod(QUEUED, ownerReferences=[
         {"apiVersion": "v1", "kind": "Pod", "name": "driver", "uid": "u-3", "controller": True}])))
