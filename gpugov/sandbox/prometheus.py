@@ -179,13 +179,18 @@ def devices(node: dict[str, Any], pods: Sequence[dict[str, Any]], now: datetime)
     free: dict[str, list[Device]] = {}
     whole = int(str(allocatable.get("nvidia.com/gpu", "0")))
     free["nvidia.com/gpu"] = [Device(name, i, model, card_mib) for i in range(whole)]
-    gpu = whole
-    for resource, amount in sorted(allocatable.items()):
-        if resource.startswith("nvidia.com/mig-"):
-            profile = resource.removeprefix("nvidia.com/mig-")
-            share = _mig_share(profile, card_mib)
-            free[resource] = [Device(name, gpu + i, model, share, profile, 1 + i) for i in range(int(str(amount)))]
-            gpu += int(str(amount))
+    # MIG instances spread over the node's cards (GFD's nvidia.com/gpu.count), instance ids 1.. per card
+    mig = {r: int(str(a)) for r, a in sorted(allocatable.items()) if r.startswith("nvidia.com/mig-")}
+    cards = max(1, int(labels.get("nvidia.com/gpu.count", "0")) - whole) if mig else 1
+    per_card = math.ceil(sum(mig.values()) / cards) if mig else 1
+    k = 0
+    for resource, amount in mig.items():
+        profile = resource.removeprefix("nvidia.com/mig-")
+        share = _mig_share(profile, card_mib)
+        free[resource] = []
+        for _ in range(amount):
+            free[resource].append(Device(name, whole + k // per_card, model, share, profile, 1 + k % per_card))
+            k += 1
     running = [p for p in pods if (p.get("spec") or {}).get("nodeName") == name
                and (p.get("status") or {}).get("phase") == "Running"]
     running.sort(key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"].get("namespace", ""),
