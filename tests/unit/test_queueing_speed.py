@@ -84,7 +84,7 @@ def test_workloads_alike_are_explained_as_each_alone() -> None:
     for w in snap.workloads:
         cq, problem = cluster_queue_of(snap, w)
         assert index.reasons[(w.namespace, w.name)] == (
-            cq, explain(w, snap.cluster_queues.get(cq), problem, snap.node_sizes)), w.key
+            cq, explain(w, snap.cluster_queues.get(cq), problem, snap.node_sizes, snap.tree)), w.key
     kinds = {r.why for _, r in index.reasons.values()}
     assert len(kinds) >= 5 and len({id(r) for _, r in index.reasons.values()}) < len(snap.workloads)  # shared
 
