@@ -34,3 +34,17 @@ def test_rules_and_dashboards_come_from_the_declarations_deterministically() -> 
     assert json.dumps(boards, sort_keys=True) == json.dumps(dashboards(model, "lab"), sort_keys=True)
     assert boards["gpugov-tenant-nlp.json"]["uid"] == "gpugov-tenant-nlp"
     assert provisioning()["providers"][0]["type"] == "file"
+
+
+def test_the_command_writes_the_rules_the_rule_object_and_grafanas_files(tmp_path) -> None:
+    from gpugov.cli import main
+
+    assert main(["monitoring", str(FIXTURES / "ledger" / "org"), "--out", str(tmp_path), "--namespace", "obs"]) == 0
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == ["grafana/dashboards/gpugov-platform-lab.json", "grafana/dashboards/gpugov-tenant-archive.json",
+                       "grafana/dashboards/gpugov-tenant-nlp.json", "grafana/dashboards/gpugov-tenant-solo.json",
+                       "grafana/dashboards/gpugov-tenant-vision.json", "grafana/provisioning/dashboards/gpugov.yaml",
+                       "prometheusrule.yaml", "rules/gpugov.rules.yaml"]
+    rule = yaml.safe_load((tmp_path / "prometheusrule.yaml").read_text())
+    assert rule["metadata"]["namespace"] == "obs"
+    assert rule["spec"] == yaml.safe_load((tmp_path / "rules" / "gpugov.rules.yaml").read_text())
