@@ -9,9 +9,9 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from gpugov.capacity.jsonout import report_json
-from gpugov.capacity.markdown import DASH, _n, source_line
+from gpugov.capacity.markdown import DASH, _n, advice_kind, source_line
 from gpugov.capacity.report import ClusterReport, hours_text, money, percent, q, ratio_display
-from gpugov.i18n import ENGLISH, translator
+from gpugov.i18n import _, current, localized
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d2430; background: #ffffff; }
@@ -27,6 +27,9 @@ td.text, th.text { text-align: left; }
 .advice li { margin: 3px 0; } .kind { font-weight: 600; }
 """
 
+# The page's lang attribute (BCP 47) of each catalogue.
+LANG_TAGS = {"en": "en", "zh_CN": "zh-CN"}
+
 # Series colours, shared by the legend and the script.
 COLOURS = {
     "physical": "#9aa5b1", "live": "#5b8def", "guaranteed": "#e07b39", "borrowable": "#3aa17e",
@@ -37,6 +40,7 @@ SCRIPT = """
 (function () {
   var data = JSON.parse(document.getElementById('capacity-data').textContent);
   var colours = JSON.parse(document.getElementById('capacity-colours').textContent);
+  var words = JSON.parse(document.getElementById('capacity-words').textContent);
   function esc(text) {
     return String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
   }
@@ -69,7 +73,8 @@ SCRIPT = """
         var w = Math.round(num(b[1]) * scale * 100) / 100;
         parts.push('<rect x="' + labelWidth + '" y="' + y + '" width="' + w + '" height="' + barHeight +
           '" fill="' + colours[b[0]] + '" data-series="' + esc(b[0]) + '" data-row="' + esc(row.label) +
-          '" data-value="' + esc(b[1]) + '"><title>' + esc(row.label + ' ' + b[0] + ': ' + b[1]) + '</title></rect>');
+          '" data-value="' + esc(b[1]) + '"><title>' + esc(row.label + ' ' + (words[b[0]] || b[0]) + ': ' + b[1]) +
+          '</title></rect>');
         parts.push('<text x="' + (labelWidth + w + 4) + '" y="' + (y + barHeight - 3) + '" font-size="11" ' +
           'font-family="' + FONT + '">' + esc(b[1]) + '</text>');
         y += barHeight + gap;
@@ -116,7 +121,7 @@ SCRIPT = """
       drawn += 1;
     }
   });
-  document.getElementById('chart-status').textContent = drawn + ' charts drawn';
+  document.getElementById('chart-status').textContent = words.drawn.replace('{count}', drawn);
 })();
 """
 
@@ -134,18 +139,27 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]], text_columns: i
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def _series() -> dict[str, str]:
+    """The charts' series as the legend and the bars' titles name them, in the reader's language."""
+    return {"physical": _("physical"), "live": _("physical (live)"), "guaranteed": _("guaranteed"),
+            "borrowable": _("borrowable"), "in_quota": _("used in quota"), "borrowed": _("borrowed / lent"),
+            "idle": _("idle"), "used": _("used")}
+
+
+def _tag(name: str, text: str) -> str:
+    return f"<{name}>{escape(text)}</{name}>"
+
+
 def _legend(series: Sequence[str]) -> str:
-    labels = {"physical": "physical", "live": "physical (live)", "guaranteed": "guaranteed",
-              "borrowable": "borrowable", "in_quota": "used in quota", "borrowed": "borrowed / lent",
-              "idle": "idle", "used": "used"}
+    labels = _series()
     items = "".join(f'<span><i style="background:{COLOURS[s]}"></i>{escape(labels[s])}</span>' for s in series)
     return f'<p class="legend">{items}</p>'
 
 
 def _cluster(report: ClusterReport) -> str:
     key = escape(report.cluster)
-    parts = [f"<h2>Cluster {key} ({escape(report.backend)})</h2>", f"<p>{escape(source_line(report, translator(ENGLISH)))}</p>",
-             "<h3>Pools</h3>"]
+    heading = _("Cluster {cluster} ({backend})").format(cluster=report.cluster, backend=report.backend)
+    parts = [_tag("h2", heading), _tag("p", source_line(report)), _tag("h3", _("Pools"))]
     series = ["physical", "live", "guaranteed", "borrowable"] if report.live else ["physical", "guaranteed",
                                                                                      "borrowable"]
     parts += [_legend(series), f'<div class="chart" id="chart-capacity-{key}"></div>']
@@ -156,36 +170,37 @@ def _cluster(report: ClusterReport) -> str:
                          f"{pool.gpus_declared} / {_n(pool.gpus_live)}", _n(line.declared), _n(line.live),
                          _n(line.guaranteed), _n(line.borrowable), _n(line.unassigned),
                          ratio_display(line.ratio) or DASH, q(line.ratio_limit)])
-    parts.append(_table(["pool", "resource", "nodes declared / live", "GPUs declared / GFD", "physical",
-                         "physical live", "guaranteed", "borrowable", "unassigned", "oversubscription",
-                         "limit"], rows, 2))
+    parts.append(_table([_("pool"), _("resource"), _("nodes declared / live"), _("GPUs declared / GFD"), _("physical"),
+                         _("physical live"), _("guaranteed"), _("borrowable"), _("unassigned"), _("oversubscription"),
+                         _("limit")], rows, 2))
     mig = [[p.name, m.profile, _n(m.declared), _n(m.guaranteed), _n(m.carvable)] for p in report.pools for m in p.mig]
     if mig:
-        parts += ["<h3>MIG profiles</h3>",
-                  _table(["pool", "profile", "declared layouts", "guaranteed", "carvable (nodes' mig.config)"], mig, 2)]
-    parts += ["<h3>Tenants</h3>", _table(
-        ["tenant", "department", "resource", "nominal", "ceiling", "may borrow", "may lend"],
+        parts += [_tag("h3", _("MIG profiles")),
+                  _table([_("pool"), _("profile"), _("declared layouts"), _("guaranteed"),
+                          _("carvable (nodes' mig.config)")], mig, 2)]
+    parts += [_tag("h3", _("Tenants")), _table(
+        [_("tenant"), _("department"), _("resource"), _("nominal"), _("ceiling"), _("may borrow"), _("may lend")],
         [[t.tenant, t.department or DASH, t.resource, _n(t.nominal), _n(t.ceiling), _n(t.borrowable),
           _n(t.lendable)] for t in report.tenants], 3)]
     if report.window is not None:
-        parts += [f"<h3>Usage ({escape(hours_text(report.window.hours))} h window)</h3>",
+        parts += [_tag("h3", _("Usage ({hours} h window)").format(hours=hours_text(report.window.hours))),
                   _legend(["guaranteed", "in_quota", "borrowed", "idle"]),
                   f'<div class="chart" id="chart-usage-{key}"></div>',
-                  _table(["tenant", "pool", "resource", "guaranteed h", "used h", "in quota h", "borrowed h",
-                          "idle h", "guarantee used", "cost"],
+                  _table([_("tenant"), _("pool"), _("resource"), _("guaranteed h"), _("used h"), _("in quota h"),
+                          _("borrowed h"), _("idle h"), _("guarantee used"), _("cost")],
                          [[u.tenant, u.pool, u.resource, hours_text(u.guaranteed_hours), hours_text(u.admitted_hours),
                            hours_text(u.in_quota_hours), hours_text(u.borrowed_hours), hours_text(u.idle_hours), percent(u.use) or DASH,
                            money(u.cost, u.currency)] for u in report.usage], 3),
                   _legend(["physical", "used", "borrowed", "idle"]),
                   f'<div class="chart" id="chart-pools-{key}"></div>',
-                  _table(["pool", "resource", "capacity h", "used h", "lent h", "idle h", "unallocated h",
-                          "utilisation"],
+                  _table([_("pool"), _("resource"), _("capacity h"), _("used h"), _("lent h"), _("idle h"),
+                          _("unallocated h"), _("utilisation")],
                          [[p.pool, p.resource, hours_text(p.capacity_hours), hours_text(p.admitted_hours), hours_text(p.borrowed_hours),
                            hours_text(p.idle_hours), hours_text(p.unallocated_hours), percent(p.utilisation) or DASH]
                           for p in report.pool_usage], 2)]
-    items = "".join(f'<li data-kind="{escape(a.kind)}"><span class="kind">{escape(a.kind)}</span>: {escape(a.text)}</li>'
-                    for a in report.advice) or "<li>nothing to advise</li>"
-    parts += ["<h3>Advice</h3>", f'<ul class="advice">{items}</ul>']
+    items = "".join(f'<li data-kind="{escape(a.kind)}"><span class="kind">{escape(advice_kind(a.kind))}</span>: '
+                    f"{escape(localized(a.text))}</li>" for a in report.advice) or _tag("li", _("nothing to advise"))
+    parts += [_tag("h3", _("Advice")), f'<ul class="advice">{items}</ul>']
     return "\n".join(parts)
 
 
@@ -195,14 +210,19 @@ def _embedded(value: object) -> str:
 
 
 def html(reports: list[ClusterReport]) -> str:
+    """The page in the reader's language (its `lang` says which); the embedded data stays the JSON report."""
     body = "\n".join(_cluster(r) for r in reports)
+    title = escape(_("GPU capacity"))
+    status = escape(_("charts need JavaScript; the tables below hold every number"))
+    words = {**_series(), "drawn": _("{count} charts drawn")}
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        "<title>GPU capacity</title>\n"
-        f"<style>{STYLE}</style>\n</head>\n<body>\n<h1>GPU capacity</h1>\n"
-        '<p id="chart-status">charts need JavaScript; the tables below hold every number</p>\n'
+        f"<!DOCTYPE html>\n<html lang=\"{LANG_TAGS.get(current(), 'en')}\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<title>{title}</title>\n"
+        f"<style>{STYLE}</style>\n</head>\n<body>\n<h1>{title}</h1>\n"
+        f'<p id="chart-status">{status}</p>\n'
         f"{body}\n"
         f'<script type="application/json" id="capacity-data">{_embedded(report_json(reports))}</script>\n'
         f'<script type="application/json" id="capacity-colours">{_embedded(COLOURS)}</script>\n'
+        f'<script type="application/json" id="capacity-words">{_embedded(words)}</script>\n'
         f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
     )

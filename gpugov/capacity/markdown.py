@@ -34,6 +34,16 @@ def source_line(report: ClusterReport, tr: Translator | None = None) -> str:
     return _("Read from: {sources}.", tr).format(sources=_(", ", tr).join(parts))
 
 
+def advice_kind(kind: str, tr: Translator | None = None) -> str:
+    """An advice's kind as the reader reads it (English: the kind itself, as JSON has it)."""
+    words = {"oversubscribed": _("oversubscribed", tr), "unassigned": _("unassigned", tr),
+             "live-short": _("live-short", tr), "mig-carve": _("mig-carve", tr), "mig-config": _("mig-config", tr),
+             "mig-state": _("mig-state", tr), "never-used": _("never-used", tr),
+             "chronic-borrower": _("chronic-borrower", tr), "near-exhaustion": _("near-exhaustion", tr),
+             "ledger-unknown": _("ledger-unknown", tr), "idle-over-policy": _("idle-over-policy", tr)}
+    return words.get(kind, kind)
+
+
 def cluster_markdown(report: ClusterReport) -> list[str]:
     out = [_("## Cluster {cluster} ({backend})").format(cluster=report.cluster, backend=report.backend), "",
            source_line(report), "", _("### Pools"), ""]
@@ -74,7 +84,8 @@ def cluster_markdown(report: ClusterReport) -> list[str]:
                        hours_text(p.idle_hours), hours_text(p.unallocated_hours), percent(p.utilisation) or DASH]
                       for p in report.pool_usage])
     out += ["", _("### Advice"), ""]
-    out += [f"- **{a.kind}**: {localized(a.text)}" for a in report.advice] or ["- " + _("nothing to advise")]
+    out += [f"- **{advice_kind(a.kind)}**: {localized(a.text)}" for a in report.advice] or \
+        ["- " + _("nothing to advise")]
     return out
 
 

@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 from gpugov import __version__, i18n
 from gpugov.agent.cli import register as agent_command
@@ -53,16 +54,14 @@ EXTRA_OF_MODULE = {
 def build_parser(built: Collection[str] | None = None) -> argparse.ArgumentParser:
     """gpugov's parser; with `built`, only those commands get a real parser (the others parse nothing
     but still show in the help and in the choices of an error)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gpugov",
         description="GitOps governance for shared GPU clusters: validate declarations, render scheduler objects.",
         epilog="Exit codes: 0 ok, 1 findings at error level (or drift, a risky plan), 2 bad usage or "
         "unreadable input, 3 could not check.",
+        top=True,
     )
     parser.add_argument("--version", action="version", version=f"gpugov {__version__}")
-    parser.add_argument("--lang", dest="ui_language", metavar="LANG", type=language,
-                        help="language of the messages for people: en or zh_CN (default: from LC_ALL, LC_MESSAGES "
-                        "or LANG); rule ids, locations and JSON stay English")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", action=CommandParsers, built=built)
     sub.required = True
     declarations.register(sub)
@@ -83,6 +82,18 @@ def build_parser(built: Collection[str] | None = None) -> argparse.ArgumentParse
     sandbox_command(sub)
     completion_command(sub)
     return parser
+
+
+class Parser(argparse.ArgumentParser):
+    """gpugov's parsers: every one, the top and each command's (nested ones too: argparse makes them
+    of the class of their parent), takes --lang, so it may come before or after the command."""
+
+    def __init__(self, *args: Any, top: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument("--lang", dest="ui_language", metavar="LANG", type=language,
+                          default=None if top else argparse.SUPPRESS,  # a command's leaves the top's value
+                          help="language of the messages for people: en or zh_CN (default: from LC_ALL, "
+                          "LC_MESSAGES or LANG); rule ids, locations and JSON stay English")
 
 
 def language(text: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import compile_target_args, desired, fail, kubeconfig_args
 from gpugov.cli.queue import positive, progress_printer
-from gpugov.i18n import _
+from gpugov.i18n import Text, _, localized
 
 FIELD_MANAGER = "gpugov-budget"
 HOLD, RUN = "Hold", "None"
@@ -63,20 +63,24 @@ def hold_queues(api_client: Any, objects: list[dict[str, Any]], held: frozenset[
         body = {"apiVersion": obj["apiVersion"], "kind": "ClusterQueue", "metadata": {"name": name},
                 "spec": {"stopPolicy": wanted}}
         server_side_apply(api, kind, body, field_manager=FIELD_MANAGER)
-        changes.append(f"ClusterQueue {name} (tenant {tenant}): stopPolicy {current} -> {wanted}")
+        changes.append(Text("ClusterQueue {name} (tenant {tenant}): stopPolicy {current} -> {wanted}", name=name,
+                            tenant=tenant, current=current, wanted=wanted))
     return changes
 
 
 def _text(statuses: list[Any]) -> str:
+    from gpugov.declarations.timeline import holder_words
+    from gpugov.usage.budget import unit_words
     from gpugov.usage.ledger import decimal_string
 
     if not statuses:
         return _("no GPU-hour budgets declared") + "\n"
     lines = []
     for s in statuses:
-        crossed = ", ".join(f"{t}%" for t in s.crossed) or "-"
+        crossed = _(", ").join(f"{t}%" for t in s.crossed) or "-"
         line = _("{holder}: {spent} of {budget} {unit} in {period} ({percent}%), alerts crossed: {crossed}").format(
-            holder=s.holder, spent=decimal_string(s.spent), budget=decimal_string(s.budget.amount), unit=s.unit,
+            holder=localized(holder_words(s.holder)), spent=decimal_string(s.spent),
+            budget=decimal_string(s.budget.amount), unit=unit_words(s.unit),
             period=s.period.label, percent=decimal_string(s.percent), crossed=crossed)
         lines.append(line + (_(", held") if s.hold else ""))
     return "\n".join(lines) + "\n"
@@ -173,8 +177,8 @@ def cmd_budget(args: argparse.Namespace) -> ExitCode:
                     ExitCode.INCOMPLETE)
     clear()
     sys.stdout.write(_json(statuses, changes) if args.format == "json" else _text(statuses))
-    for change in changes:
-        print(f"gpugov budget: {change}", file=sys.stderr)
+    for change in changes:  # in the reader's language; JSON keeps the English
+        print(f"gpugov budget: {localized(change)}", file=sys.stderr)
     found = alerts(model, statuses)
     bad = _notify(args, found, state.cluster, api)
     if bad is not None:

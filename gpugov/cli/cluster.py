@@ -18,6 +18,7 @@ from gpugov.cli.common import (
     format_arg,
     kubeconfig_args,
 )
+from gpugov.i18n import Text, _, localized
 from gpugov.notify.cli import add_arguments as notify_arguments
 
 if TYPE_CHECKING:  # the commands import them when they run
@@ -97,8 +98,8 @@ def cmd_apply(args: argparse.Namespace) -> ExitCode:
             _print_pruned(prune(api, plan))
         if not_in_force:
             return fail(not_in_force, ExitCode.INCOMPLETE)
-    except WrongCluster as exc:
-        return fail(f"refused: {_one_line(exc)}; nothing was changed", ExitCode.USAGE)
+    except WrongCluster as exc:  # in the reader's language
+        return fail(_("refused: {why}; nothing was changed").format(why=_one_line(exc)), ExitCode.USAGE)
     except ForeignObjects as exc:
         return fail(f"refused: {_one_line(exc)}; nothing was changed", ExitCode.USAGE)
     except (ApplyError, PruneError, CheckIncomplete, kube_config.ConfigException, OSError) as exc:
@@ -136,7 +137,9 @@ def _mass_prune(plan: list[Any], owned: int, cluster: Any) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    """The error in one line, in the reader's language when it was raised with a Text."""
+    told = localized(exc.args[0]) if len(exc.args) == 1 and isinstance(exc.args[0], Text) else str(exc)
+    return " ".join(told.split()) or type(exc).__name__
 
 
 def _row(verb: str, kind: str, namespace: str, name: str, note: str = "", width: int = 8) -> str:

@@ -8,10 +8,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from gpugov import i18n
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import CommandFailed, fail
-
-LANGUAGES = ("en", "zh")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,19 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("tenant", metavar="TENANT", help="the tenant's name")
     p.add_argument("repo", nargs="?", default=".", help="repository root (default: .)")
-    p.add_argument("--lang", choices=LANGUAGES,
-                   help="en or zh (default: from LC_ALL, LC_MESSAGES or LANG: zh_* gives zh, anything else en)")
     p.add_argument("--out", metavar="FILE", help="write the guide to FILE instead of printing it")
     p.set_defaults(func=cmd_guide)
 
 
-def language(environ: Mapping[str, str]) -> str:
-    """The guide's language from the locale variables, in POSIX order of precedence."""
-    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
-        value = environ.get(name, "")
-        if value:
-            return "zh" if value.lower().startswith("zh") else "en"
-    return "en"
+def language(environ: Mapping[str, str], chosen: str | None = None) -> str:
+    """The guide's language (en or zh): `--lang` (gpugov's, before or after the command), else the
+    locale variables in POSIX order of precedence, as every other message."""
+    return "zh" if (chosen or i18n.from_environment(environ)) == "zh_CN" else "en"
 
 
 def cmd_guide(args: argparse.Namespace) -> ExitCode:
@@ -48,7 +42,7 @@ def cmd_guide(args: argparse.Namespace) -> ExitCode:
     from gpugov.guide import GuideError, tenant_guide
 
     try:
-        text = tenant_guide(Path(args.repo), args.tenant, args.lang or language(os.environ))
+        text = tenant_guide(Path(args.repo), args.tenant, language(os.environ, getattr(args, "ui_language", None)))
     except InputError as exc:
         return fail(f"guide: {exc}")
     except GuideError as exc:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from gpugov.cluster.rest import Api, Rejected, delete, list_all, read_object, server_side_apply
 from gpugov.declarations.model import Cluster, Model
+from gpugov.i18n import Text
 from gpugov.kube.kinds import KINDS
 from gpugov.kube.objects import Key, Object, object_key
 from gpugov.sources import CheckIncomplete
@@ -141,7 +142,7 @@ def foreign_objects(owned: Iterable[Object], desired: Iterable[Object],
     return best
 
 
-FIX = "check --kubeconfig/--context (and --cluster)"
+FIX = Text("check --kubeconfig/--context (and --cluster)")
 
 
 def check(api: Api, cluster: Cluster, desired: list[Object], owned: list[Object],
@@ -152,33 +153,35 @@ def check(api: Api, cluster: Cluster, desired: list[Object], owned: list[Object]
     name, host = cluster.name, api.host
     if cluster.kube_system_uid and cluster.kube_system_uid != live:
         where = f" ({cluster.source.locate(('spec', 'identity', 'kubeSystemUID'))})" if cluster.declared else ""
-        raise WrongCluster(
-            f"{host} is not cluster {name}: {name} is pinned to kube-system uid {cluster.kube_system_uid}{where}, "
-            f"this server's is {live}; {FIX}")
+        raise WrongCluster(Text(
+            "{host} is not cluster {name}: {name} is pinned to kube-system uid {pinned}{where}, this server's is "
+            "{live}; {fix}", host=host, name=name, pinned=cluster.kube_system_uid, where=where, live=live, fix=FIX))
     found = records(api)
     others = [r for r in found if r.cluster != name]
     if others and not reidentify:
         (other, *_) = others
-        raise WrongCluster(
-            f"{host} is cluster {other.cluster}, not {name} (its {other.where} says so, kube-system uid "
-            f"{other.fingerprint or '?'}); {FIX}, or rebuild it as {name} on purpose with --reidentify")
+        raise WrongCluster(Text(
+            "{host} is cluster {other}, not {name} (its {record} says so, kube-system uid {uid}); {fix}, or rebuild "
+            "it as {name} on purpose with --reidentify", host=host, other=other.cluster, name=name,
+            record=other.where, uid=other.fingerprint or "?", fix=FIX))
     copied = [r for r in found if r.cluster == name and r.fingerprint != live]
     if copied and not reidentify:
         stale = copied[0]
-        raise WrongCluster(
-            f"{host} has kube-system uid {live}, but its {stale.where} says cluster {name} with kube-system uid "
-            f"{stale.fingerprint or '?'} (restored from another cluster?); {FIX}, or adopt it as {name} with "
-            "--reidentify")
+        raise WrongCluster(Text(
+            "{host} has kube-system uid {live}, but its {record} says cluster {name} with kube-system uid {uid} "
+            "(restored from another cluster?); {fix}, or adopt it as {name} with --reidentify", host=host, live=live,
+            record=stale.where, name=name, uid=stale.fingerprint or "?", fix=FIX))
     foreign = None if found else foreign_objects(owned, desired, elsewhere)
     if foreign:
         if not reidentify:
             other, keys = foreign
             telling = sorted(keys, key=lambda k: (TELLING.index(k[1]) if k[1] in TELLING else len(TELLING), k))
             examples = ", ".join(_label(k) for k in telling[:EXAMPLES]) + (", ..." if len(keys) > EXAMPLES else "")
-            raise WrongCluster(
-                f"{host} looks like cluster {other}, not {name}: it has no identity record, but gpugov's objects "
-                f"there include {len(keys)} that only {other} declares ({examples}); {FIX}, or rebuild it as "
-                f"{name} on purpose with --reidentify")
+            raise WrongCluster(Text(
+                "{host} looks like cluster {other}, not {name}: it has no identity record, but gpugov's objects "
+                "there include {count} that only {other} declares ({examples}); {fix}, or rebuild it as {name} on "
+                "purpose with --reidentify", host=host, other=other, name=name, count=len(keys), examples=examples,
+                fix=FIX))
     return Identity(name, live, host, RECORD_NAMESPACE, tuple(found),
                     reidentified=reidentify and bool(others or copied or foreign))
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from gpugov.findings import Finding, Level
 from gpugov.findings.markdown import table
-from gpugov.i18n import _, localized, ngettext
+from gpugov.i18n import Joined, Text, _, localized, ngettext
 
 FORMATS = ("text", "json", "github", "markdown")
 
@@ -27,13 +27,24 @@ def _checked(files: int, checked: str | None) -> str:
     return localized(checked) if checked else ngettext("{n} file checked", "{n} files checked", files).format(n=files)
 
 
+def told_hint(hint: str) -> str:
+    """A finding's hint in the reader's language: a rule's (a catalogue entry) or a Text made for this
+    finding (a YAML syntax trap); JSON keeps the English."""
+    return localized(hint) if isinstance(hint, Text | Joined) else _(hint)
+
+
+def level_word(level: Level) -> str:
+    """The level as the reader reads it: error, warning, info (错误, 警告, 信息 in Chinese)."""
+    return {Level.ERROR: _("error"), Level.WARNING: _("warning"), Level.INFO: _("info")}[level]
+
+
 def text(findings: list[Finding], files: int, checked: str | None = None, title: str = "gpugov validate") -> str:
     lines, hint = [], _("hint")
     for f in findings:
         where = f"{f.location}: " if f.location else ""
-        lines.append(f"{where}{f.level.value}: {localized(f.message)} [{f.rule}]")  # JSON keeps the English
+        lines.append(f"{where}{level_word(f.level)}: {localized(f.message)} [{f.rule}]")  # JSON keeps the English
         if f.hint:  # a rule's hint, in the reader's language (JSON keeps the English)
-            lines.append(f"  {hint}: {_(f.hint)}")
+            lines.append(f"  {hint}: {told_hint(f.hint)}")
     lines.append(f"{_checked(files, checked)}: {summary(findings)}")
     return "\n".join(lines) + "\n"
 
@@ -69,7 +80,7 @@ def github(findings: list[Finding], files: int, checked: str | None = None, titl
             if f.location.line:
                 props.insert(1, f"line={f.location.line}")
                 props.insert(2, f"col={f.location.col}")
-        message = localized(f.message) + (f" ({hint}: {_(f.hint)})" if f.hint else "")
+        message = localized(f.message) + (f" ({hint}: {told_hint(f.hint)})" if f.hint else "")
         command = "notice" if f.level is Level.INFO else f.level.value
         lines.append(f"::{command} {','.join(props)}::{_escape_data(message)}")
     lines.append(f"{_checked(files, checked)}: {summary(findings)}")
@@ -78,12 +89,13 @@ def github(findings: list[Finding], files: int, checked: str | None = None, titl
 
 def markdown(findings: list[Finding], files: int, checked: str | None = None, title: str = "gpugov validate") -> str:
     if not findings:
-        return f"**{title}**: {_checked(files, checked)}, no findings.\n"
+        return _("**{title}**: {checked}, no findings.").format(title=title, checked=_checked(files, checked)) + "\n"
     lines = [
-        f"**{title}**: {_checked(files, checked)}, {summary(findings)}.",
+        _("**{title}**: {checked}, {summary}.").format(title=title, checked=_checked(files, checked),
+                                                      summary=summary(findings)),
         "",
-        *table(("level", "location", "rule", "message"),
-               ((f.level.value, f"`{f.location}`" if f.location else "", f.rule, localized(f.message))
+        *table((_("level"), _("location"), _("rule"), _("message")),
+               ((level_word(f.level), f"`{f.location}`" if f.location else "", f.rule, localized(f.message))
                 for f in findings)),
     ]
     return "\n".join(lines) + "\n"

@@ -46,7 +46,7 @@ WORDS: dict[str, dict[str, str]] = {
             "- Ask for accelerators in `resources.requests` and `limits` of each container, by the resource "
             "name of the pool table. To pin a pool, add the pool's `nodeSelector` (as the samples do); "
             "without one, Kueue picks a pool where your quota fits.\n"
-            "- Run several pods together as one indexed Job, a JobSet or a StatefulSet: a Pod you create may not "
+            "- Run several pods together as one indexed Job (`completionMode: Indexed`), a JobSet or a StatefulSet: a Pod you create may not "
             "join a plain pod group (`kueue.x-k8s.io/pod-group-name`), and no pod or template may name its node "
             "(`nodeName`); the scheduler places pods on the pool their queue admitted them to."
         ),
@@ -85,7 +85,7 @@ WORDS: dict[str, dict[str, str]] = {
         "queue_head": "| 集群 | 命名空间 | 队列 | 可用的优先级 |",
         "none_declared": "（无：使用作业的默认优先级）",
         "priorities": "## 优先级",
-        "priorities_intro": "数值越高越先被接纳，并可抢占更低的、可被抢占的作业。",
+        "priorities_intro": "数值越高越先被准入，并可抢占更低的、可被抢占的作业。",
         "priority_head": "| 优先级 | 数值 | 可被抢占 | 用途 |",
         "yes": "是", "no": "否",
         "pools": "## 资源池与配额",
@@ -99,7 +99,7 @@ WORDS: dict[str, dict[str, str]] = {
             "- `{priority}: <优先级>`（可选）：队列允许的优先级之一，其他优先级会被拒绝。\n"
             "- 在每个容器的 `resources.requests` 和 `limits` 中按资源池表里的资源名申请加速卡。要指定资源池，"
             "像示例那样加上该资源池的 `nodeSelector`；不指定时，Kueue 会选一个配额够用的资源池。\n"
-            "- 多个 Pod 一起运行时，请用一个 indexed Job、JobSet 或 StatefulSet：你创建的 Pod 不得加入普通 Pod 组"
+            "- 多个 Pod 一起运行时，请用一个索引式 Job（`completionMode: Indexed`）、JobSet 或 StatefulSet：你创建的 Pod 不得加入普通 Pod 组"
             "（`kueue.x-k8s.io/pod-group-name`），任何 Pod 或模板都不得指定节点（`nodeName`）；调度器会把 Pod 放到队列为其准入的资源池上。"
         ),
         "volcano_labels": (
@@ -112,7 +112,7 @@ WORDS: dict[str, dict[str, str]] = {
         "sample_run": "保存为 `{pool}.yaml`，然后执行 `kubectl create -f {pool}.yaml`。",
         "see": "## 查看你的队列",
         "see_body": (
-            "- `gpugov queue --cluster {cluster} --tenant {tenant}`：已接纳和等待中的作业、排队位置、每个作业等待的原因和预计开始时间\n"
+            "- `gpugov queue --cluster {cluster} --tenant {tenant}`：已准入和等待中的作业、排队位置、每个作业等待的原因和预计开始时间\n"
             "- `gpugov why {namespace}/{job} --cluster {cluster}`：单个作业的情况，以及排在它前面的作业\n"
             "- `kubectl get workloads -n {namespace}`：Kueue 自己的视图\n\n"
             "两个 gpugov 命令都在声明仓库的检出目录中、使用你的 kubeconfig 运行。"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from gpugov.i18n import Joined, Text
 from gpugov.kube.quantity import format_quantity
 from gpugov.queueing.reasons import Deficit, Reason, Why
 from gpugov.queueing.workload import Workload
@@ -26,7 +27,7 @@ from gpugov.queueing.workload import Workload
 @dataclass(frozen=True)
 class Estimate:
     at: datetime | None  # None: no estimate
-    text: str
+    text: str  # a Text: told in the reader's language, English in JSON
     relies_on: tuple[str, ...] = ()  # namespace/job of the running workloads whose ends it uses
 
 
@@ -63,11 +64,13 @@ class Releases:
         if index < len(self.ends):
             return max(self.ends[index][0], now), "", tuple(name for _, name, _ in self.ends[:index + 1])
         if self.unknown:
-            return None, (f"{self.unknown} running workload(s) holding {self.resource} in pool {self.pool} have no "
-                          "expected end (no maximum execution time)"), ()
+            return None, Text("{count} running workload(s) holding {resource} in pool {pool} have no expected end "
+                              "(no maximum execution time)", count=self.unknown, resource=self.resource,
+                              pool=self.pool), ()
         released = totals[-1] if totals else Decimal(0)
-        return None, (f"the running workloads hold only {format_quantity(released)} {self.resource} in pool "
-                      f"{self.pool}, it needs {format_quantity(need)} released"), ()
+        return None, Text("the running workloads hold only {released} {resource} in pool {pool}, it needs {need} "
+                          "released", released=format_quantity(released), resource=self.resource, pool=self.pool,
+                          need=format_quantity(need)), ()
 
 
 Lookup = Callable[[str, str], Releases]
@@ -102,13 +105,13 @@ def estimate_start(reason: Reason, workload: Workload, ahead: Mapping[str, Decim
     `cohort`: the releases of the admitted workloads of every ClusterQueue in its cohort tree (its
     own included); `own`: those of its own ClusterQueue (see `releases`)."""
     if reason.why in (Why.ADMITTED, Why.RESERVED, Why.FINISHED):
-        return Estimate(workload.admitted_at, "started")
+        return Estimate(workload.admitted_at, Text("started"))
     if reason.why == Why.PREEMPTION:
-        return Estimate(now, "as soon as the preempted workloads have left")
-    if reason.finding:
-        return Estimate(None, "never, as declared: " + reason.why.value)
+        return Estimate(now, Text("as soon as the preempted workloads have left"))
+    if reason.finding:  # the reason says why, in words (its code is the JSON's reason.why)
+        return Estimate(None, Text("never, as declared (see the reason)"))
     if reason.why not in (Why.QUOTA, Why.BORROWING_LIMIT) or not reason.deficits:
-        return Estimate(None, "no estimate for this reason")
+        return Estimate(None, Text("no estimate for this reason"))
     lookup = own if reason.why == Why.BORROWING_LIMIT else cohort
     by_pool: dict[str, list[Deficit]] = {}
     for deficit in reason.deficits:
@@ -127,10 +130,12 @@ def estimate_start(reason: Reason, workload: Workload, ahead: Mapping[str, Decim
             latest = at if latest is None else max(latest, at)
             relies.extend(u for u in used if u not in relies)
         if failed or latest is None:
-            why_not.append(failed or f"nothing known about pool {pool}")
+            why_not.append(failed or Text("nothing known about pool {pool}", pool=pool))
             continue
         if best is None or best.at is None or latest < best.at:
-            ends = ", ".join(relies)
-            verb = "reaches its" if len(relies) == 1 else "reach their"
-            best = Estimate(latest, f"when {ends} {verb} maximum execution time in pool {pool}", tuple(relies))
-    return best or Estimate(None, "no estimate: " + "; ".join(why_not))
+            ends = Joined(", ", relies)
+            text = Text("when {ends} reaches its maximum execution time in pool {pool}", ends=ends, pool=pool) \
+                if len(relies) == 1 else \
+                Text("when {ends} reach their maximum execution time in pool {pool}", ends=ends, pool=pool)
+            best = Estimate(latest, text, tuple(relies))
+    return best or Estimate(None, Text("no estimate: {why}", why=Joined("; ", why_not)))

@@ -39,6 +39,24 @@ def _position(e: Entry) -> str:
     return f"{e.position.in_cluster_queue + 1}/{e.position.in_local_queue + 1}"
 
 
+def _state(state: str) -> str:
+    """A workload's state in the reader's language (JSON keeps Kueue's words)."""
+    return {"admitted": _("admitted"), "reserved": _("reserved"), "pending": _("pending"), "inactive": _("inactive"),
+            "finished": _("finished")}.get(state, state)
+
+
+def _label(e: Entry) -> str:
+    return _("(hidden)") if e.hidden else e.label
+
+
+def _size(e: Entry) -> str:
+    """What it asks, and where it was admitted (text and markdown; JSON has them apart)."""
+    if not e.size:
+        return "?" if e.hidden and e.state == "pending" else "-"
+    amounts = " + ".join(f"{format_quantity(a)} {r}" for r, a in e.size.items())
+    return _("{amounts} on {flavors}").format(amounts=amounts, flavors=", ".join(e.flavors)) if e.flavors else amounts
+
+
 def _priority(e: Entry) -> str:
     return f"{e.priority_class} ({e.priority})" if e.priority_class else str(e.priority)
 
@@ -146,8 +164,8 @@ def _columns() -> tuple[str, ...]:
 
 
 def _rows(entries: list[Entry], now: datetime) -> list[tuple[str, ...]]:
-    return [(e.tenant or "?", e.local_queue, e.state, _position(e), e.label, e.size_text, _priority(e), _why(e, now))
-            for e in entries]
+    return [(e.tenant or "?", e.local_queue, _state(e.state), _position(e), _label(e), _size(e), _priority(e),
+             _why(e, now)) for e in entries]
 
 
 def gap_lines(gaps: Gaps | None) -> list[str]:
@@ -213,29 +231,34 @@ def why_text(explanation: Explanation, now: datetime, markdown: bool = False) ->
     e = explanation.entry
     bullet = "- " if markdown else "  "
     state, size, priority, why = _("state"), _("size"), _("priority"), _("why")
-    lines = [f"{'### ' if markdown else ''}{e.label} (Workload {e.workload.partition('/')[2]}, tenant {e.tenant or '?'}, "
-             f"LocalQueue {e.local_queue}, ClusterQueue {e.cluster_queue or '?'})"]
+    lines = [("### " if markdown else "") + _(
+        "{job} (Workload {workload}, tenant {tenant}, LocalQueue {local_queue}, ClusterQueue {cluster_queue})").format(
+        job=_label(e), workload=e.workload.partition("/")[2], tenant=e.tenant or "?", local_queue=e.local_queue,
+        cluster_queue=e.cluster_queue or "?")]
     if markdown:
         lines.append("")
-    where = f", position {e.position.in_cluster_queue + 1} in ClusterQueue {e.position.cluster_queue}, " \
-            f"{e.position.in_local_queue + 1} in LocalQueue {e.position.local_queue}" if e.position else ""
-    lines.append(f"{bullet}{state}: {e.state}{where}")
-    lines.append(f"{bullet}{size}: {e.size_text}; {priority} {_priority(e)}")
+    where = _(", position {in_cluster_queue} in ClusterQueue {cluster_queue}, {in_local_queue} in LocalQueue "
+              "{local_queue}").format(in_cluster_queue=e.position.in_cluster_queue + 1,
+                                      cluster_queue=e.position.cluster_queue,
+                                      in_local_queue=e.position.in_local_queue + 1,
+                                      local_queue=e.position.local_queue) if e.position else ""
+    lines.append(f"{bullet}{state}: {_state(e.state)}{where}")
+    lines.append(f"{bullet}{size}: {_size(e)}; {priority} {_priority(e)}")
     lines.append(f"{bullet}{why}: {localized(e.reason.text)}")
     if e.reason.kueue:
         lines.append(f"{bullet}Kueue: {e.reason.kueue}")
     if e.state not in ("admitted", "reserved", "finished"):
-        ahead = ", ".join(f"{a.label} ({a.size_text})" for a in explanation.ahead) or _("nothing")
+        ahead = _(", ").join(f"{_label(a)} ({_size(a)})" for a in explanation.ahead) or _("nothing")
         ahead_label = _("ahead of it in its ClusterQueue")
         lines.append(f"{bullet}{ahead_label}: {ahead}")
         if explanation.holding:
-            held = ", ".join(f"{h.label} ({h.size_text}, "
-                             f"{'ends by ' + str(timestamp(h.expected_end)) if h.expected_end else 'no expected end'})"
-                             for h in explanation.holding)
+            held = _(", ").join(f"{_label(h)} ({_size(h)}, " + (
+                _("ends by {time}").format(time=timestamp(h.expected_end)) if h.expected_end else _("no expected end"))
+                + ")" for h in explanation.holding)
             running = _("running where it waits")
             lines.append(f"{bullet}{running}: {held}")
         if e.estimate is not None:
             at = f"{timestamp(e.estimate.at)} ({_in(e.estimate.at, now)}), " if e.estimate.at else ""
             estimated = _("estimated start")
-            lines.append(f"{bullet}{estimated}: {at}{e.estimate.text}")
+            lines.append(f"{bullet}{estimated}: {at}{localized(e.estimate.text)}")
     return "\n".join(lines) + "\n"

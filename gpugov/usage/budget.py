@@ -20,7 +20,7 @@ from gpugov.declarations.equivalents import device_equivalents, hami_views
 from gpugov.declarations.model import Budget, Holder, Model
 from gpugov.declarations.timeline import holder_words
 from gpugov.findings import Finding, Level, make, rule
-from gpugov.i18n import Text
+from gpugov.i18n import Text, localized
 from gpugov.queueing.workload import Workload
 from gpugov.usage.attribution import Attribution
 from gpugov.usage.ledger import HOURS, BudgetLine, Row, decimal_string, ledger
@@ -38,6 +38,12 @@ BUDGET_SPENT = rule("GD051", "budget-spent", Level.ERROR,
 HOLD = "hold"
 HOURS_UNIT = "accelerator-hours"
 NO_CURRENCY = "price units"  # a cost budget over pools whose price names no currency
+
+
+def unit_words(unit: str) -> str:
+    """A budget's unit as the reader reads it: accelerator-hours, price units, or a currency's code."""
+    words = {HOURS_UNIT: Text("accelerator-hours"), NO_CURRENCY: Text("price units")}
+    return localized(words[unit]) if unit in words else unit
 
 
 @dataclass(frozen=True)

@@ -12,35 +12,40 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpugov.i18n import Text
+
 # What libyaml counts as a line break (\r\n is one).
 _BREAKS = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
 
 # Full-width characters an input method types where YAML needs the ASCII one.
 FULL_WIDTH = {
-    "\uff1a": (":", "full-width colon"),
-    "\u3000": (" ", "full-width space"),
-    "\uff0d": ("-", "full-width hyphen"),
-    "\u201c": ('"', "curly double quote"),
-    "\u201d": ('"', "curly double quote"),
-    "\u2018": ("'", "curly single quote"),
-    "\u2019": ("'", "curly single quote"),
-    "\uff02": ('"', "full-width double quote"),
-    "\uff07": ("'", "full-width single quote"),
-    "\uff03": ("#", "full-width number sign"),
+    "\uff1a": (":", Text("full-width colon")),
+    "\u3000": (" ", Text("full-width space")),
+    "\uff0d": ("-", Text("full-width hyphen")),
+    "\u201c": ('"', Text("curly double quote")),
+    "\u201d": ('"', Text("curly double quote")),
+    "\u2018": ("'", Text("curly single quote")),
+    "\u2019": ("'", Text("curly single quote")),
+    "\uff02": ('"', Text("full-width double quote")),
+    "\uff07": ("'", Text("full-width single quote")),
+    "\uff03": ("#", Text("full-width number sign")),
 }
 
-TAB_HINT = "Replace the tab with spaces (two per level is usual): YAML indents only with spaces."
-INDENT_HINT = (
+TAB_HINT = Text("Replace the tab with spaces (two per level is usual): YAML indents only with spaces.")
+INDENT_HINT = Text(
     "Check the indentation: the keys of one mapping start in the same column, a nested mapping is indented "
     "further than its key, and a value that goes on over several lines must be quoted."
 )
-QUOTED_HINT = (
+QUOTED_HINT = Text(
     "A quoted value ends at its closing quote: quote the whole value, and put nothing after the quote but a comment."
 )
-NO_COLON_HINT = (
-    "Line {line} is neither `key: value` nor a list item (`- ...`): add a colon and a space after the key, "
-    "or start the line with # to make it a comment."
-)
+# What YAML needs instead of a full-width character, by the ASCII character it stands for.
+NEEDS = {
+    ":": Text('YAML needs the ASCII colon ":" followed by a space'),
+    " ": Text("YAML indents only with ASCII spaces"),
+    "-": Text('a list item starts with the ASCII "-" followed by a space'),
+    "#": Text('a comment starts with the ASCII "#"'),
+}
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,8 @@ def _lines(text: str) -> list[str]:
 
 
 def syntax_hint(text: str, error: YamlError) -> str:
-    """Advice for `error` in `text`, or "" when no common trap explains it."""
+    """Advice for `error` in `text` (a Text: told in the reader's language), or "" when no common trap
+    explains it."""
     if "tab character" in error.problem:
         return TAB_HINT
     lines = _lines(text)
@@ -73,10 +79,12 @@ def syntax_hint(text: str, error: YamlError) -> str:
     if "mapping values are not allowed" in error.problem:
         quoted = _quoted_value(line, error.column)
         if quoted:
-            return f'A plain value cannot contain ": " (a colon and a space). Quote the value: {quoted}'
+            return Text('A plain value cannot contain ": " (a colon and a space). Quote the value: {quoted}',
+                        quoted=quoted)
         return INDENT_HINT
     if "could not find expected ':'" in error.problem and error.context_line is not None:
-        return NO_COLON_HINT.format(line=error.context_line + 1)
+        return Text("Line {line} is neither `key: value` nor a list item (`- ...`): add a colon and a space after "
+                    "the key, or start the line with # to make it a comment.", line=error.context_line + 1)
     if "did not find expected key" in error.problem and re.search(r":[ \t]+([\"']).*?\1[ \t]*[^\s#]", line):
         return QUOTED_HINT
     if "did not find expected key" in error.problem or "block sequence entries are not allowed" in error.problem:
@@ -103,12 +111,7 @@ def _full_width(line: str) -> tuple[int, str] | None:
 
 def _full_width_hint(number: int, line: str, column: int, char: str) -> str:
     ascii_, name = FULL_WIDTH[char]
-    what = {
-        ":": 'YAML needs the ASCII colon ":" followed by a space',
-        " ": "YAML indents only with ASCII spaces",
-        "-": 'a list item starts with the ASCII "-" followed by a space',
-        "#": 'a comment starts with the ASCII "#"',
-    }.get(ascii_, f"YAML quotes only with ASCII {ascii_}")
+    what = NEEDS.get(ascii_) or Text("YAML quotes only with ASCII {quote}", quote=ascii_)
     if ascii_ in "\"'":  # both quotes of the pair
         fixed = "".join(FULL_WIDTH[c][0] if c in FULL_WIDTH and FULL_WIDTH[c][0] in "\"'" else c for c in line)
     else:
@@ -116,8 +119,9 @@ def _full_width_hint(number: int, line: str, column: int, char: str) -> str:
     if ascii_ in ":-" and fixed[column + 1 : column + 2] not in (" ", ""):
         after = fixed[column + 1 :].removeprefix("\u3000")
         fixed = f"{fixed[: column + 1]} {after}"
-    return (f"Line {number + 1}, column {column + 1} has a {name} {char!r} (U+{ord(char):04X}) where {what} "
-            f"(switch the input method to half-width): {fixed.strip()}")
+    return Text("Line {line}, column {column} has a {name} {char} (U+{code}) where {what} "
+                "(switch the input method to half-width): {fixed}", line=number + 1, column=column + 1, name=name,
+                char=repr(char), code=format(ord(char), "04X"), what=what, fixed=fixed.strip())
 
 
 def _quoted_value(line: str, column: int) -> str:

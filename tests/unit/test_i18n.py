@@ -329,7 +329,9 @@ def test_the_capacity_report_in_markdown_is_chinese_under_a_chinese_locale() -> 
         assert english in en.stdout.splitlines()
     assert "| h100 | H100-80GB | 4 / – | 32 / – | `nvidia.com/gpu` | 32 | – | 30 | 22 | 2 | 0.94 (≤ 1) |" in zh.stdout
     html = ["capacity", str(ORG), "--usage", str(WINDOW), "--format", "html"]
-    assert run(html, "zh_CN.UTF-8").stdout == run(html, "C").stdout  # the page stays English
+    page_zh, page_en = run(html, "zh_CN.UTF-8").stdout, run(html, "C").stdout
+    assert '<html lang="zh-CN">' in page_zh and f"<h3>{chinese('Tenants')}</h3>" in page_zh
+    assert '<html lang="en">' in page_en and "<h3>Tenants</h3>" in page_en
 
 
 @pytest.fixture
