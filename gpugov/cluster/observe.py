@@ -26,7 +26,7 @@ from gpugov.app.pipeline import gc_paused
 from gpugov.cluster.rest import PAGE_SIZE, Api, list_all, read_object
 from gpugov.compile import Object, object_key
 from gpugov.drift.live import LiveState
-from gpugov.kube.kinds import KINDS, kind_of
+from gpugov.kube.kinds import KINDS, WORKLOAD, kind_of
 from gpugov.kube.names import KUEUE_ADMITTED_LABEL, KUEUE_QUEUE_LABEL, KUEUE_WORKLOAD_ANNOTATION
 from gpugov.kube.objects import MANAGED_BY, MANAGER
 from gpugov.kube.resources import is_accelerator
@@ -73,6 +73,11 @@ def pod_for_drift(pod: dict[str, Any], shared: dict[Any, Any] | None = None) -> 
     spec_key = ("spec", *slim_spec.items(), *asks)
     if containers:
         slim_spec["containers"] = containers
+    if containers:  # whether an admitted Workload holds it: its uid and its owners' (accelerator pods only)
+        slim_meta["uid"] = meta.get("uid") or ""
+        owners = [o.get("uid") or "" for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
+        if owners:
+            slim_meta["ownerReferences"] = [{"uid": uid} for uid in owners]
     status = pod.get("status") or {}
     slim_status = {"phase": _intern(status["phase"])} if isinstance(status.get("phase"), str) else {}
     if isinstance(status.get("startTime"), str):
@@ -99,7 +104,7 @@ def node_for_drift(node: dict[str, Any]) -> dict[str, Any]:
 def observe(api_client: client.ApiClient, desired: list[Object], *, page_size: int = PAGE_SIZE,
             on_progress: Callable[[str], None] | None = None) -> LiveState:
     """Read what drift compares: desired kinds (managed-by gpugov, plus any desired object
-    that lost the label), nodes, and pods that are not finished.
+    that lost the label), nodes, pods that are not finished, and on Kueue the admitted Workloads.
 
     The cyclic collector is paused while reading: JSON has no cycles, and with it on CPython
     scans the growing heap of kept pods again and again (at 150,000 pods that cost more than
@@ -123,6 +128,9 @@ def _observe(api: Api, desired: list[Object], page_size: int,
                                lambda: pods or pods.append(pool.submit(_pods, api, page_size, stop)))
             progress("list pods")
             live.pods = pods[0].result() if pods else _pods(api, page_size, stop)
+            if any(o["kind"] == "ClusterQueue" for o in desired):
+                progress("list workloads")
+                live.admitted = _admitted(api, page_size)
         except BaseException:
             stop.set()  # a failed read ends the other one after its current page
             raise
@@ -149,6 +157,19 @@ def _objects_and_nodes(api: Api, desired: list[Object], page_size: int, progress
     progress("list nodes")
     live.nodes = {n["metadata"]["name"]: node_for_drift(n)
                   for n in list_all(api, KINDS[("v1", "Node")], page_size=page_size)}
+
+
+def _admitted(api: Api, page_size: int) -> list[tuple[str, str, tuple[str, ...]]]:
+    """Kueue's Workloads that hold quota now (admitted, not finished), each as (namespace, name, owner uids)."""
+    found = []
+    for workload in list_all(api, WORKLOAD, page_size=page_size):
+        status = workload.get("status") or {}
+        conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
+        if status.get("admission") and conditions.get("Finished") != "True":
+            meta = workload["metadata"]
+            found.append((meta.get("namespace") or "", meta["name"],
+                          tuple(o.get("uid") or "" for o in meta.get("ownerReferences") or [])))
+    return found
 
 
 def _pods(api: Api, page_size: int, stop: threading.Event) -> list[dict[str, Any]]:

@@ -159,8 +159,16 @@ def drift_objects(scope: Scope, kinds: set[tuple[str, str]]) -> list[Object]:
         args += ["--agent-url", AGENT_URL]
     state = f"configmap:{cluster.operations_namespace}/{NOTIFY_STATE}"
     return CronOperation(DRIFT, "drift", cluster.drift_schedule, args,
-                         (Grant(f"{DRIFT}-reader", reader_rules(kinds)), state_grant(scope, NOTIFY_STATE)),
+                         (Grant(f"{DRIFT}-reader", reader_rules(kinds) + _workload_reader(scope)),
+                          state_grant(scope, NOTIFY_STATE)),
                          env=({"name": "GPUGOV_NOTIFY_STATE", "value": state},), notify=True).objects(scope)
+
+
+def _workload_reader(scope: Scope) -> list[dict[str, Any]]:
+    """On Kueue, drift reads the Workloads too: which running pod no admitted Workload holds (GD027)."""
+    if scope.backend != "kueue":
+        return []
+    return [{"apiGroups": [WORKLOAD.group], "resources": [WORKLOAD.plural], "verbs": list(READ_VERBS)}]
 
 
 def reclaim_namespaces(scope: Scope) -> list[str]:

@@ -17,3 +17,6 @@ class LiveState:
     pods: list[dict[str, Any]] = field(default_factory=list)  # pods not yet finished
     gpu_utilisation: dict[tuple[str, str], float] | None = None  # (namespace, pod) -> max over the window, 0..100
     agent_snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> `gpugov agent` snapshot
+    # Kueue's admitted Workloads (Kueue clusters), each cut to (namespace, name, the uids of its owners);
+    # None when not read: then no pod is judged by them
+    admitted: list[tuple[str, str, tuple[str, ...]]] | None = None

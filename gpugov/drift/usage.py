@@ -29,6 +29,7 @@ from gpugov.drift.rules import (
     PENDING,
     POOL_WITHOUT_QUOTA,
     QUEUE_BYPASS,
+    UNADMITTED,
 )
 from gpugov.findings import Finding, make
 from gpugov.i18n import Text
@@ -77,6 +78,13 @@ def went_through_kueue(pod: dict[str, Any]) -> bool:
     return KUEUE_QUEUE_LABEL in labels or KUEUE_ADMITTED_LABEL in labels or KUEUE_WORKLOAD_ANNOTATION in annotations
 
 
+def _unheld(pod: dict[str, Any], held_by: set[str]) -> bool:
+    """A pod no admitted Workload holds: it has no owner (a controller's pod has one, and the Workload
+    is its controller's or an ancestor's) and is not itself a Workload's owner (the pod integration)."""
+    meta = pod["metadata"]
+    return not meta.get("ownerReferences") and meta.get("uid", "") not in held_by
+
+
 def _pod_name(pod: dict[str, Any]) -> str:
     return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
 
@@ -93,6 +101,8 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
     ignored = SYSTEM_NAMESPACES | ignore_namespaces
     known = accelerator_resources(model)
     pools_of = {name: {q.pool for q in tenant.quotas} for name, tenant in model.tenants.items()}
+    # who an admitted Workload belongs to (a Job, a JobSet, a pod of the pod integration...): None, not read
+    held_by = None if live.admitted is None else {uid for _, _, uids in live.admitted for uid in uids}
     for pod in live.pods:
         requests = accelerator_requests(pod, known)
         if not requests:
@@ -121,6 +131,13 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
                                                     pod=name, tenant=tenant, amounts=_amounts(requests), how=how),
                                  model.tenants[tenant].name_at(),
                                  object=f"Pod {name}"))
+        elif backend == "kueue" and phase == "Running" and held_by is not None and _unheld(pod, held_by):
+            findings.append(make(UNADMITTED, Text("pod {pod} of tenant {tenant} holds {amounts} on node {node} with "
+                                                  "no owner and no admitted Workload: released from its controller "
+                                                  "or orphaned, outside every queue's quota", pod=name, tenant=tenant,
+                                                  amounts=_amounts(requests),
+                                                  node=(pod.get("spec") or {}).get("nodeName", "")),
+                                 model.tenants[tenant].name_at(), object=f"Pod {name}"))
         pool = node_pool.get((pod.get("spec") or {}).get("nodeName", ""))
         if pool is not None and pool not in pools_of[tenant]:
             findings.append(make(POOL_WITHOUT_QUOTA, Text("pod {pod} of tenant {tenant} runs in pool {pool}, where "

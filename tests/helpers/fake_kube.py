@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from gpugov.kube.kinds import KINDS, Kind
+from gpugov.kube.kinds import KINDS, WORKLOAD, Kind
 from tests.helpers.local_http import serving
 
 
@@ -76,7 +76,7 @@ def not_found(kind: Kind, name: str) -> Reply:
 
 def route(path: str) -> tuple[Kind, str] | None:
     """The kind a path names and the object's name ("" for the collection)."""
-    for kind in KINDS.values():
+    for kind in (*KINDS.values(), WORKLOAD):  # and Kueue's Workloads, which drift reads
         prefix = "/api/" if not kind.group else "/apis/"
         base = re.escape(f"{prefix}{kind.api_version}")
         if path == kind.collection_path():
@@ -95,7 +95,7 @@ class FakeKube:
     def __init__(self) -> None:
         self.requests: list[tuple[str, str]] = []
         self.answer: Answer = lambda method, path: None
-        self.served = list(KINDS.values())  # the kinds discovery lists (drop some: "CRD not installed")
+        self.served = [*KINDS.values(), WORKLOAD]  # the kinds discovery lists (drop some: "CRD not installed")
         self.url = ""
 
     def reply(self, method: str, path: str) -> Reply:

@@ -346,3 +346,33 @@ def test_hami_vnpu_and_declared_model_nodes_do_not_drift_when_they_match_their_p
     })
     foreign = [f for f in check(model, objects, live, model.cluster(cluster).backend, cluster) if f.rule == "GD022"]
     assert [f.message for f in foreign if "nobody/stray" in f.message and resource in f.message]
+
+
+def test_a_running_pod_no_admitted_workload_holds_is_reported(org) -> None:
+    """A pod released from its Job (relabelled) or orphaned (its Job deleted with propagationPolicy
+    Orphan) keeps Kueue's labels and runs on with its GPU; no admitted Workload counts it (GD027). A
+    controller's pod and a pod-integration pod whose own Workload is admitted are held."""
+    from gpugov.cluster.observe import pod_for_drift
+
+    model, objects = org
+
+    def running(name: str, uid: str, owners: list[str]) -> dict:
+        pod = {"metadata": {"name": name, "namespace": "nlp-train", "uid": uid,
+                            "labels": {"kueue.x-k8s.io/local-queue-name": "training", "job-name": "train"},
+                            "annotations": {"kueue.x-k8s.io/workload": "job-train-1a2b"},
+                            "ownerReferences": [{"kind": "Job", "name": "train", "uid": u, "controller": True}
+                                                for u in owners]},
+               "spec": {"nodeName": "h100-01", "containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+               "status": {"phase": "Running"}}
+        return pod_for_drift(pod)
+
+    live = in_sync(model, objects)
+    live.pods = [running("train-0", "p-0", ["job-1"]), running("train-released", "p-1", []),
+                 running("plain", "p-2", [])]
+    assert live.pods[1]["metadata"]["uid"] == "p-1" and "ownerReferences" not in live.pods[1]["metadata"]
+    live.admitted = [("nlp-train", "job-train-1a2b", ("job-1",)), ("nlp-train", "pod-plain-3c4d", ("p-2",))]
+    found = [f for f in check(model, objects, live, "kueue", "east") if f.rule == "GD027"]
+    assert [dict(f.details)["object"] for f in found] == ["Pod nlp-train/train-released"]
+    assert "holds 1 nvidia.com/gpu on node h100-01 with no owner and no admitted Workload" in found[0].message
+    live.admitted = None  # Workloads not read: nothing judged by them
+    assert not [f for f in check(model, objects, live, "kueue", "east") if f.rule == "GD027"]
