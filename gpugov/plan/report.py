@@ -226,6 +226,7 @@ def text(plan: Plan) -> str:
     told = _("capacity {pool} {resource}: {before} -> {after}")
     out += [told.format(pool=r.pool, resource=r.resource, before=_fraction(r.guaranteed_before, r.capacity_before),
                         after=_fraction(r.guaranteed_after, r.capacity_after)) for r in plan.capacity]
+    out += [_unassigned(r).replace("**", "") for r in plan.capacity if _unassigned(r)]  # as markdown says it, plain
     told = _("reach {cluster} {tenant} {pool} {resource}: {before} -> {after}")
     out += [told.format(cluster=r.cluster, tenant=r.tenant, pool=r.pool, resource=r.resource, before=_q(r.before),
                         after=_q(r.after)) for r in plan.reach]

@@ -24,3 +24,8 @@ def test_capacity_a_change_leaves_unassigned_is_said_in_the_plan(tmp_path: Path,
     assert code == 0, err
     assert ("- **unassigned**: 12 of 16 nvidia.com/gpu of pool h200 are in nobody's nominal quota after this change "
             "(before: 0), and Kueue admits nothing onto them") in out
+    code, text, err = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "text")
+    assert code == 0, err
+    told = [line for line in text.splitlines() if line.startswith("unassigned: ")]  # what the markdown says, plain
+    assert told == [line.removeprefix("- ").replace("**", "") for line in out.splitlines()
+                    if line.startswith("- **unassigned**")] and "12 of 16 nvidia.com/gpu of pool h200" in told[0]
