@@ -31,6 +31,7 @@ from gpugov.cli.guide import register as guide_command
 from gpugov.cli.init import register as init_command
 from gpugov.cli.lazy import CommandParsers, NotBuilt
 from gpugov.cli.monitoring import register as monitoring_command
+from gpugov.cli.profile import register as profile_command
 from gpugov.cli.queue import register as queue_commands
 from gpugov.cli.reclaim import register as reclaim_command
 from gpugov.cli.usage import register as usage_command
@@ -74,6 +75,7 @@ def build_parser(built: Collection[str] | None = None) -> argparse.ArgumentParse
     whatif_commands(sub)
     reclaim_command(sub)
     monitoring_command(sub)
+    profile_command(sub)
     import_command(sub)
     init_command(sub)
     guide_command(sub)

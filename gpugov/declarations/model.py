@@ -472,6 +472,16 @@ class Isolation:
     max_termination_grace_seconds: int = 300
 
 
+@dataclass(frozen=True)
+class ProfileThresholds:
+    """Guardrails.profile: when `gpugov profile` gives advice (gpugov.profile)."""
+
+    low_activity_below_percent: Decimal = Decimal(30)
+    advise_idle_share_percent: Decimal = Decimal(25)
+    host_io_bytes_per_second: Decimal = Decimal(1_000_000_000)
+    memory_headroom_percent: Decimal = Decimal(10)
+
+
 @dataclass(frozen=True, eq=False)
 class Guardrails(Decl):
     KIND: ClassVar[str] = "Guardrails"
@@ -487,6 +497,7 @@ class Guardrails(Decl):
     declared: bool = True
     isolation: Isolation = field(default_factory=Isolation)
     reclaim_spec: dict[str, Any] | None = None  # spec.reclaim as declared; None: no reclaim policy
+    profile: ProfileThresholds = field(default_factory=lambda: ProfileThresholds())
 
     def ratio_for(self, pool: str) -> Decimal:
         return self.pool_capacity_ratios.get(pool, self.capacity_ratio)
@@ -766,6 +777,8 @@ def guardrails_from_spec(name: str, doc: Locator, declared_spec: dict[str, Any],
         declared=declared,
         isolation=_isolation(spec["isolation"]),
         reclaim_spec=declared_spec.get("reclaim"),
+        profile=ProfileThresholds(*(Decimal(str(spec["profile"][k])) for k in (
+            "lowActivityBelowPercent", "adviseIdleSharePercent", "hostIOBytesPerSecond", "memoryHeadroomPercent"))),
     )
 
 

@@ -671,6 +671,23 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 ),
                 "isolation": _ISOLATION,
                 "reclaim": _reclaim_spec(with_defaults=True),
+                "profile": {
+                    **_spec(
+                        {
+                            "lowActivityBelowPercent": {"type": "number", "minimum": 0, "maximum": 100,
+                                                        "default": 30},
+                            "adviseIdleSharePercent": {"type": "number", "minimum": 0, "maximum": 100,
+                                                       "default": 25},
+                            "hostIOBytesPerSecond": {"type": "number", "minimum": 0, "default": 1000000000},
+                            "memoryHeadroomPercent": {"type": "number", "minimum": 0, "maximum": 100,
+                                                      "default": 10},
+                        }
+                    ),
+                    "description": "When `gpugov profile` gives advice: activity under lowActivityBelowPercent is "
+                    "low, idle for at least adviseIdleSharePercent of the measured time is told, low activity "
+                    "with at least hostIOBytesPerSecond of PCIe traffic from the host is data loading, and a MIG "
+                    "or HAMi share must hold the memory peak plus memoryHeadroomPercent.",
+                },
             }
         ),
     ),

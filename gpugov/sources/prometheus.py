@@ -19,6 +19,10 @@ from gpugov.sources import CheckIncomplete
 WHOLE_GPU = 'max by (exported_namespace, exported_pod, namespace, pod) (max_over_time(DCGM_FI_DEV_GPU_UTIL{{GPU_I_ID=""}}[{window}]))'
 MIG = ('100 * max by (exported_namespace, exported_pod, namespace, pod) '
        '(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{GPU_I_PROFILE!=""}}[{window}]))')
+# Framebuffer used (MiB) and PCIe bytes per second from the host, per pod's busiest device, for job profiles.
+MEMORY = "max by (exported_namespace, exported_pod, namespace, pod) (max_over_time(DCGM_FI_DEV_FB_USED[{window}]))"
+HOST_IO = ("max by (exported_namespace, exported_pod, namespace, pod) "
+           "(max_over_time(DCGM_FI_PROF_PCIE_RX_BYTES[{window}]))")
 TIMEOUT = (5, 30)
 MAX_POINTS = 10_000  # per series and request; Prometheus refuses more than 11,000
 
