@@ -34,11 +34,11 @@ def _row(p: Any) -> dict[str, Any]:
             "activity_peak_percent": num(p.activity_peak),
             "idle_share": num(p.idle_share, 3), "low_activity_share": num(p.low_share, 3),
             "memory_peak_mib": num(p.memory_peak_mib, 0), "card_mib": num(p.card_mib, 0), "fits_mig": p.fits_mig,
-            "hami_share": p.hami_share, "host_io_bytes_per_second": num(p.host_io_mean, 0), "advice": list(p.advice)}
+            "hami_share": p.hami_share, "host_io_bytes_per_second": num(p.host_io_mean, 0), "advice": list(p.advice)}  # Texts: English in the JSON, the reader's language in text
 
 
 def _text(rows: list[dict[str, Any]]) -> str:
-    from gpugov.i18n import _
+    from gpugov.i18n import _, localized
     from gpugov.i18n.width import ljust
 
     def pct(value: float | None) -> str:
@@ -46,7 +46,7 @@ def _text(rows: list[dict[str, Any]]) -> str:
 
     head = [(_("JOB"), 36), (_("DEVICES"), 14), (_("ACTIVITY"), 9), (_("PEAK"), 6), (_("IDLE"), 6),
             (_("MEMORY-PEAK"), 12), (_("FITS"), 9), (_("WAIT"), 8)]
-    lines = [" ".join(ljust(name, width) for name, width in head)]
+    lines = [" ".join(ljust(name, width) for name, width in head).rstrip()]
     for r in rows:
         memory = "-" if r["memory_peak_mib"] is None else f"{r['memory_peak_mib'] / 1024:.1f}GiB"
         idle = None if r["idle_share"] is None else r["idle_share"] * 100
@@ -54,7 +54,7 @@ def _text(rows: list[dict[str, Any]]) -> str:
                  pct(r["activity_mean_percent"]), pct(r["activity_peak_percent"]), pct(idle), memory,
                  r["fits_mig"] or "-", f"{r['queue_wait_seconds']:.0f}s"]
         lines.append(" ".join(ljust(str(c), w) for c, (_n, w) in zip(cells, head, strict=True)).rstrip())
-        lines += [f"  - {a}" for a in r["advice"]]
+        lines += [f"  - {localized(a)}" for a in r["advice"]]
     return "\n".join(lines) + "\n"
 
 
