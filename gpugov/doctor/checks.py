@@ -785,6 +785,78 @@ def check_dcgm_pod_labels(s: Situation) -> Outcome:
                  Text("Run again while a GPU job runs."))
 
 
+# What makes the device plugin the only way to a GPU (NVIDIA Container Toolkit and device plugin settings,
+# as the GPU Operator's ClusterPolicy sets them in spec.toolkit.env and spec.devicePlugin.env).
+TOOLKIT_REFUSES_ENVVAR = ("ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "false")
+TOOLKIT_VOLUME_MOUNTS = ("ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "true")
+DEVICE_LIST_STRATEGY = "DEVICE_LIST_STRATEGY"
+CDI_STRATEGIES = ("cdi-annotations", "cdi-cri")
+# The GPU Operator deploys the toolkit on a node unless the node says otherwise: there its runtime is the node's own.
+TOOLKIT_DEPLOY_LABEL = "nvidia.com/gpu.deploy.container-toolkit"
+
+
+def _env(component: Obj) -> dict[str, str]:
+    return {str(e.get("name")): str(e.get("value", "")) for e in component.get("env") or [] if isinstance(e, dict)}
+
+
+def runtime_problems(policy: Obj) -> list[str]:
+    """Why a ClusterPolicy's toolkit would still honour NVIDIA_VISIBLE_DEVICES from an unprivileged
+    container, or its device plugin would hand devices through that variable (empty: neither)."""
+    spec = policy.get("spec") or {}
+    toolkit, plugin = spec.get("toolkit") or {}, spec.get("devicePlugin") or {}
+    problems = []
+    if toolkit.get("enabled") is False:
+        problems.append(Text("the operator does not manage the container toolkit (toolkit.enabled false)"))
+    toolkit_env, plugin_env = _env(toolkit), _env(plugin)
+    key, wanted = TOOLKIT_REFUSES_ENVVAR
+    if toolkit_env.get(key, "").lower() != wanted:
+        problems.append(Text("toolkit.env {key} is {value}, not {wanted}", key=key, value=toolkit_env.get(key) or NONE,
+                             wanted=wanted))
+    strategy = plugin_env.get(DEVICE_LIST_STRATEGY, "envvar")
+    mounts_key, mounts = TOOLKIT_VOLUME_MOUNTS
+    cdi = bool((spec.get("cdi") or {}).get("enabled"))
+    if strategy == "volume-mounts":
+        if toolkit_env.get(mounts_key, "").lower() != mounts:
+            problems.append(Text("devicePlugin.env {key}=volume-mounts without toolkit.env {mounts_key}={mounts}",
+                                 key=DEVICE_LIST_STRATEGY, mounts_key=mounts_key, mounts=mounts))
+    elif not (strategy in CDI_STRATEGIES and cdi):
+        problems.append(Text("devicePlugin.env {key} is {value}: the device plugin hands devices through the "
+                             "variable", key=DEVICE_LIST_STRATEGY, value=strategy))
+    return problems
+
+
+@check("DR018", "runtime-refuses-visibility-variable", reads=("clusterpolicies", "nodes"),
+       summary="No GPU node's container runtime honours NVIDIA_VISIBLE_DEVICES from an unprivileged container, so "
+               "the device plugin's allocation is the only way to a GPU: the GPU Operator's ClusterPolicy sets "
+               "toolkit.env ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED=false and the device plugin's "
+               "DEVICE_LIST_STRATEGY to volume-mounts (with ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS=true) "
+               "or CDI, and no pool node opts out of the operator's toolkit (nvidia.com/gpu.deploy.container-toolkit"
+               "=false).",
+       hint=Text("Set them in the ClusterPolicy (Helm: toolkit.env and devicePlugin.env); on a node without the "
+                 "operator's toolkit, set accept-nvidia-visible-devices-envvar-when-unprivileged = false in "
+                 "/etc/nvidia-container-runtime/config.toml."))
+def check_runtime_refuses_variable(s: Situation) -> Outcome:
+    if (other := _not_nvidia(s)) is not None:
+        return other
+    nodes = sorted({name(n) for pool in s.nvidia_pools for n in s.nodes_of(pool)})
+    policy = _clusterpolicy(s)
+    if policy is None:
+        return _skip(Text("no GPU Operator ClusterPolicy: the runtime's settings are in each node's "
+                          "/etc/nvidia-container-runtime/config.toml, which the API does not show"))
+    problems = runtime_problems(policy)
+    if problems:
+        return _fail(Text("on all {count} GPU nodes an unprivileged container's NVIDIA_VISIBLE_DEVICES reaches the "
+                          "GPUs: {problems}", count=len(nodes), problems=_listing(problems)))
+    own = sorted(name(n) for pool in s.nvidia_pools for n in s.nodes_of(pool)
+                 if labels(n).get(TOOLKIT_DEPLOY_LABEL) == "false")
+    if own:
+        return _fail(Text("{count} GPU nodes run their own container toolkit (label {label}=false), whose settings "
+                          "the API does not show: {nodes}", count=len(own), label=TOOLKIT_DEPLOY_LABEL,
+                          nodes=_listing(own)))
+    return _pass(Text("the ClusterPolicy's toolkit refuses the variable from unprivileged containers on all {count} "
+                      "GPU nodes", count=len(nodes)))
+
+
 # --- the declarations against the nodes ------------------------------------------------------
 
 @check("DR020", "pool-nodes", reads=("nodes",),
@@ -1066,7 +1138,8 @@ CHECKS: tuple[Check, ...] = (  # the order of the report
     check_scheduler_installed, check_scheduler_version, check_volcano_scheduler_config, check_volcano_queues,
     check_fair_sharing, check_manage_jobs, check_visibility,
     check_kueue_metrics, check_kueue_reach, check_gpu_operator, check_device_plugin, check_gfd, check_mig_strategy, check_mig_state,
-    check_mig_manager, check_dcgm_exporter, check_dcgm_pod_labels, check_pool_nodes, check_pool_hardware,
+    check_mig_manager, check_dcgm_exporter, check_dcgm_pod_labels, check_runtime_refuses_variable, check_pool_nodes,
+    check_pool_hardware,
     check_admission, check_integrations, check_pod_security, check_external_ips, check_isolation_intact,
     check_tenant_roles,
     check_broad_bindings,

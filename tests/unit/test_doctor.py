@@ -98,6 +98,14 @@ def applied_nodes(state: DesiredState) -> list[dict[str, Any]]:
     return nodes
 
 
+# The ClusterPolicy settings that make the device plugin the only way to a GPU (DR018).
+RUNTIME_LOCKED = {
+    "toolkit": {"env": [{"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"},
+                        {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "value": "true"}]},
+    "devicePlugin": {"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]},
+}
+
+
 def healthy(state: DesiredState) -> Facts:
     """What a cluster that passes every check looks like (GPU Operator installed)."""
     facts = Facts()
@@ -130,7 +138,7 @@ def healthy(state: DesiredState) -> Facts:
                           ("nvidia-dcgm-exporter", [{"name": "DCGM_EXPORTER_KUBERNETES", "value": "true"}]))
     ]
     facts.clusterpolicies = [{"metadata": {"name": "cluster-policy"}, "status": {"state": "ready"},
-                              "spec": {"mig": {"strategy": "mixed"},
+                              "spec": {"mig": {"strategy": "mixed"}, **RUNTIME_LOCKED,
                                        "migManager": {"config": {"name": state.model.cluster(state.cluster).mig_config_name}}}}]
     facts.admission = {(o["kind"], o["metadata"]["name"]): copy.deepcopy(o)
                        for o in state.objects if o["apiVersion"] == ADMISSION_API}
@@ -201,6 +209,8 @@ FAILURES = {
     "DR016": (lambda f: f.daemonsets[2]["status"].update({"numberReady": 7}), "7/10 ready"),
     "DR017": (lambda f: f.daemonsets[2]["spec"]["template"]["spec"]["containers"][0]["env"][0].update({"value": "false"}),
               "DCGM_EXPORTER_KUBERNETES=false"),
+    "DR018": (lambda f: f.clusterpolicies[0]["spec"].pop("toolkit"),
+              "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED is none, not false"),
     "DR020": (lambda f: setattr(f, "nodes", [n for n in f.nodes if not n["metadata"]["name"].startswith("a100")]),
               "pool a100-mig"),
     "DR021": (lambda f: _node(f, "h100-05")["metadata"]["labels"].update({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}),
@@ -240,6 +250,32 @@ def test_external_ips_refused_by_the_plugin_passes_and_another_refusal_is_no_ans
     rbac = healthy(east)
     rbac.external_ips = 'services is forbidden: User "ops" cannot create resource "services"'
     assert outcome(east, rbac, "DR043")[0] is Status.SKIP
+
+
+def test_the_runtime_check_fails_on_each_way_a_node_would_honour_the_variable(east: DesiredState) -> None:
+    """DR018: the operator's defaults (the variable accepted, the envvar strategy), volume-mounts without the
+    toolkit reading them, the toolkit not the operator's, and one node that runs its own toolkit; CDI passes."""
+    def with_spec(**spec: Any) -> Facts:
+        facts = healthy(east)
+        facts.clusterpolicies[0]["spec"].update(spec)
+        return facts
+
+    defaults = with_spec(toolkit={}, devicePlugin={})
+    status, message = outcome(east, defaults, "DR018")
+    assert status is Status.FAIL and "DEVICE_LIST_STRATEGY is envvar" in message and "GPU nodes" in message
+    unread = with_spec(toolkit={"env": [RUNTIME_LOCKED["toolkit"]["env"][0]]})
+    assert "without toolkit.env ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS=true" in outcome(east, unread, "DR018")[1]
+    unmanaged = with_spec(toolkit={**RUNTIME_LOCKED["toolkit"], "enabled": False})
+    assert "does not manage the container toolkit" in outcome(east, unmanaged, "DR018")[1]
+    own = healthy(east)
+    _node(own, "h100-03")["metadata"]["labels"]["nvidia.com/gpu.deploy.container-toolkit"] = "false"
+    status, message = outcome(east, own, "DR018")
+    assert status is Status.FAIL and "h100-03" in message
+    cdi = with_spec(devicePlugin={"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "cdi-cri"}]}, cdi={"enabled": True})
+    assert outcome(east, cdi, "DR018")[0] is Status.PASS
+    none = healthy(east)
+    none.clusterpolicies = []
+    assert outcome(east, none, "DR018")[0] is Status.SKIP
 
 
 def test_every_check_has_a_failing_case() -> None:

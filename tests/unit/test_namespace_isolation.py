@@ -14,7 +14,7 @@ from kubernetes.client import V1Volume
 
 from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
-from gpugov.compile.admission import RELEASE, SERVICE_EXPOSURE, VOLUMES, WORKLOAD_KINDS
+from gpugov.compile.admission import DEVICE_SOURCES, RELEASE, SERVICE_EXPOSURE, VOLUMES, WORKLOAD_KINDS
 from gpugov.declarations.schema import NETWORK_VOLUMES
 from gpugov.kube.objects import LABEL_TENANT
 from tests.helpers.repos import BASE, REPO
@@ -66,7 +66,8 @@ def denied(policies: list[dict[str, Any]], obj: dict[str, Any], old: dict[str, A
            who: tuple[str, tuple[str, ...]] = TENANT, namespace: str = NS,
            labels: dict[str, str] | None = LABELS) -> list[str]:
     group = obj["apiVersion"].split("/")[0] if "/" in obj["apiVersion"] else ""
-    resource = {"PersistentVolumeClaim": "persistentvolumeclaims", "Service": "services"}.get(obj["kind"]) or next(
+    resource = {"PersistentVolumeClaim": "persistentvolumeclaims", "Service": "services", "ConfigMap": "configmaps",
+                "Secret": "secrets"}.get(obj["kind"]) or next(
         k.resource for k in WORKLOAD_KINDS if k.kind == obj["kind"])
     request = Request("UPDATE" if old is not None else "CREATE", group, resource, namespace, who[0], who[1])
     return evaluate(policies, request, obj, old, labels)
@@ -283,3 +284,34 @@ def test_a_tenants_own_unowned_objects_keep_their_labels_free(policies: list[dic
     relabelled = in_kind("Deployment", pod_spec())
     relabelled["metadata"]["labels"]["team"] = "nlp"
     assert not by(RELEASE, denied(policies, relabelled, old=deployment))
+
+
+# --- the device variables' other sources ---------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["ConfigMap", "Secret"])
+def test_no_configmap_or_secret_carries_a_device_variable(policies: list[dict[str, Any]], kind: str) -> None:
+    """`envFrom: [{configMapRef: ...}]` without a prefix brings every key in as a variable, which admission
+    cannot read in the pod; so the key is refused where it is written, in the ConfigMap or Secret."""
+    for field in ("data", "binaryData") if kind == "ConfigMap" else ("data", "stringData"):
+        for variable in ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "ASCEND_VISIBLE_DEVICES"):
+            source = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "env", "namespace": NS},
+                      field: {variable: "all" if field != "data" or kind == "ConfigMap" else "YWxs", "LR": "0.1"}}
+            messages = denied(policies, source)
+            assert by(DEVICE_SOURCES, messages) and "carries a key named as a device runtime variable" in messages[0]
+            assert by(DEVICE_SOURCES, denied(policies, source, old={**source, field: {"LR": "0.1"}}))
+    honest = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "env", "namespace": NS},
+              "data": {"LR": "0.1", "NVIDIA_DRIVER_CAPABILITIES": "utility"}}
+    assert denied(policies, honest) == []
+
+
+def test_no_volume_at_the_runtimes_device_list_path(policies: list[dict[str, Any]]) -> None:
+    """Under the device plugin's volume-mounts strategy the runtime reads a container's devices from the
+    mounts under /var/run/nvidia-container-devices: a tenant's own emptyDir there would name them."""
+    spec = pod_spec({"name": "d", "emptyDir": {}})
+    spec["containers"][0]["volumeMounts"] = [{"name": "d", "mountPath": "/var/run/nvidia-container-devices/all"}]
+    for kind in KINDS:
+        messages = denied(policies, in_kind(kind, spec))
+        assert by(DEVICE_SOURCES, messages), kind
+    assert "mounts a volume at /var/run/nvidia-container-devices" in denied(policies, in_kind("Pod", spec))[0]
+    spec["containers"][0]["volumeMounts"] = [{"name": "d", "mountPath": "/scratch"}]
+    assert not by(DEVICE_SOURCES, denied(policies, in_kind("Pod", spec)))
