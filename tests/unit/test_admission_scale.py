@@ -14,8 +14,9 @@ import pytest
 
 from bench.synthetic import generate
 from gpugov.app.pipeline import validate_repo
-from gpugov.compile import admission, compile
+from gpugov.compile import compile
 from gpugov.compile.admission import QUEUE_ACCESS, allowed_classes
+from gpugov.compile.admission import common as admission  # where the shards are cut
 from gpugov.compile.common import select
 from tests.helpers.repos import REPO
 from tests.helpers.vap_eval import Request, evaluate

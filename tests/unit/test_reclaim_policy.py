@@ -140,7 +140,7 @@ def test_malformed_values_and_trusted_controllers(policies: list[dict[str, Any]]
 def test_split_max_runtime_policies_refuse_as_the_single_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the CEL budget the limits are split over one policy a shard of namespaces (see
     tests/unit/test_admission_scale.py); each namespace keeps its own limit."""
-    from gpugov.compile import admission
+    from gpugov.compile.admission import common as admission  # where the shards are cut
 
     model = _model(_repo(tmp_path, alpha=ALPHA_RECLAIM))
     single = compile(model, backend="kueue", cluster="lab")

@@ -1,0 +1,173 @@
+"""Volcano's policies: gpugov-volcano-queue-access (a namespace submits only to its tenant's leaf
+Queue), gpugov-volcano-accelerators-need-volcano (accelerator pods are scheduled by volcano) and
+gpugov-volcano-pod-priority.
+
+Threat model: attack: submit to a department's or another tenant's Queue, schedule accelerator pods
+around Volcano, outrank others with a pod's PriorityClass; control: these policies; test:
+tests/e2e/test_volcano_admission.py."""
+from __future__ import annotations
+
+from gpugov.compile.admission.common import _RULES, _cel, _pod_spec, _policy, _team, accelerator_resources
+from gpugov.compile.admission.need_a_queue import NEED_A_QUEUE
+from gpugov.compile.admission.queue_access import allowed_classes
+from gpugov.compile.common import Object, Scope
+from gpugov.kube.names import (
+    KUEUE_QUEUE_LABEL,
+    VOLCANO_BATCH_GROUP,
+    VOLCANO_GROUP,
+    VOLCANO_QUEUE_ANNOTATION,
+)
+
+
+def _job_pod_need_a_queue_policy(scope: Scope) -> Object:
+    """Volcano's base: a Job or Pod asking for accelerators (Job-owned pods left to their Job)."""
+    pod_spec = _pod_spec()
+    asks = "(has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists(r, r in variables.accelerators)) || (has(c.resources.requests) && c.resources.requests.exists(r, r in variables.accelerators))))"
+    return _policy(
+        scope,
+        NEED_A_QUEUE,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [dict(rule, operations=["CREATE"]) for rule in _RULES]},
+            "matchConditions": [
+                {
+                    "name": "no-queue",
+                    "expression": f"!has(object.metadata.labels) || !('{KUEUE_QUEUE_LABEL}' in object.metadata.labels)",
+                },
+                {
+                    "name": "not-a-job-pod",
+                    "expression": "object.kind == 'Job' || !has(object.metadata.ownerReferences) || "
+                    "!object.metadata.ownerReferences.exists(o, o.kind == 'Job')",
+                },
+            ],
+            "variables": [
+                {"name": "accelerators", "expression": _cel(accelerator_resources(scope))},
+                {
+                    "name": "containers",
+                    "expression": f"{pod_spec}.containers + (has({pod_spec}.initContainers) ? {pod_spec}.initContainers : [])",
+                },
+            ],
+            "validations": [
+                {
+                    "expression": f"!variables.containers.exists(c, {asks})",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    f"' requests accelerators without a queue: label it {KUEUE_QUEUE_LABEL}=<queue> (gpugov: every "
+                    "accelerator goes through a queue)'",
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    )
+
+
+VOLCANO_QUEUE_ACCESS = "gpugov-volcano-queue-access"
+
+
+VOLCANO_NEED_VOLCANO = "gpugov-volcano-accelerators-need-volcano"
+
+
+_VOLCANO_RULES = [
+    {"apiGroups": [VOLCANO_GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
+     "resources": ["podgroups"]},
+    {"apiGroups": [VOLCANO_BATCH_GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]},
+    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
+]
+
+
+def volcano_queue_access_policy(scope: Scope) -> Object:
+    own = {ns: tenant.name for tenant in scope.tenants.values() for ns in sorted(tenant.namespaces)}
+    every = sorted({*scope.tenants, *scope.departments})
+    queue = (
+        f"object.kind == 'Pod' ? (has(object.metadata.annotations) && '{VOLCANO_QUEUE_ANNOTATION}' in "
+        f"object.metadata.annotations ? object.metadata.annotations['{VOLCANO_QUEUE_ANNOTATION}'] : '') : "
+        "(has(object.spec.queue) ? object.spec.queue : 'default')"
+    )
+    return _policy(
+        scope,
+        VOLCANO_QUEUE_ACCESS,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _VOLCANO_RULES},
+            "variables": [
+                {"name": "own", "expression": _cel(own)},
+                {"name": "gpugovQueues", "expression": _cel(every)},
+                {"name": "queue", "expression": queue},
+            ],
+            "validations": [
+                {
+                    "expression": "variables.queue == '' || (request.namespace in variables.own ? "
+                    "variables.queue == variables.own[request.namespace] : !(variables.queue in variables.gpugovQueues))",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' may not use Volcano queue ' + variables.queue + (request.namespace in variables.own ? "
+                    "'; namespace ' + request.namespace + ' uses queue ' + variables.own[request.namespace] : "
+                    "': it belongs to a gpugov tenant or department')",
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    )
+
+
+def volcano_need_volcano_policy(scope: Scope) -> Object:
+    policy = _job_pod_need_a_queue_policy(scope)
+    pod_spec = _pod_spec()
+    spec = policy["spec"]
+    policy["metadata"]["name"] = VOLCANO_NEED_VOLCANO
+    spec["matchConditions"] = [
+        {"name": "not-volcano", "expression": f"!has({pod_spec}.schedulerName) || {pod_spec}.schedulerName != 'volcano'"}
+    ]
+    spec["validations"][0]["messageExpression"] = (
+        "object.kind + ' ' + request.namespace + '/' + object.metadata.name + ' requests accelerators but is not "
+        "scheduled by volcano: set schedulerName: volcano and a queue (gpugov: every accelerator goes through a queue)'"
+    )
+    return policy
+
+
+VOLCANO_POD_PRIORITY = "gpugov-volcano-pod-priority"
+
+
+def volcano_priority_classes(scope: Scope) -> dict[str, list[str]]:
+    """namespace -> the PriorityClasses its pods may name on Volcano: the classes of the namespace's
+    declared queues (see allowed_classes) and Guardrails.isolation.podPriorityClasses."""
+    extra = set(scope.model.limits.isolation.pod_priority_classes)
+    per_namespace: dict[str, set[str]] = {}
+    for key, classes in allowed_classes(scope).items():
+        per_namespace.setdefault(key.split("/", 1)[0], set(extra)).update(classes)
+    return {namespace: sorted(classes) for namespace, classes in sorted(per_namespace.items())}
+
+
+def volcano_pod_priority_policy(scope: Scope) -> Object:
+    """Class 4 on Volcano: its scheduler orders and preempts by the PriorityClass of a Pod, a PodGroup
+    or a Volcano Job (and its tasks). Every pod is checked itself (Volcano's controllers are not
+    trusted here), so whatever creates it, a tenant namespace names only its queues' classes and any
+    other namespace only Guardrails.isolation.podPriorityClasses: never system-node-critical."""
+    named = ("(has(object.spec.priorityClassName) ? [object.spec.priorityClassName] : []) + "
+             "(object.kind == 'Job' && has(object.spec.tasks) ? object.spec.tasks.filter(t, has(t.template) && "
+             "has(t.template.spec) && has(t.template.spec.priorityClassName)).map(t, t.template.spec.priorityClassName)"
+             " : [])")
+    return _policy(
+        scope,
+        VOLCANO_POD_PRIORITY,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _VOLCANO_RULES},
+            "variables": [
+                {"name": "perNamespace", "expression": _cel(volcano_priority_classes(scope))},
+                {"name": "anywhere", "expression": _cel(sorted(scope.model.limits.isolation.pod_priority_classes))},
+                {"name": "allowed", "expression": "request.namespace in variables.perNamespace ? "
+                 "variables.perNamespace[request.namespace] : variables.anywhere"},
+                {"name": "named", "expression": f"({named}).filter(n, !(n in variables.allowed))"},
+            ],
+            "validations": [
+                {
+                    "expression": "variables.named.size() == 0",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    "' may not use priorityClassName ' + variables.named[0] + '; allowed here: ' + "
+                    "(variables.allowed.size() == 0 ? '(none)' : variables.allowed.join(', ')) + ' (gpugov: the "
+                    "classes of the namespace\\'s queues in tenants/, Guardrails.isolation.podPriorityClasses; "
+                    f"ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    )
