@@ -34,8 +34,8 @@ VISIBILITY = "v1beta2.visibility.kueue.x-k8s.io"
 SANDBOX = {
     "DR001": "pass", "DR002": "pass", "DR003": "pass", "DR004": "skip", "DR005": "pass", "DR006": "warn",
     "DR010": "skip", "DR011": "pass", "DR012": "pass", "DR013": "pass", "DR014": "pass", "DR015": "skip",
-    "DR016": "warn", "DR017": "skip", "DR020": "pass", "DR021": "pass", "DR030": "pass", "DR040": "skip",
-    "DR041": "pass", "DR042": "pass", "DR050": "pass", "DR051": "pass",
+    "DR016": "warn", "DR017": "skip", "DR018": "skip", "DR020": "pass", "DR021": "pass", "DR030": "pass",
+    "DR040": "skip", "DR041": "pass", "DR042": "pass", "DR043": "pass", "DR050": "pass", "DR051": "pass",
 }
 
 

@@ -1,4 +1,5 @@
-"""Issue #21, classes 1 to 5: a tenant who tries to escape its queues, on the living sandbox.
+"""Issue #21, classes 1 to 5, and the rest of the namespace (7) and a pod's controller (8): a tenant who
+tries to escape its queues, on the living sandbox.
 
 Cluster east of the example org is applied (the `living_org` fixture): the real kube-apiserver
 1.36 with gpugov's ValidatingAdmissionPolicies and Pod Security labels, the real Kueue v0.17.0
@@ -497,6 +498,107 @@ def test_class5_every_kind_obeys_the_queue_rules(cluster: Sandbox, workload_crds
         name=jobset.metadata.name, namespace=NS)
 
 
+def until_refused(call: Callable[[], Any], timeout: float = 15.0) -> str:
+    """refused(call), asked again while the API server does not enforce a policy applied a moment ago
+    (`living_org` waits for the probed policies only). Every call is a server-side dry run or refused."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            call()
+        except ApiException as exc:
+            assert exc.status in (400, 403, 404, 422), exc
+            return str(json.loads(exc.body).get("message", exc.body))
+        assert time.monotonic() < deadline, "the API server accepted it"
+        time.sleep(0.5)
+
+
+def test_class7_the_rest_of_the_namespace_is_refused(cluster: Sandbox) -> None:
+    """The tenant namespaces enforce Pod Security baseline here (the example org says why), which lets a
+    pod mount any NFS export or iSCSI target as any uid, and an owner may create any Service: one that
+    claims externalIPs takes the cluster's traffic to that address (CVE-2020-8554), a NodePort or
+    LoadBalancer opens the namespace outside the cluster. Each is refused now, as alice; the tenant's
+    own storage and a ClusterIP Service are not. Every request is a server-side dry run."""
+    tenant = as_tenant(cluster)
+    core, batch, apps = client.CoreV1Api(tenant), client.BatchV1Api(tenant), client.AppsV1Api(tenant)
+    nfs = {"name": "data", "nfs": {"server": "10.0.0.9", "path": "/exports/speech"}}
+    iscsi = {"name": "data", "iscsi": {"targetPortal": "10.0.0.9:3260", "iqn": "iqn.2001-04.com.example:t", "lun": 0}}
+    csi = {"name": "data", "csi": {"driver": "nfs.csi.k8s.io", "volumeAttributes": {"server": "10.0.0.9",
+                                                                                   "share": "/exports/speech"}}}
+    for volume in (nfs, iscsi):
+        plain = pod(unique("nfs"), [cpu_container()], {QUEUE: "training"}, volumes=[volume])
+        assert "mounts network or node storage" in until_refused(
+            lambda plain=plain: core.create_namespaced_pod(NS, plain, dry_run="All"))
+        job = gpu_job(unique("nfsjob"))
+        job["spec"]["template"]["spec"]["volumes"] = [volume]
+        assert "mounts network or node storage" in until_refused(
+            lambda job=job: batch.create_namespaced_job(NS, job, dry_run="All"))
+    inline = pod(unique("csi"), [cpu_container()], {QUEUE: "training"}, volumes=[csi])
+    assert "inline CSI volume of driver nfs.csi.k8s.io" in until_refused(
+        lambda: core.create_namespaced_pod(NS, inline, dry_run="All"))
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": unique("claim")},
+             "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Ti"}}}}
+    named = {**claim, "spec": {**claim["spec"], "volumeName": "speech-datasets"}}
+    assert "claims an existing PersistentVolume" in until_refused(
+        lambda: core.create_namespaced_persistent_volume_claim(NS, named, dry_run="All"))
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": unique("sts")},
+           "spec": {"selector": {"matchLabels": {"app": "x"}}, "serviceName": "x",
+                    "template": {"metadata": {"labels": {"app": "x", QUEUE: "training"}},
+                                 "spec": {"containers": [cpu_container()]}},
+                    "volumeClaimTemplates": [{"metadata": {"name": "d"}, "spec": named["spec"]}]}}
+    assert "claims an existing PersistentVolume" in until_refused(
+        lambda: apps.create_namespaced_stateful_set(NS, sts, dry_run="All"))
+
+    def service(kind: str, **spec: Any) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": unique("svc")},
+                "spec": {"type": kind, "ports": [{"port": 80}], "selector": {"app": "dash"}, **spec}}
+
+    assert "claims externalIPs (10.96.0.10)" in until_refused(lambda: core.create_namespaced_service(
+        NS, service("ClusterIP", externalIPs=["10.96.0.10"]), dry_run="All"))
+    for kind in ("NodePort", "LoadBalancer"):
+        assert f"is of type {kind}" in until_refused(
+            lambda kind=kind: core.create_namespaced_service(NS, service(kind), dry_run="All"))
+    # honest: the tenant's own claim, its own volumes, a ClusterIP Service
+    core.create_namespaced_persistent_volume_claim(NS, claim, dry_run="All")
+    own = pod(unique("own"), [cpu_container()], {QUEUE: "training"}, volumes=[
+        {"name": "c", "persistentVolumeClaim": {"claimName": claim["metadata"]["name"]}}, {"name": "e", "emptyDir": {}}])
+    core.create_namespaced_pod(NS, own, dry_run="All")
+    core.create_namespaced_service(NS, service("ClusterIP"), dry_run="All")
+
+
+def test_class8_a_pod_stays_its_controllers(cluster: Sandbox) -> None:
+    """The owner role may patch a running pod's labels. The Job controller claims its pods by their
+    controller-uid label: relabelled, a pod is released (its ownerReference removed) and the Job starts
+    a replacement, while the released pod runs on with its GPU and no Workload counts it. A tenant's
+    change of a controlled pod's labels or ownerReferences is refused now; the same relabel sent by a
+    trusted identity (which the policy leaves alone, as it left everyone before) shows what it did."""
+    tenant, admin = as_tenant(cluster), cluster.cp.api_client()
+    batch, core = client.BatchV1Api(tenant), client.CoreV1Api(tenant)
+    job = batch.create_namespaced_job(NS, gpu_job(unique("held")))
+    selector = f"batch.kubernetes.io/controller-uid={job.metadata.uid}"
+    running = eventually(lambda: [p for p in client.CoreV1Api(admin).list_namespaced_pod(
+        NS, label_selector=selector).items if p.status.phase == "Running"], "the Job's pod Running", timeout=90)
+    name = running[0].metadata.name
+    for patch in ({"metadata": {"labels": {"batch.kubernetes.io/controller-uid": "released"}}},
+                  {"metadata": {"labels": {"job-name": None}}}, {"metadata": {"labels": {"note": "added"}}}):
+        assert "its labels may not change" in until_refused(
+            lambda patch=patch: core.patch_namespaced_pod(name, NS, patch, dry_run="All"))
+    assert "ownerReferences may not change" in until_refused(lambda: core.patch_namespaced_pod(
+        name, NS, [{"op": "remove", "path": "/metadata/ownerReferences"}], dry_run="All"))
+    core.patch_namespaced_pod(name, NS, {"metadata": {"annotations": {"note": "still mine"}}})  # honest
+    # what the relabel did: the Job controller lets the pod go and starts another; the released pod keeps its GPU
+    trusted = client.CoreV1Api(impersonate(admin, "system:kube-controller-manager", ["system:masters"]))
+    trusted.patch_namespaced_pod(name, NS, {"metadata": {"labels": {"batch.kubernetes.io/controller-uid": "released",
+                                                                    "controller-uid": "released"}}})
+    released = eventually(lambda: (lambda p: p if not p.metadata.owner_references else None)(
+        client.CoreV1Api(admin).read_namespaced_pod(name, NS)), "the pod released by its Job", timeout=60)
+    replacement = eventually(lambda: [p for p in client.CoreV1Api(admin).list_namespaced_pod(
+        NS, label_selector=selector).items if p.metadata.name != name], "the Job's replacement pod", timeout=60)
+    assert released.status.phase == "Running" and released.spec.node_name
+    assert released.spec.containers[0].resources.limits[GPU] == "1" and replacement
+    client.CoreV1Api(admin).delete_namespaced_pod(name, NS, grace_period_seconds=0)
+    batch.delete_namespaced_job(job.metadata.name, NS, propagation_policy="Background")
+
+
 def test_honest_deployment_runs_through_the_pod_integration(cluster: Sandbox) -> None:
     """A tenant's Deployment whose pod template carries the queue label: its ReplicaSet's pods
     (created by the controller manager) are gated by Kueue, admitted through the queue and run."""
@@ -510,9 +612,10 @@ def test_honest_deployment_runs_through_the_pod_integration(cluster: Sandbox) ->
     running = eventually(lambda: [p for p in core.list_namespaced_pod(NS, label_selector=f"app={name}").items
                                   if p.status.phase == "Running"], "the Deployment's pod Running", timeout=90)
     assert running[0].spec.node_name and not running[0].spec.scheduling_gates
-    # a bound pod (nodeName set by the scheduler) may still be updated by its tenant
+    # a bound pod (nodeName set by the scheduler) may still be updated by its tenant (its labels are its
+    # ReplicaSet's: test_class8_a_pod_stays_its_controllers)
     client.CoreV1Api(as_tenant(cluster)).patch_namespaced_pod(running[0].metadata.name, NS,
-                                                              {"metadata": {"labels": {"note": "relabelled"}}})
+                                                              {"metadata": {"annotations": {"note": "annotated"}}})
     apps.delete_namespaced_deployment(name, NS)
 
 
