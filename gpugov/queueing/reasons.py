@@ -317,12 +317,12 @@ def _from_facts(workload: Workload, queue: ClusterQueue | None, parsed: Parsed, 
                           resource=d.resource, pool=d.pool, limit=_q(d.limit), more=_q(d.more)) for d in deficits]
             return Reason(Why.BORROWING_LIMIT, Text("borrowing limit reached: {parts}; it starts when the tenant's "
                                                     "own jobs release that much", parts=_or(parts)), deficits, message)
-        cohort = [(d, by) for d, by in limits if by != "own"]
-        deficits = tuple(d for d, _ in cohort)
+        deficits = tuple(d for d, _ in limits)  # every pool Kueue tried, whatever limits each
+        own = f"ClusterQueue {queue.name}" if queue is not None else ""
         parts = [Text("{more} more {resource} needed in pool {pool}", more=_q(d.more), resource=d.resource,
                       pool=d.pool) if not by else
                  Text("{more} more {resource} needed in pool {pool} ({cohort}'s borrowing limit)", more=_q(d.more),
-                      resource=d.resource, pool=d.pool, cohort=by) for d, by in cohort]
+                      resource=d.resource, pool=d.pool, cohort=own if by == "own" else by) for d, by in limits]
         return Reason(Why.QUOTA, Text("waiting for quota: {parts}", parts=_or(parts)), deficits, message)
     if "no longer fits after processing another workload" in message:
         return Reason(Why.QUOTA, Text("waiting for quota: another workload took it in the same scheduling cycle"),

@@ -120,3 +120,37 @@ def test_compiled_objects_hold_nothing_and_usage_may_be_given() -> None:
         del obj["status"]
     assert Tree(objects).room("y", "f", GPU).available == 4  # type: ignore[union-attr]
     assert Tree(objects, {"x": {("f", GPU): 8}}).room("y", "f", GPU).available == 2  # type: ignore[union-attr]
+
+
+def test_why_tells_every_pool_kueue_tried_whatever_limits_each() -> None:
+    """a may not borrow on f1 (its own borrowing limit 0, while the tree has 3 free there) and finds f2 taken
+    by b: Kueue names both pools, and so does `gpugov why`, each with what limits it."""
+    from gpugov.queueing.clusterqueue import cluster_queue
+    from gpugov.queueing.reasons import Why, explain
+    from gpugov.queueing.workload import from_object
+
+    def two_flavors(name: str, f1: dict[str, Any], f2: dict[str, Any], held: dict[str, str]) -> dict[str, Any]:
+        obj = queue(name, "c", f1, flavor="f1")
+        obj["spec"]["resourceGroups"][0]["flavors"].append({"name": "f2", "resources": [f2]})
+        obj["status"]["flavorsReservation"] = [{"name": f, "resources": [{"name": GPU, "total": amount}]}
+                                               for f, amount in held.items()]
+        return obj
+
+    a = two_flavors("a", quota("2", "0"), quota("0"), {"f1": "2"})
+    b = two_flavors("b", quota("3"), quota("3"), {"f2": "3"})
+    message = ("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor f1, "
+               "1 more needed, insufficient unused quota for nvidia.com/gpu in flavor f2, 1 more needed")
+    workload = from_object({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "ns", "creationTimestamp": "2026-12-03T09:00:00Z"},
+        "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+            {"name": "main", "resources": {"requests": {GPU: "1"}}}]}}}]},
+        "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                                   "message": message, "lastTransitionTime": "2026-12-03T09:00:00Z"}]}})
+    tree = Tree([a, b])
+    assert tree.room("a", "f1", GPU).limited_by_own  # type: ignore[union-attr]
+    reason = explain(workload, cluster_queue(a), tree=tree)
+    assert reason.why == Why.QUOTA
+    assert [(d.pool, d.more) for d in reason.deficits] == [("f1", 1), ("f2", 1)]
+    assert reason.text == ("waiting for quota: 1 more nvidia.com/gpu needed in pool f1 (ClusterQueue a's borrowing "
+                           "limit); or 1 more nvidia.com/gpu needed in pool f2")
