@@ -86,14 +86,18 @@ def _delete_jobs(api: client.ApiClient) -> None:
         for job in batch.list_namespaced_job(namespace).items:
             batch.delete_namespaced_job(job.metadata.name, namespace, propagation_policy="Background",
                                         grace_period_seconds=0)
+
     def gone() -> bool:
+        left = 0
         for namespace in namespaces:
-            pods = core.list_namespaced_pod(namespace).items
-            for pod in pods:
-                core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
-            if pods:
-                return False
-        return True
+            for pod in core.list_namespaced_pod(namespace).items:
+                left += 1
+                try:
+                    core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
+                except ApiException as exc:
+                    if exc.status != 404:  # gone between the list and the delete
+                        raise
+        return left == 0
     eventually(gone, 60, "the test's pods gone")
 
 
