@@ -30,11 +30,14 @@ def org(api_client: client.ApiClient):
     model = validate_repo(REPO).model
     assert model is not None
     create_nodes(api_client, simulated_nodes(model))
-    try:  # the GPU Operator's namespace, where the mig-parted ConfigMap lives
-        client.CoreV1Api(api_client).create_namespace({"metadata": {"name": "gpu-operator"}})
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+    # Namespaces of what gpugov configures but does not install: the GPU Operator's (the mig-parted
+    # ConfigMap) and Volcano's (the scheduler ConfigMap compile writes for a Volcano cluster)
+    for namespace in ("gpu-operator", "volcano-system"):
+        try:
+            client.CoreV1Api(api_client).create_namespace({"metadata": {"name": namespace}})
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
     return model
 
 

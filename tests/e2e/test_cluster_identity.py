@@ -45,6 +45,8 @@ def server(controlplane_binary_path: Path, tmp_path_factory: pytest.TempPathFact
         api = cp.api_client()
         create_nodes(api, simulated_nodes(validate_repo(root).model))  # east's and west's servers
         create_gpu_operator_footprint(api)
+        # Volcano's namespace, as an installed Volcano has it: west's scheduler ConfigMap goes there
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": "volcano-system"}})
         yield root, cp
 
 
