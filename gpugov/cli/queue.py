@@ -18,6 +18,7 @@ from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail,
 if TYPE_CHECKING:  # the commands import them when they run
     from gpugov.app.desired import DesiredState
     from gpugov.queueing.view import Snapshot
+    from gpugov.queueing.volcano_report import View as VolcanoView
 
 Progress = Callable[[str], None]
 
@@ -49,8 +50,8 @@ def positive(text: str) -> int:
     return value
 
 
-def _kueue_state(args: argparse.Namespace, what: str) -> DesiredState:
-    state = desired(args)
+def _kueue_state(args: argparse.Namespace, what: str, state: DesiredState | None = None) -> DesiredState:
+    state = state or desired(args)
     if state.backend != "kueue":
         raise CommandFailed(f"{what} reads Kueue's queues; cluster {state.cluster} is scheduled by {state.backend}")
     return state
@@ -96,12 +97,72 @@ def _snapshot(args: argparse.Namespace, state: DesiredState, what: str) -> Snaps
     return snap
 
 
+def _volcano_view(args: argparse.Namespace, state: DesiredState) -> VolcanoView:
+    """The Volcano view of the cluster (gpugov.queueing.volcano), or CommandFailed (exit 3)."""
+    from datetime import UTC, datetime
+
+    from kubernetes import config as kube_config
+
+    from gpugov.cli.cluster import api_client
+    from gpugov.cluster.impersonate import impersonate
+    from gpugov.cluster.volcano_queues import read_volcano
+    from gpugov.queueing.volcano import VolcanoError
+    from gpugov.queueing.volcano_report import view
+    from gpugov.sources import CheckIncomplete
+
+    if args.as_group and not args.as_user:
+        raise CommandFailed("--as-group needs --as (the user to act as), as with kubectl")
+    tenant_of_namespace = state.model.tenant_of_namespace()
+    try:
+        kube = api_client(args)
+        if args.as_user:
+            impersonate(kube, args.as_user, args.as_group or ())
+        read = read_volcano(kube, sorted(tenant_of_namespace), page_size=args.page_size)
+        return view(datetime.now(UTC).replace(microsecond=0), tenant_of_namespace, read.queues, read.nodes,
+                    read.podgroups, read.pods, read.jobs, read.failed_create)
+    except (CheckIncomplete, VolcanoError, kube_config.ConfigException, OSError) as exc:
+        raise CommandFailed(f"could not read the queues of cluster {state.cluster}: {' '.join(str(exc).split())}",
+                            ExitCode.INCOMPLETE) from None
+
+
+def _volcano_queue(args: argparse.Namespace, state: DesiredState) -> ExitCode:
+    from gpugov.queueing import volcano_report as vr
+
+    v = _volcano_view(args, state)
+    if args.tenant:
+        v = vr.View(v.now, v.capacity, [e for e in v.entries if e.tenant in set(args.tenant)])
+    render = {"text": vr.queue_text, "markdown": vr.queue_markdown, "json": vr.queue_json}[args.format]
+    sys.stdout.write(render(v, state.cluster))
+    return ExitCode.FINDINGS if any(e.verdict.finding for e in v.entries if e.job.state != "finished") else ExitCode.OK
+
+
+def _volcano_why(args: argparse.Namespace, state: DesiredState, namespace: str, job: str) -> ExitCode:
+    from gpugov.queueing import volcano_report as vr
+
+    v = _volcano_view(args, state)
+    found = [e for e in v.entries if e.job.namespace == namespace and job in (e.job.job, e.job.podgroup)]
+    if not found:
+        return fail(f"no job {namespace}/{job} scheduled by Volcano: no such Job or PodGroup, or you may not read it")
+    e = found[0]
+    if args.format == "json":
+        sys.stdout.write(vr.why_json(e, v, state.cluster))
+    else:
+        sys.stdout.write(vr.why_text(e, v, markdown=args.format == "markdown"))
+    return ExitCode.FINDINGS if e.verdict.finding else ExitCode.OK
+
+
 def cmd_queue(args: argparse.Namespace) -> ExitCode:
     from gpugov.app.pipeline import gc_paused
     from gpugov.queueing import report
     from gpugov.queueing.view import entries, gaps
 
-    state = _kueue_state(args, "queue")
+    volcano = desired(args)
+    if volcano.backend == "volcano":
+        unknown = sorted(set(args.tenant or ()) - set(volcano.model.tenants))
+        if unknown:
+            return fail(f"no tenant {', '.join(unknown)} is declared (tenants: {', '.join(sorted(volcano.model.tenants))})")
+        return _volcano_queue(args, volcano)
+    state = _kueue_state(args, "queue", volcano)
     known = set(state.model.tenants)
     unknown = sorted(set(args.tenant or ()) - known)
     if unknown:
@@ -125,7 +186,10 @@ def cmd_why(args: argparse.Namespace) -> ExitCode:
     namespace, _, job = args.job.partition("/")
     if not namespace or not job:
         return fail(f"{args.job!r}: name the job as NAMESPACE/JOB")
-    state = _kueue_state(args, "why")
+    volcano = desired(args)
+    if volcano.backend == "volcano":
+        return _volcano_why(args, volcano, namespace, job)
+    state = _kueue_state(args, "why", volcano)
     snap = _snapshot(args, state, "why")
     if namespace not in snap.readable:
         tenant = snap.tenant_of_namespace.get(namespace, "")

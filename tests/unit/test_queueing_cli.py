@@ -24,7 +24,8 @@ def unreachable(tmp_path: Path) -> str:
 
 
 @pytest.mark.parametrize(("argv", "words"), [
-    (["queue", str(REPO), "--cluster", "west"], "queue reads Kueue's queues; cluster west is scheduled by volcano"),
+    (["queue", str(REPO), "--cluster", "west", "--tenant", "nobody"], "no tenant nobody is declared"),
+    (["why", "recsys/job", str(REPO), "--cluster", "west", "--as-group", "x"], "--as-group needs --as"),
     (["queue", str(REPO), "--cluster", "east", "--tenant", "nobody"], "no tenant nobody is declared"),
     (["why", "just-a-name", str(REPO), "--cluster", "east"], "name the job as NAMESPACE/JOB"),
     (["queue", str(REPO), "--cluster", "east", "--as-group", "vision-team"], "--as-group needs --as"),
@@ -41,6 +42,8 @@ def test_bad_usage_is_one_line_and_exit_2(argv: list[str], words: str, capsys: p
 @pytest.mark.parametrize("argv", [
     ["queue", str(REPO), "--cluster", "east"],
     ["why", "vision/job", str(REPO), "--cluster", "east"],
+    ["queue", str(REPO), "--cluster", "west"],
+    ["why", "speech/job", str(REPO), "--cluster", "west"],
     ["usage", str(REPO), "--cluster", "east", "--since", "1h", "--no-idle", "--format", "json"],
 ])
 def test_a_cluster_that_cannot_be_read_is_exit_3_and_no_report(argv: list[str], unreachable: str,
