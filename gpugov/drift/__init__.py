@@ -17,6 +17,7 @@ from gpugov.drift.idle import idle_findings
 from gpugov.drift.live import LiveState
 from gpugov.drift.objects import object_findings
 from gpugov.drift.usage import usage_findings
+from gpugov.drift.volcano import queue_findings
 from gpugov.findings import Finding
 
 
@@ -30,6 +31,7 @@ def check(model: Model, objects: list[Object], live: LiveState, backend: str, cl
         *agent_findings(model, objects, live.agent_snapshots),
         *usage_findings(model, objects, live, backend, cluster, ignore),
         *idle_findings(live, float(limits.idle_below_percent), limits.idle_window),
+        *queue_findings(objects, live),
     ]
     return sorted(findings, key=lambda f: (f.rule, f.message))
 

@@ -232,3 +232,45 @@ def test_a_pod_the_tenants_quota_refuses_is_told_by_how_much(
     assert g.verdict.why == Why.NEVER_FITS and g.job.pods == 4 and g.job.asks[ASCEND] == 40
     code, out = cli(west, capsys, "queue")
     assert code == 1 and f"recsys/{waiting}" in out and f"llm-pretrain/{gang}" in out
+
+
+def test_drift_sees_a_queue_moved_closed_or_a_scheduler_configuration_edited_by_hand(
+        west: Sandbox, api: client.ApiClient, capsys: pytest.CaptureFixture[str]) -> None:
+    """gpugov declares every Queue's parent (root for a department), so a department moved under another by hand
+    is drift (GD002 on spec.parent), as is a tenant's queue moved; a Queue closed (its status, which the queue
+    controller keeps) is GD028; the scheduler's configuration ConfigMap edited by hand is GD002. Applying again
+    restores all but the state, which drift keeps reporting until it is Open."""
+    import json
+
+    custom = client.CustomObjectsApi(api)
+    eventually(lambda: all(custom.get_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", n)
+                           .get("status", {}).get("state") == "Open" for n in TENANT_NAMESPACES), 60, "queues Open")
+    code, out = cli(west, capsys, "drift", "--format", "json")
+    assert not [f for f in json.loads(out)["findings"] if f["rule"] in ("GD002", "GD028")
+                and ("Queue" in f["object"] or "volcano-scheduler" in f["object"])], out
+    hand = {"field_manager": "someone-by-hand"}
+    custom.patch_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", "product",
+                                       {"spec": {"parent": "research"}}, **hand)
+    custom.patch_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", "recsys",
+                                       {"spec": {"parent": "research"}}, **hand)
+    custom.patch_cluster_custom_object_status("scheduling.volcano.sh", "v1beta1", "queues", "speech",
+                                              {"status": {"state": "Closed"}})
+    client.CoreV1Api(api).patch_namespaced_config_map(
+        "volcano-scheduler-configmap", "volcano-system", {"data": {CONFIG_KEY: "actions: allocate\n"}}, **hand)
+    time.sleep(3)  # the queue controller's resync: a closed Queue stays closed
+    assert custom.get_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", "speech")["status"][
+        "state"] == "Closed"
+    code, out = cli(west, capsys, "drift", "--format", "json")
+    found = {(f["rule"], f["object"], f.get("field", ""), f.get("declared", ""), f.get("live", ""))
+             for f in json.loads(out)["findings"]}
+    assert code == 1
+    assert ("GD002", "Queue product", "spec.parent", "root", "research") in found
+    assert ("GD002", "Queue recsys", "spec.parent", "product", "research") in found
+    assert ("GD028", "Queue speech", "status.state", "Open", "Closed") in found
+    assert any(r == "GD002" and o == "ConfigMap volcano-system/volcano-scheduler-configmap" for r, o, *_ in found)
+    assert apply_objects(api, west_objects()).missing == []
+    custom.patch_cluster_custom_object_status("scheduling.volcano.sh", "v1beta1", "queues", "speech",
+                                              {"status": {"state": "Open"}})
+    code, out = cli(west, capsys, "drift", "--format", "json")
+    assert not [f for f in json.loads(out)["findings"] if f["rule"] in ("GD002", "GD028")
+                and ("Queue" in f["object"] or "volcano-scheduler" in f["object"])], out

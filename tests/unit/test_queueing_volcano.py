@@ -134,3 +134,17 @@ def test_a_pod_the_namespace_quota_refused() -> None:
     [j] = jobs([], [], [batch], {("speech", "r3"): QUOTA_MESSAGE})
     v = explain(j, west())
     assert j.podgroup == "" and v.why == Why.QUOTA and v.refusal is not None and v.refusal.more == 8
+
+
+def test_drift_reports_a_declared_queue_that_is_not_open() -> None:
+    from gpugov.drift.live import LiveState
+    from gpugov.drift.volcano import queue_findings
+    from gpugov.kube.objects import object_key
+
+    declared = [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": n},
+                 "spec": {"parent": "root"}} for n in ("open", "closed", "absent")]
+    live = LiveState(objects={object_key(o): {**o, "status": {"state": s}}
+                              for o, s in zip(declared[:2], ("Open", "Closed"), strict=True)})
+    [found] = queue_findings(declared, live)
+    assert found.rule == "GD028" and "Queue closed is Closed" in found.message
+    assert dict(found.details)["live"] == "Closed"
