@@ -147,16 +147,17 @@ def advice(p: Profile, thresholds: ProfileThresholds) -> list[str]:
         return [Text("no DCGM samples over its admitted time: nothing can be said about its use")]
     out = []
     if p.idle_share is not None and p.idle_share * 100 >= float(thresholds.advise_idle_share_percent):
-        out.append(Text("idle {share}% of its measured life: release the cards between runs, or let gpugov reclaim "
-                        "do it", share=f"{p.idle_share * 100:.0f}"))
+        # The percent signs are in the fields: "% o" in a message reads to gettext as a printf conversion.
+        out.append(Text("idle {share} of its measured life: release the cards between runs, or let gpugov reclaim "
+                        "do it", share=f"{p.idle_share * 100:.0f}%"))
     low = p.low_share is not None and p.low_share >= 0.5
     if low and p.host_io_mean is not None and p.host_io_mean >= float(thresholds.host_io_bytes_per_second):
         out.append(Text("low activity with high host I/O ({rate}/s from the host): data loading holds the GPU "
                         "back; more loader workers, local or cached data", rate=_bytes(p.host_io_mean)))
     elif low and p.activity_mean >= 0:
-        out.append(Text("low activity: {mean}% on average, under {threshold}% for {share}% of its measured life",
-                        mean=f"{p.activity_mean:.0f}", threshold=f"{thresholds.low_activity_below_percent:g}",
-                        share=f"{p.low_share * 100:.0f}"))
+        out.append(Text("low activity: {mean} on average, under {threshold} for {share} of its measured life",
+                        mean=f"{p.activity_mean:.0f}%", threshold=f"{thresholds.low_activity_below_percent:g}%",
+                        share=f"{p.low_share * 100:.0f}%"))
     if p.fits_mig and p.memory_peak_mib is not None and p.card_mib:
         out.append(Text("fits a {profile}: its memory peak is {peak} of the card's {card}, its busiest step "
                         "{busiest}%", profile=p.fits_mig, peak=_mib(p.memory_peak_mib), card=_mib(p.card_mib),
