@@ -80,14 +80,13 @@ def apply_objects(api_client: client.ApiClient, objects: list[dict[str, Any]], f
     check_served(api, objects)
     result = ApplyResult()
     seen: set[tuple[str, str, str]] = set()
-    before: dict[tuple[str, str, str], str | None] = {}  # resourceVersion before the first write; None: absent
+    before: dict[tuple[str, str, str], dict[str, Any] | None] = {}  # the object before the first write; None: absent
     for obj in _in_apply_order(api, objects):
         meta = obj["metadata"]
         applied = (obj["kind"], meta.get("namespace", ""), meta["name"])
         try:
             if applied not in before:
-                live = read_object(api, kind_of(obj), meta["name"], meta.get("namespace", ""))
-                before[applied] = None if live is None else str(live["metadata"].get("resourceVersion"))
+                before[applied] = read_object(api, kind_of(obj), meta["name"], meta.get("namespace", ""))
             if obj["kind"] == "Node":
                 if not merge_taints(api, obj):
                     result.skipped_nodes.append(meta["name"])
@@ -107,11 +106,18 @@ def apply_objects(api_client: client.ApiClient, objects: list[dict[str, Any]], f
     return result
 
 
-def change_of(kind: str, before: str | None, answer: dict[str, Any]) -> str:
-    """What applying did, from the resourceVersion before the first write and in the last answer."""
+def change_of(kind: str, before: dict[str, Any] | None, answer: dict[str, Any]) -> str:
+    """What applying did, from the object before the first write and the last answer: unchanged when
+    the resourceVersion stayed, or when only the server's bookkeeping moved. The API server rewrites
+    gpugov's managedFields entry (a new resourceVersion, the same generation) on the first apply after
+    another manager applied to the status subresource, e.g. kube-controller-manager's
+    ValidatingAdmissionPolicy status controller (status.typeChecking): nothing was configured, and the
+    dry run (preview_changes) compares the same way."""
     if before is None:
         return "created"
-    if str(answer["metadata"].get("resourceVersion")) == before:
+    if str(answer["metadata"].get("resourceVersion")) == str(before["metadata"].get("resourceVersion")):
+        return "unchanged"
+    if _comparable(answer) == _comparable(before):
         return "unchanged"
     return "labelled" if kind == "Node" else "configured"
 
@@ -120,6 +126,8 @@ VOLATILE = ("resourceVersion", "managedFields", "generation")
 
 
 def _comparable(obj: dict[str, Any]) -> dict[str, Any]:
+    """What an apply configures: the object without its status and the server's bookkeeping
+    (resourceVersion, generation, managedFields)."""
     body = {k: v for k, v in obj.items() if k != "status"}
     body["metadata"] = {k: v for k, v in obj["metadata"].items() if k not in VOLATILE}
     return body

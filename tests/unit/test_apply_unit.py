@@ -148,3 +148,24 @@ def test_prune_goes_in_reverse_apply_order_over_the_served_kinds() -> None:
         "ResourceFlavor")
     assert "Queue" not in names and "ValidatingAdmissionPolicy" not in names  # not served: nothing to prune
     assert "Pod" not in names  # gpugov never writes pods
+
+
+def test_a_write_of_the_servers_bookkeeping_alone_is_unchanged() -> None:
+    """The API server rewrites gpugov's managedFields entry (new resourceVersion, same generation) on the
+    first apply after the policy status controller applied status.typeChecking: nothing was configured,
+    as the dry run says (tests/e2e/test_apply_dry_run.py sees it on the living sandbox)."""
+    from gpugov.cluster.apply import change_of
+
+    entry = {"manager": "gpugov", "operation": "Apply", "time": "2026-12-04T21:09:06Z"}
+    status = {"manager": "validatingadmissionpolicy-status", "operation": "Apply", "subresource": "status"}
+    live = {"kind": "ValidatingAdmissionPolicy", "metadata": {"name": "p", "resourceVersion": "579", "generation": 1,
+                                                              "managedFields": [entry, status]},
+            "spec": {"failurePolicy": "Fail"}, "status": {"observedGeneration": 1}}
+    rewritten = {**live, "metadata": {**live["metadata"], "resourceVersion": "624",
+                                      "managedFields": [status, {**entry, "time": "2026-12-04T21:09:34Z"}]}}
+    assert change_of("ValidatingAdmissionPolicy", live, live) == "unchanged"
+    assert change_of("ValidatingAdmissionPolicy", live, rewritten) == "unchanged"
+    relabelled = {**rewritten, "metadata": {**rewritten["metadata"], "labels": {"team": "x"}}}
+    assert change_of("ValidatingAdmissionPolicy", live, relabelled) == "configured"
+    assert change_of("ValidatingAdmissionPolicy", live, {**rewritten, "spec": {"failurePolicy": "Ignore"}}) == "configured"
+    assert change_of("Node", live, relabelled) == "labelled" and change_of("Node", None, live) == "created"
