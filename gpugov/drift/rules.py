@@ -51,9 +51,9 @@ QUEUE_BYPASS = rule("GD021", "queue-bypass", Level.ERROR,
                     "A GPU pod in a tenant namespace is not submitted through a queue.",
                     "Kueue: label it kueue.x-k8s.io/queue-name; Volcano: schedulerName volcano.")
 UNADMITTED = rule("GD027", "accelerators-without-admitted-workload", Level.ERROR,
-                  "A running pod in a tenant namespace holds accelerators, has no owner and no admitted Workload "
-                  "counts it (Kueue): a pod released from its controller (its labels or ownerReferences changed) or "
-                  "orphaned (its Job deleted with propagationPolicy Orphan). No quota, ledger or what-if counts it.",
+                  "A running pod in a tenant namespace holds accelerators, has no owner, and no admitted Workload is "
+                  "its (Kueue): a pod released from its controller (its labels or ownerReferences changed) or "
+                  "orphaned (its Job deleted with propagationPolicy Orphan) runs on outside any job Kueue admitted.",
                   "Delete the pod; find who released it (gpugov-controller-release refuses a tenant's relabel).")
 FOREIGN_NAMESPACE = rule("GD022", "gpu-pod-outside-tenants", Level.ERROR,
                          "A pod requests accelerators in a namespace that belongs to no tenant.",

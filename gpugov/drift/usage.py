@@ -133,8 +133,8 @@ def usage_findings(model: Model, objects: list[Object], live: LiveState, backend
                                  object=f"Pod {name}"))
         elif backend == "kueue" and phase == "Running" and held_by is not None and _unheld(pod, held_by):
             findings.append(make(UNADMITTED, Text("pod {pod} of tenant {tenant} holds {amounts} on node {node} with "
-                                                  "no owner and no admitted Workload: released from its controller "
-                                                  "or orphaned, outside every queue's quota", pod=name, tenant=tenant,
+                                                  "no owner, and no admitted Workload is its: released from its "
+                                                  "controller or orphaned", pod=name, tenant=tenant,
                                                   amounts=_amounts(requests),
                                                   node=(pod.get("spec") or {}).get("nodeName", "")),
                                  model.tenants[tenant].name_at(), object=f"Pod {name}"))

@@ -373,6 +373,6 @@ def test_a_running_pod_no_admitted_workload_holds_is_reported(org) -> None:
     live.admitted = [("nlp-train", "job-train-1a2b", ("job-1",)), ("nlp-train", "pod-plain-3c4d", ("p-2",))]
     found = [f for f in check(model, objects, live, "kueue", "east") if f.rule == "GD027"]
     assert [dict(f.details)["object"] for f in found] == ["Pod nlp-train/train-released"]
-    assert "holds 1 nvidia.com/gpu on node h100-01 with no owner and no admitted Workload" in found[0].message
+    assert "holds 1 nvidia.com/gpu on node h100-01 with no owner, and no admitted Workload is its" in found[0].message
     live.admitted = None  # Workloads not read: nothing judged by them
     assert not [f for f in check(model, objects, live, "kueue", "east") if f.rule == "GD027"]
