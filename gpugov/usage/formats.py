@@ -120,15 +120,24 @@ def totals(book: Ledger, by: str) -> list[tuple[str, Decimal, Decimal]]:
 
 
 def closure_line(book: Ledger) -> str:
-    """The verdict is exact (`closure`); the three sums are shown to the cent, per currency."""
+    """The verdict is exact (`closure`); the three sums are shown to the cent, one equation per
+    currency, each figure with its unit: sums of two currencies are never added or set on one line."""
     charged = [(r.cost or Decimal(0), book.currency(r.pool)) for r in book.rows
                if any(c.pool == r.pool and c.resource == r.resource for c in book.capacity)]
     left = [(u.cost or Decimal(0), book.currency(u.pool)) for u in book.unallocated]
     whole = [(c.cost or Decimal(0), book.currency(c.pool)) for c in book.capacity]
     broken = closure(book)
     verdict = _("closes") if not broken else _("DOES NOT CLOSE: ") + "; ".join(broken)
-    return _("ledger {verdict}: tenants' charges {charged} + unallocated {left} = capacity x rate x window "
-             "{whole}").format(verdict=verdict, charged=_sums(charged), left=_sums(left), whole=_sums(whole))
+    units = sorted({code for _amount, code in charged + left + whole}, key=lambda code: code or "") or [None]
+    equation = _("tenants' charges {charged} + unallocated {left} = capacity x rate x window {whole}")
+    equations = [equation.format(charged=_sum_in(charged, unit), left=_sum_in(left, unit), whole=_sum_in(whole, unit))
+                 for unit in units]
+    return _("ledger {verdict}: {equations}").format(verdict=verdict, equations=_("; ").join(equations))
+
+
+def _sum_in(amounts: list[tuple[Decimal, str | None]], currency: str | None) -> str:
+    """The costs priced in `currency`, summed, with it."""
+    return _money(sum((amount for amount, code in amounts if code == currency), Decimal(0)), currency)
 
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -59,7 +60,11 @@ def test_table_rounds_for_people_and_names_the_currency(priced: Model) -> None:
     beta_total = next(line for line in lines[lines.index("per tenant:"):] if line.startswith("beta "))
     assert beta_total.split(None, 2)[2] == "0.09 CNY, 0.56 USD"  # two currencies are never added
     closing = lines[-1]
-    assert closing.startswith("ledger closes: tenants' charges 0.09 CNY, 2.61 USD + unallocated ")
+    assert closing.startswith("ledger closes: tenants' charges 0.09 CNY + unallocated ")
+    # one equation per currency, every figure with its unit: two currencies are never on one side of a sum
+    equations = closing.removeprefix("ledger closes: ").split("; ")
+    assert [set(re.findall(r"\d (CNY|USD)", e)) for e in equations] == [{"CNY"}, {"USD"}]
+    assert all(len(re.findall(r"\d (?:CNY|USD)", e)) == 3 for e in equations)  # charges + unallocated = capacity
     assert "15.82555" not in formats.table(book) and "2.056666" not in formats.table(book)
 
 
