@@ -10,14 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import CommandFailed, compile_target_args, desired, fail, kubeconfig_args, lazy_choices
 from gpugov.cli.queue import positive, progress_printer
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from decimal import Decimal
+
+    from gpugov.app.desired import DesiredState
+    from gpugov.usage.window import Window
 
 
 def _write(path: str | None, text: str) -> None:
@@ -60,6 +64,8 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
     except WindowError as exc:
         return fail(str(exc))
     state = desired(args)
+    if state.backend is Backend.VOLCANO:
+        return _volcano_usage(args, state, window, now)
     if state.backend is not Backend.KUEUE:
         return fail(f"usage reads Kueue's Workloads; cluster {state.cluster} is scheduled by {state.backend}")
     model = state.model
@@ -111,6 +117,50 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
         for note in book.notes:
             print(f"gpugov: note: {note}", file=sys.stderr)
         return ExitCode.OK
+
+
+def _volcano_usage(args: argparse.Namespace, state: DesiredState, window: Window, now: datetime) -> ExitCode:
+    """The ledger of a Volcano cluster, from the pods Volcano bound (gpugov.usage.volcano)."""
+    from kubernetes import config as kube_config
+
+    from gpugov.cli.cluster import api_client
+    from gpugov.cluster.queues import may
+    from gpugov.cluster.rest import Api, list_all
+    from gpugov.cluster.volcano_queues import NODE, POD, _core
+    from gpugov.sources import CheckIncomplete
+    from gpugov.usage import chart, formats
+    from gpugov.usage.ledger import ledger
+    from gpugov.usage.volcano import NOTE, pod_segments
+
+    if args.prometheus:
+        return fail("idle hours are measured on Kueue clusters only: give --no-idle on a Volcano cluster")
+    owners = state.model.tenant_of_namespace()
+    try:
+        api = Api(api_client(args))
+        if not may(api, "list", "nodes", group=""):
+            raise CheckIncomplete("forbidden: list nodes: a pod's pool is its node's")
+        nodes = list(list_all(api, NODE, page_size=args.page_size))
+        pods: list[dict] = []
+        for namespace in sorted(owners):
+            pods += list_all(api, _core(POD, namespace), page_size=args.page_size)
+    except (CheckIncomplete, kube_config.ConfigException, OSError) as exc:
+        return fail(f"could not read the usage of cluster {state.cluster}: {' '.join(str(exc).split())}",
+                    ExitCode.INCOMPLETE)
+    found = pod_segments(pods, nodes, window, now, owners)
+    book = ledger(state.model, state.cluster, window, found, {}, [NOTE, "idle hours not measured (--no-idle): "
+                                                                     "idle_hours are 0"])
+    _write(args.out, formats.RENDER[args.format](book))
+    if args.chart:
+        _write(args.chart, chart.svg(found, window, book_pools(state), state.cluster))
+    for note in book.notes:
+        print(f"gpugov: note: {note}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def book_pools(state: DesiredState) -> Any:
+    from gpugov.usage.ledger import cluster_pools
+
+    return cluster_pools(state.model, state.cluster)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -274,3 +274,29 @@ def test_drift_sees_a_queue_moved_closed_or_a_scheduler_configuration_edited_by_
     code, out = cli(west, capsys, "drift", "--format", "json")
     assert not [f for f in json.loads(out)["findings"] if f["rule"] in ("GD002", "GD028")
                 and ("Queue" in f["object"] or "volcano-scheduler" in f["object"])], out
+
+
+def test_the_ledger_counts_what_volcano_bound(west: Sandbox, api: client.ApiClient,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`gpugov usage` on Volcano: a speech job of 8 Ascend that ran a few seconds is charged 8 x its pod's bound
+    time (PodScheduled to its container's finishedAt, as the pod records them) to speech on ascend-910b."""
+    import json
+    from datetime import UTC
+    from decimal import Decimal
+
+    name = job(api, "speech", run_for="4s")
+    pod = eventually(lambda: next((p for p in pods_of(api, "speech", name) if p.status.phase == "Succeeded"), None),
+                     120, "the job's pod finished")
+    assert podgroup_of(api, "speech", name)["spec"]["queue"] == "speech"
+    scheduled = next(c.last_transition_time for c in pod.status.conditions if c.type == "PodScheduled")
+    finished = max(s.state.terminated.finished_at for s in pod.status.container_statuses)
+    assert finished > scheduled
+    since = scheduled.astimezone(UTC).replace(microsecond=0)
+    code, out = cli(west, capsys, "usage", "--since", since.strftime("%Y-%m-%dT%H:%M:%SZ"), "--no-idle",
+                    "--format", "json")
+    assert code == 0
+    rows = {(r["tenant"], r["pool"], r["resource"]): r for r in json.loads(out)["rows"]}
+    charged = Decimal(rows[("speech", "ascend-910b", ASCEND)]["admitted_hours"])
+    seconds = int((finished - scheduled).total_seconds())
+    assert seconds >= 4 and charged == (Decimal(8 * seconds) / 3600).quantize(Decimal("0.000001"))  # JSON: 6 places
+    assert Decimal(rows[("recsys", "ascend-910b", ASCEND)]["admitted_hours"]) == 0

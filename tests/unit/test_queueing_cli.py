@@ -31,7 +31,8 @@ def unreachable(tmp_path: Path) -> str:
     (["queue", str(REPO), "--cluster", "east", "--as-group", "vision-team"], "--as-group needs --as"),
     (["usage", str(REPO), "--cluster", "east", "--since", "1h"], "give --prometheus URL, or --no-idle"),
     (["usage", str(REPO), "--cluster", "east", "--since", "last week", "--no-idle"], "neither an ISO 8601 time"),
-    (["usage", str(REPO), "--cluster", "west", "--since", "1h", "--no-idle"], "scheduled by volcano"),
+    (["usage", str(REPO), "--cluster", "west", "--since", "1h", "--prometheus", "http://127.0.0.1:9"],
+     "give --no-idle on a Volcano cluster"),
 ])
 def test_bad_usage_is_one_line_and_exit_2(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
