@@ -33,7 +33,7 @@ VISIBILITY = "v1beta2.visibility.kueue.x-k8s.io"
 # metrics Service), no GPU Operator, no DCGM exporter; everything gpugov itself set up passes.
 SANDBOX = {
     "DR001": "pass", "DR002": "pass", "DR003": "pass", "DR004": "skip", "DR005": "pass", "DR006": "warn",
-    "DR010": "skip", "DR011": "pass", "DR012": "pass", "DR013": "pass", "DR014": "pass", "DR015": "skip",
+    "DR009": "pass", "DR010": "skip", "DR011": "pass", "DR012": "pass", "DR013": "pass", "DR014": "pass", "DR015": "skip",
     "DR016": "warn", "DR017": "skip", "DR018": "skip", "DR020": "pass", "DR021": "pass", "DR030": "pass",
     "DR040": "skip", "DR041": "pass", "DR042": "pass", "DR043": "pass", "DR050": "pass", "DR051": "pass",
 }
@@ -91,6 +91,23 @@ def test_visibility_apiservice_deleted(sandbox: Sandbox, capsys: pytest.CaptureF
         registration.create_api_service({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
                                          "metadata": {"name": VISIBILITY}, "spec": saved["spec"]})
     _until(lambda: check(doctor(capsys, sandbox)[1], "DR005")["status"] == "pass", what="visibility API back")
+
+
+def test_a_cohort_edited_by_hand(sandbox: Sandbox, living_org: list[dict[str, Any]],
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #39: the research Cohort's own 4 GPUs on h100 taken away by hand: Kueue then lends nlp 4 less."""
+    custom = client.CustomObjectsApi(sandbox.cp.api_client())
+    declared = next(o for o in living_org if o["kind"] == "Cohort" and o["metadata"]["name"] == "research")
+    custom.patch_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "cohorts", "research",
+                                       {"spec": {"resourceGroups": None}})
+    try:
+        code, body = doctor(capsys, sandbox)
+        assert code == 1
+        assert check(body, "DR009")["status"] == "fail"
+        assert "nlp can reach 24 nvidia.com/gpu in pool h100, the declarations give 28" in check(body, "DR009")["message"]
+    finally:
+        assert not apply_objects(sandbox.cp.api_client(), [declared]).missing
+    assert check(doctor(capsys, sandbox)[1], "DR009")["status"] == "pass"
 
 
 def _label(sandbox: Sandbox, node: str, key: str, value: str | None) -> None:
