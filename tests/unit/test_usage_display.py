@@ -129,3 +129,22 @@ def test_the_capacity_report_names_each_pools_currency(tmp_path: Path, capsys: p
     usage = {(u["tenant"], u["pool"]): u for u in cluster["usage"]}
     assert (usage[("nlp", "h100")]["cost"], usage[("nlp", "h100")]["currency"]) == ("12000", "EUR")
     assert "currency" not in usage[("vision", "a100")]
+
+
+def test_every_cost_of_the_example_organisation_carries_its_currency() -> None:
+    """The example org prices its pools in USD (spec.currency): every cost and rate a person reads of its
+    ledger says so, in the table, the markdown and the closing line (they were bare numbers)."""
+    from tests.helpers.repos import REPO
+
+    model = validate_repo(REPO).model
+    assert model is not None
+    for cluster in ("east", "west"):
+        book = ledger(model, cluster, Window(T0, T0 + timedelta(hours=1)), [])
+        assert book.capacity and all(book.currency(c.pool) for c in book.capacity)
+        table, markdown = formats.table(book), formats.markdown(book)
+        # every row ends with a cost (tenants, pools, totals) and the closing line with a sum: all in USD
+        rows = [line.rstrip(" |") for line in (table + markdown).splitlines()
+                if re.search(r"\d\.\d", line) and not line.startswith(("usage of", "#", "**", "_"))]
+        assert len(rows) > 10 and all(row.endswith(" USD") for row in rows), [r for r in rows if not r.endswith("USD")]
+        closing = table.splitlines()[-1]
+        assert closing.startswith("ledger closes: ") and closing.count(" USD") == 3
