@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
+from gpugov.i18n import Joined, Text
+
 CUTOFF = 0.6
 MODEL_CUTOFF = 0.75
 
@@ -233,4 +235,27 @@ def describe(name: str) -> str:
     return f"{name} ({memory}GB)" if memory is not None and f"{memory}GB" not in name else name
 
 
-__all__ = ["ModelHint", "closest", "closest_model", "describe", "suggest_model"]
+DIFFER_IN = {"memory": Text("memory and MIG profiles"), "form factor": Text("form factor"),
+             "product": Text("model, though the node label is the same")}
+
+
+def unknown_model_text(pool: str, typed: str, hint: ModelHint | None) -> str:
+    """GG046's message: the model `typed` most likely means, and what a short name leaves open."""
+    fields = {"pool": pool, "model": typed}
+    if hint is None:
+        return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared", **fields)
+    if len(hint.models) > 1:
+        return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared (did you mean one of "
+                    "{choices}? They differ in {differ}: name the one your nodes have)",
+                    choices=Joined(", ", [describe(m) for m in hint.models]),
+                    differ=DIFFER_IN.get(hint.differ_in, hint.differ_in), **fields)
+    if hint.others:
+        return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared (did you mean "
+                    "{close}? {model} most likely means {described}; the family's other variants: {others})",
+                    close=hint.models[0], described=describe(hint.models[0]),
+                    others=Joined(", ", [describe(m) for m in hint.others]), **fields)
+    return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared (did you mean "
+                "{close}?)", close=hint.models[0], **fields)
+
+
+__all__ = ["ModelHint", "closest", "closest_model", "describe", "suggest_model", "unknown_model_text"]

@@ -65,9 +65,6 @@ def cmd_init(args: argparse.Namespace) -> ExitCode:
     out = Path(args.dir)
     if args.from_cluster:
         return _from_cluster(args, out)
-    refused = _model_refused(args.pool, args.model)
-    if refused:
-        return fail(f"init: --model: {refused}")
     options = Options(
         cluster=args.cluster, pool=args.pool, model=args.model, accelerators_per_node=args.accelerators_per_node,
         nodes=tuple(args.node), node_cpu=args.node_cpu, node_memory=args.node_memory, tenant=args.tenant,
@@ -83,21 +80,6 @@ def cmd_init(args: argparse.Namespace) -> ExitCode:
     sys.stdout.write("".join(f"  {name}\n" for name in created.files if not name.startswith("schemas/")))
     sys.stdout.write(f"next: gpugov validate {out}; gpugov guide {options.tenant} {out}\n")
     return ExitCode.OK
-
-
-def _model_refused(pool: str, typed: str) -> str:
-    """What is wrong with a --model no declaration could name (an NVML name with spaces, `NVIDIA H20`):
-    the model it most likely means; "" for any other (validation tells, with the same hint: GG046)."""
-    import re
-
-    from gpugov.catalog import MODELS
-    from gpugov.catalog.spec import NAME_PATTERN
-    from gpugov.catalog.suggest import suggest_model
-    from gpugov.policy.accelerators import unknown_model_text
-
-    if typed in MODELS or re.fullmatch(NAME_PATTERN, typed):
-        return ""
-    return unknown_model_text(pool, typed, suggest_model(typed))
 
 
 def _from_cluster(args: argparse.Namespace, out: Path) -> ExitCode:

@@ -16,7 +16,7 @@ import jsonschema_rs
 
 from gpugov.catalog import MODELS
 from gpugov.catalog.spec import ACCELERATOR_MODEL_SPEC, NAME_PATTERN, VNPU_TEMPLATE_PATTERN
-from gpugov.catalog.suggest import closest
+from gpugov.catalog.suggest import closest, suggest_model, unknown_model_text
 from gpugov.declarations.loader import SourceDoc
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.i18n import Joined, Text
@@ -933,6 +933,12 @@ def _describe(doc: SourceDoc, kind: str, error: jsonschema.ValidationError) -> l
             return []  # the unknown field's finding names it ("did you mean ..."): one error per typo
         return [make(SCHEMA, Text("{field}: {error}", field=dotted, error=error.message), doc.locate(path))]
     if error.validator == "anyOf":
+        if kind == "GPUPool" and path[-2:] == ("accelerator", "model") and isinstance(error.instance, str):
+            hint = suggest_model(error.instance)  # an NVML name with spaces, say: the model it names
+            if hint is not None:
+                data = doc.data if isinstance(doc.data, dict) else {}
+                pool = str((data.get("metadata") or {}).get("name") or "?")
+                return [make(SCHEMA, unknown_model_text(pool, error.instance, hint), doc.locate(path))]
         message = Text("{field}: {value} is not a valid {name}", field=dotted, value=repr(error.instance),
                        name=_anyof_name(error))
         return [make(SCHEMA, message, doc.locate(path))]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpugov.catalog.suggest import ModelHint, describe, suggest_model
+from gpugov.catalog.suggest import suggest_model, unknown_model_text
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.i18n import Joined, Text
@@ -34,29 +34,6 @@ HAMI_INVALID = rule(
     "declares MIG or vNPU layouts (HAMi and mig-manager must never manage the same node).",
     "Declare an AcceleratorModel with spec.hami, set sharing.hami.deviceMemory, or split the pool.",
 )
-
-
-DIFFER_IN = {"memory": Text("memory and MIG profiles"), "form factor": Text("form factor"),
-             "product": Text("model, though the node label is the same")}
-
-
-def unknown_model_text(pool: str, typed: str, hint: ModelHint | None) -> str:
-    """GG046's message: the model `typed` most likely means, and what a short name leaves open."""
-    fields = {"pool": pool, "model": typed}
-    if hint is None:
-        return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared", **fields)
-    if len(hint.models) > 1:
-        return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared (did you mean one of "
-                    "{choices}? They differ in {differ}: name the one your nodes have)",
-                    choices=Joined(", ", [describe(m) for m in hint.models]),
-                    differ=DIFFER_IN.get(hint.differ_in, hint.differ_in), **fields)
-    if hint.others:
-        return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared (did you mean "
-                    "{close}? {model} most likely means {described}; the family's other variants: {others})",
-                    close=hint.models[0], described=describe(hint.models[0]),
-                    others=Joined(", ", [describe(m) for m in hint.others]), **fields)
-    return Text("pool '{pool}': accelerator model '{model}' is neither built in nor declared (did you mean "
-                "{close}?)", close=hint.models[0], **fields)
 
 
 @check

@@ -128,3 +128,9 @@ def test_init_answers_an_nvml_name_with_the_model(tmp_path: Path, capsys: pytest
     assert not (tmp_path / "org").exists()
     assert main(["init", str(tmp_path / "org2"), "--model", "H100"]) == 2
     assert "did you mean H100-80GB? H100 most likely means H100-80GB" in capsys.readouterr().err
+
+
+def test_a_declared_nvml_name_gets_the_hint_too(tmp_path: Path) -> None:
+    """An NVML name has spaces, which no model name may have: the schema's error names the model."""
+    (found,) = [f for f in findings(tmp_path, "NVIDIA H20") if f[0] == "GG003"]
+    assert found[2] == "pool 'h20': accelerator model 'NVIDIA H20' is neither built in nor declared (did you mean H20?)"
