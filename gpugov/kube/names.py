@@ -34,6 +34,7 @@ VOLCANO_GROUP = "scheduling.volcano.sh"
 VOLCANO_API = f"{VOLCANO_GROUP}/v1beta1"
 VOLCANO_BATCH_GROUP = "batch.volcano.sh"  # Volcano Jobs
 VOLCANO_QUEUE_ANNOTATION = f"{VOLCANO_GROUP}/queue-name"  # a pod's Queue
+VOLCANO_GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"  # the PodGroup a pod joins (Volcano Jobs' pods)
 VOLCANO_NODEGROUP_LABEL = "volcano.sh/nodegroup-name"  # a node's group, which a Queue's affinity lists
 
 # Kubernetes

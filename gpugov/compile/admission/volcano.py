@@ -15,6 +15,7 @@ from gpugov.kube.names import (
     KUEUE_QUEUE_LABEL,
     VOLCANO_BATCH_GROUP,
     VOLCANO_GROUP,
+    VOLCANO_GROUP_NAME_ANNOTATION,
     VOLCANO_QUEUE_ANNOTATION,
 )
 
@@ -77,10 +78,16 @@ _VOLCANO_RULES = [
 def volcano_queue_access_policy(scope: Scope) -> Object:
     own = {ns: tenant.name for tenant in scope.tenants.values() for ns in sorted(tenant.namespaces)}
     every = sorted({*scope.tenants, *scope.departments})
+    # A Pod's queue: its annotation; none where it joins a named PodGroup (whose own queue this policy
+    # checked); Volcano's `default` queue for a pod scheduled by volcano without either (the scheduler
+    # puts it there, a queue without gpugov's quota); none for a pod Volcano does not schedule.
+    annotations = "has(object.metadata.annotations)"
     queue = (
-        f"object.kind == 'Pod' ? (has(object.metadata.annotations) && '{VOLCANO_QUEUE_ANNOTATION}' in "
-        f"object.metadata.annotations ? object.metadata.annotations['{VOLCANO_QUEUE_ANNOTATION}'] : '') : "
-        "(has(object.spec.queue) ? object.spec.queue : 'default')"
+        f"object.kind == 'Pod' ? ({annotations} && '{VOLCANO_QUEUE_ANNOTATION}' in object.metadata.annotations ? "
+        f"object.metadata.annotations['{VOLCANO_QUEUE_ANNOTATION}'] : "
+        f"({annotations} && '{VOLCANO_GROUP_NAME_ANNOTATION}' in object.metadata.annotations ? '' : "
+        "(has(object.spec.schedulerName) && object.spec.schedulerName == 'volcano' ? 'default' : ''))) : "
+        "(has(object.spec.queue) && object.spec.queue != '' ? object.spec.queue : 'default')"
     )
     return _policy(
         scope,
