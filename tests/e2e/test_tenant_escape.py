@@ -98,9 +98,12 @@ def cpu_container(**extra: Any) -> dict[str, Any]:
 
 def pod(name: str, containers: list[dict[str, Any]], labels: dict[str, str] | None = None,
         **spec: Any) -> dict[str, Any]:
+    """A Pod; one that asks for GPUs pins pool h100 (as the tenant guide shows), CPU work may not
+    (gpugov-pool-placement: only an admission places a pod on a pool)."""
+    gpus = any(GPU in (c.get("resources") or {}).get("limits", {}) for c in containers)
+    placement = {"nodeSelector": H100, "tolerations": EVERYWHERE} if gpus else {}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels or {}},
-            "spec": {"containers": containers, "restartPolicy": "Never", "nodeSelector": H100,
-                     "tolerations": EVERYWHERE, **spec}}
+            "spec": {"containers": containers, "restartPolicy": "Never", **placement, **spec}}
 
 
 def unique(prefix: str) -> str:
@@ -597,6 +600,24 @@ def test_class8_a_pod_stays_its_controllers(cluster: Sandbox) -> None:
     assert released.spec.containers[0].resources.limits[GPU] == "1" and replacement
     client.CoreV1Api(admin).delete_namespaced_pod(name, NS, grace_period_seconds=0)
     batch.delete_namespaced_job(job.metadata.name, NS, propagation_policy="Background")
+
+
+def test_class9_only_an_admission_places_a_pod_on_a_pool(cluster: Sandbox) -> None:
+    """A pod that requests no GPU, tolerates the pool's taint and selects its nodes was accepted and ran on
+    a GPU server (where a CUDA image's own NVIDIA_VISIBLE_DEVICES=all reaches the devices). Refused now,
+    in a Pod and a Job template; Kueue's own injection of the flavor on admission still places the
+    tenant's queued GPU Job (the honest path of every test here)."""
+    core, batch = client.CoreV1Api(as_tenant(cluster)), client.BatchV1Api(as_tenant(cluster))
+    taint = [{"key": "gpugov.io/pool", "operator": "Equal", "value": "h100", "effect": "NoSchedule"}]
+    for extra in ({"nodeSelector": H100, "tolerations": taint}, {"tolerations": EVERYWHERE},
+                  {"nodeSelector": {"kubernetes.io/hostname": "h100-01"}, "tolerations": taint}):
+        plain = pod(unique("cpu"), [cpu_container()], {QUEUE: "training"}, **extra)
+        assert "requests no accelerator but" in until_refused(
+            lambda plain=plain: core.create_namespaced_pod(NS, plain, dry_run="All"))
+        job = gpu_job(unique("cpujob"))
+        job["spec"]["template"]["spec"].update({"containers": [cpu_container()], **extra})
+        assert "requests no accelerator but" in until_refused(
+            lambda job=job: batch.create_namespaced_job(NS, job, dry_run="All"))
 
 
 def test_honest_deployment_runs_through_the_pod_integration(cluster: Sandbox) -> None:

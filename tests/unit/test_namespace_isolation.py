@@ -14,7 +14,7 @@ from kubernetes.client import V1Volume
 
 from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
-from gpugov.compile.admission import DEVICE_SOURCES, RELEASE, SERVICE_EXPOSURE, VOLUMES, WORKLOAD_KINDS
+from gpugov.compile.admission import DEVICE_SOURCES, PLACEMENT, RELEASE, SERVICE_EXPOSURE, VOLUMES, WORKLOAD_KINDS
 from gpugov.declarations.schema import NETWORK_VOLUMES
 from gpugov.kube.objects import LABEL_TENANT
 from tests.helpers.repos import BASE, REPO
@@ -315,3 +315,44 @@ def test_no_volume_at_the_runtimes_device_list_path(policies: list[dict[str, Any
     assert "mounts a volume at /var/run/nvidia-container-devices" in denied(policies, in_kind("Pod", spec))[0]
     spec["containers"][0]["volumeMounts"] = [{"name": "d", "mountPath": "/scratch"}]
     assert not by(DEVICE_SOURCES, denied(policies, in_kind("Pod", spec)))
+
+
+# --- placement on accelerator nodes only from an admission -----------------------------------------
+
+def test_only_an_admission_places_a_pod_on_a_pool(policies: list[dict[str, Any]]) -> None:
+    """A tenant's pod spec that requests no accelerator was accepted on a GPU server when it tolerated the
+    pool's taint and selected its nodes itself (and got its GPU from a CUDA image's own ENV). Kueue
+    injects a flavor's labels and tolerations at admission, as a trusted controller; a tenant may not."""
+    escapes = {
+        "pool label": {"nodeSelector": {"gpugov.io/pool": "h100"}},
+        "node name": {"nodeSelector": {"kubernetes.io/hostname": "h100-01"}},
+        "pool taint": {"tolerations": [{"key": "gpugov.io/pool", "operator": "Equal", "value": "h100",
+                                        "effect": "NoSchedule"}]},
+        "every taint": {"tolerations": [{"operator": "Exists"}]},
+        "required affinity": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpugov.io/pool", "operator": "In",
+                                                         "values": ["h100"]}]}]}}}},
+        "node field": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                    "values": ["h100-01"]}]}]}}}},
+        "preferred affinity": {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "preference": {"matchExpressions": [{"key": "gpugov.io/pool", "operator": "Exists"}]}}]}}},
+    }
+    for what, extra in escapes.items():
+        for kind in KINDS:
+            messages = denied(policies, in_kind(kind, {**pod_spec(), **extra}))
+            assert by(PLACEMENT, messages), (what, kind, messages)
+            assert "requests no accelerator but" in next(m for m in messages if m.startswith(PLACEMENT))
+        before = in_kind("Job", pod_spec())
+        assert by(PLACEMENT, denied(policies, in_kind("Job", {**pod_spec(), **extra}), old=before)), what
+    # honest: an accelerator request through a queue may pin its pool (Kueue's flavor must agree), CPU work
+    # may select other nodes, and Kueue's own injection on admission is trusted
+    gpu = pod_spec()
+    gpu["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    pinned = {**gpu, "nodeSelector": {"gpugov.io/pool": "h100"},
+              "tolerations": [{"key": "gpugov.io/pool", "operator": "Equal", "value": "h100", "effect": "NoSchedule"}]}
+    for kind in KINDS:
+        assert not by(PLACEMENT, denied(policies, in_kind(kind, pinned))), kind
+        assert not by(PLACEMENT, denied(policies, in_kind(kind, {**pod_spec(), "nodeSelector": {"disktype": "ssd"}})))
+    injected = in_kind("Job", {**pod_spec(), **escapes["pool label"], **escapes["pool taint"]})
+    assert not by(PLACEMENT, denied(policies, injected, old=in_kind("Job", pod_spec()), who=KUEUE))

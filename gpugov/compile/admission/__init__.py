@@ -52,6 +52,7 @@ from gpugov.compile.admission.lifecycle import LIFECYCLE, lifecycle_policy
 from gpugov.compile.admission.max_runtime import MAX_RUNTIME, _max_runtime_objects, max_runtime_policy, max_runtimes
 from gpugov.compile.admission.need_a_queue import NEED_A_QUEUE, need_a_queue_policy
 from gpugov.compile.admission.ownership import OWNERSHIP, ownership_policy
+from gpugov.compile.admission.placement import PLACEMENT, placement_policy
 from gpugov.compile.admission.pod_priority import POD_PRIORITY, pod_priority_policy
 from gpugov.compile.admission.queue_access import (
     QUEUE_ACCESS,
@@ -107,6 +108,8 @@ def admission_objects(scope: Scope) -> list[Object]:
         *_max_runtime_objects(scope, not_system),
         release_policy(scope),
         _binding(scope, RELEASE, not_system),
+        placement_policy(scope),
+        _binding(scope, PLACEMENT, tenant_namespaces_selector()),  # other namespaces' agents tolerate every taint
         *namespace_objects(scope),
     ]
 
@@ -132,6 +135,7 @@ __all__ = [
     "NEED_A_QUEUE",
     "OWNERSHIP",
     "PARENT_KINDS",
+    "PLACEMENT",
     "POD_PRIORITY",
     "QUEUE_ACCESS",
     "RELEASE",
@@ -156,6 +160,7 @@ __all__ = [
     "namespace_objects",
     "need_a_queue_policy",
     "ownership_policy",
+    "placement_policy",
     "pod_priority_policy",
     "queue_access_objects",
     "queue_access_policy",
