@@ -1,4 +1,4 @@
-"""`gpugov queue` and `gpugov why`: the queues of a Kueue cluster in the organisation's terms.
+"""`gpugov queue` and `gpugov why`: the queues of a Kueue or Volcano cluster in the organisation's terms.
 
 Read-only and paginated (gpugov.cluster.queues); a read that is not whole exits 3. Exit 1 when
 a shown pending workload can never start as declared (it exceeds its tenant's maximum, no pool
@@ -106,8 +106,9 @@ def _volcano_view(args: argparse.Namespace, state: DesiredState) -> VolcanoView:
     from gpugov.cli.cluster import api_client
     from gpugov.cluster.impersonate import impersonate
     from gpugov.cluster.volcano_queues import read_volcano
+    from gpugov.kube.objects import LABEL_TENANT
     from gpugov.queueing.volcano import VolcanoError
-    from gpugov.queueing.volcano_report import view
+    from gpugov.queueing.volcano_report import declared_total, view
     from gpugov.sources import CheckIncomplete
 
     if args.as_group and not args.as_user:
@@ -117,9 +118,12 @@ def _volcano_view(args: argparse.Namespace, state: DesiredState) -> VolcanoView:
         kube = api_client(args)
         if args.as_user:
             impersonate(kube, args.as_user, args.as_group or ())
-        read = read_volcano(kube, sorted(tenant_of_namespace), page_size=args.page_size)
+        namespaces = sorted(o["metadata"]["name"] for o in state.objects if o["kind"] == "Namespace"
+                            and LABEL_TENANT in (o["metadata"].get("labels") or {}))
+        read = read_volcano(kube, namespaces, page_size=args.page_size)
+        pools = [p.capacity for p in state.model.pools.values() if state.model.pool_cluster(p) == state.cluster]
         return view(datetime.now(UTC).replace(microsecond=0), tenant_of_namespace, read.queues, read.nodes,
-                    read.podgroups, read.pods, read.jobs, read.failed_create)
+                    read.podgroups, read.pods, read.jobs, read.failed_create, declared_total(pools), read.refused)
     except (CheckIncomplete, VolcanoError, kube_config.ConfigException, OSError) as exc:
         raise CommandFailed(f"could not read the queues of cluster {state.cluster}: {' '.join(str(exc).split())}",
                             ExitCode.INCOMPLETE) from None
@@ -229,8 +233,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "start where the running workloads' ends are known. Other tenants' job names are hidden unless you may "
         "read their Workloads; a read your roles refuse is named on a line of its own (what it hides, which "
         "declaration grants it, whom to ask), and workloads you may not read are counted from their ClusterQueue's "
-        "status. Exit 0, 1 when a pending workload can never start as declared, 3 could not read (or may not list "
-        "ClusterQueues).",
+        "status. On a Volcano cluster: every job (PodGroup) per tenant and Queue, and why each waits: what its Queue "
+        "and every ancestor may hold (their real capability, as Volcano's capacity plugin computes it) and what is "
+        "short, or the namespace's ResourceQuota refusing its pods. Exit 0, 1 when a pending workload can never start "
+        "as declared, 3 could not read (or may not list ClusterQueues or Queues).",
     )
     _common(p)
     p.add_argument("--tenant", action="append", metavar="T", help="only this tenant (repeatable)")

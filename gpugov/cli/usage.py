@@ -1,4 +1,4 @@
-"""`gpugov usage`: the accelerator usage and cost ledger of a Kueue cluster over a window.
+"""`gpugov usage`: the accelerator usage and cost ledger of a Kueue or Volcano cluster over a window.
 
 Read-only: every Workload (cluster-wide, paginated) and, for idle hours, DCGM utilisation from
 Prometheus (range queries in chunks). A read that is not whole, or an earlier admission that
@@ -127,6 +127,7 @@ def _volcano_usage(args: argparse.Namespace, state: DesiredState, window: Window
     from gpugov.cluster.queues import may
     from gpugov.cluster.rest import Api, list_all
     from gpugov.cluster.volcano_queues import NODE, POD, _core
+    from gpugov.kube.objects import LABEL_TENANT
     from gpugov.sources import CheckIncomplete
     from gpugov.usage import chart, formats
     from gpugov.usage.ledger import ledger
@@ -141,7 +142,8 @@ def _volcano_usage(args: argparse.Namespace, state: DesiredState, window: Window
             raise CheckIncomplete("forbidden: list nodes: a pod's pool is its node's")
         nodes = list(list_all(api, NODE, page_size=args.page_size))
         pods: list[dict] = []
-        for namespace in sorted(owners):
+        for namespace in sorted(o["metadata"]["name"] for o in state.objects if o["kind"] == "Namespace"
+                                and LABEL_TENANT in (o["metadata"].get("labels") or {})):
             pods += list_all(api, _core(POD, namespace), page_size=args.page_size)
     except (CheckIncomplete, kube_config.ConfigException, OSError) as exc:
         return fail(f"could not read the usage of cluster {state.cluster}: {' '.join(str(exc).split())}",

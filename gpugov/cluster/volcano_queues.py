@@ -27,11 +27,12 @@ EVENT = Kind("v1", "Event", "events", True)
 @dataclass(frozen=True)
 class VolcanoRead:
     queues: list[dict[str, Any]]
-    nodes: list[dict[str, Any]]
+    nodes: list[dict[str, Any]] | None  # None: the caller may not list nodes
     podgroups: list[dict[str, Any]]
     pods: list[dict[str, Any]]
     jobs: list[dict[str, Any]]
     failed_create: dict[tuple[str, str], str]  # (namespace, Job) -> its newest FailedCreate message
+    refused: tuple[str, ...] = ()  # namespaces whose PodGroups the caller may not list
 
 
 def _in(kind: Kind, namespace: str) -> InNamespace:
@@ -51,20 +52,24 @@ def _core(kind: Kind, namespace: str) -> InNamespace:
 
 def read_volcano(api_client: client.ApiClient, namespaces: Iterable[str], *,
                  page_size: int = PAGE_SIZE) -> VolcanoRead:
-    """Everything the Volcano view needs (CheckIncomplete where a read is refused: without the
-    Queues and the nodes no queue's real capability can be computed)."""
+    """Everything the Volcano view needs (CheckIncomplete where the Queues may not be listed: without
+    them no queue's real capability can be computed). A tenant may not list nodes (`nodes` None:
+    the caller falls back to the declared pools) nor read other tenants' namespaces (`refused`)."""
     api = Api(api_client)
-    for resource, group in (("queues", VOLCANO_GROUP), ("nodes", "")):
-        if not may(api, "list", resource, group=group):
-            raise CheckIncomplete(f"forbidden: list {resource}{'.' + group if group else ''}: without them no "
-                                  "queue's real capability can be computed")
+    if not may(api, "list", "queues", group=VOLCANO_GROUP):
+        raise CheckIncomplete(f"forbidden: list queues.{VOLCANO_GROUP}: without them no queue's real capability "
+                              "can be computed")
     queues = list(list_all(api, QUEUE, page_size=page_size))
-    nodes = list(list_all(api, NODE, page_size=page_size))
+    nodes = list(list_all(api, NODE, page_size=page_size)) if may(api, "list", "nodes", group="") else None
+    refused: list[str] = []
     podgroups: list[dict[str, Any]] = []
     pods: list[dict[str, Any]] = []
     jobs: list[dict[str, Any]] = []
     failed: dict[tuple[str, str], tuple[str, str]] = {}
     for namespace in sorted(set(namespaces)):
+        if not may(api, "list", "podgroups", group=VOLCANO_GROUP, namespace=namespace):
+            refused.append(namespace)
+            continue
         podgroups += list_all(api, _in(PODGROUP, namespace), page_size=page_size)
         pods += list_all(api, _core(POD, namespace), page_size=page_size)
         jobs += list_all(api, _core(JOB, namespace), page_size=page_size)
@@ -77,4 +82,4 @@ def read_volcano(api_client: client.ApiClient, namespaces: Iterable[str], *,
             at = event.get("lastTimestamp") or event.get("eventTime") or ""
             if key not in failed or at >= failed[key][0]:
                 failed[key] = (at, event.get("message", ""))
-    return VolcanoRead(queues, nodes, podgroups, pods, jobs, {k: m for k, (_, m) in failed.items()})
+    return VolcanoRead(queues, nodes, podgroups, pods, jobs, {k: m for k, (_, m) in failed.items()}, tuple(refused))

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from gpugov.findings.markdown import table
-from gpugov.i18n import _, localized
+from gpugov.i18n import Text, _, localized
 from gpugov.i18n.width import ljust, width
 from gpugov.kube.quantity import format_quantity
 from gpugov.queueing.report import timestamp
@@ -35,17 +35,39 @@ class View:
     now: datetime
     capacity: dict[str, Capacity]
     entries: list[Entry]
+    notes: tuple[str, ...] = ()  # Texts: what the view could not read
+
+
+def declared_total(capacities_of_pools: list[Mapping[str, Decimal]]) -> dict[str, Decimal]:
+    """The scheduler's total as the declarations give it (for a reader who may not list nodes): every
+    pool's capacity; cpu and memory, where no pool declares them, unbounded."""
+    total: dict[str, Decimal] = {"cpu": Decimal("Infinity"), "memory": Decimal("Infinity")}
+    declared: set[str] = set()
+    for capacity in capacities_of_pools:
+        for resource, amount in capacity.items():
+            total[resource] = (total[resource] if resource in declared else Decimal(0)) + amount
+            declared.add(resource)
+    return total
 
 
 def view(now: datetime, tenant_of_namespace: Mapping[str, str], queues: list[dict[str, Any]],
-         nodes: list[dict[str, Any]], podgroups: list[dict[str, Any]], pods: list[dict[str, Any]],
-         batch_jobs: list[dict[str, Any]], failed_create: Mapping[tuple[str, str], str]) -> View:
-    """Every job of the read, explained (VolcanoError for what Volcano would not write)."""
-    capacity = capacities([queue(q) for q in queues], node_total(nodes))
+         nodes: list[dict[str, Any]] | None, podgroups: list[dict[str, Any]], pods: list[dict[str, Any]],
+         batch_jobs: list[dict[str, Any]], failed_create: Mapping[tuple[str, str], str],
+         declared: Mapping[str, Decimal] | None = None, refused: tuple[str, ...] = ()) -> View:
+    """Every job of the read, explained (VolcanoError for what Volcano would not write). `nodes` None:
+    the total is `declared` (declared_total), and the view says so."""
+    notes: list[str] = []
+    if nodes is None:
+        total = dict(declared or {})
+        notes.append(Text("real capabilities computed from the declared pools: you may not list nodes"))
+    else:
+        total = node_total(nodes)
+    notes += [Text("not shown: namespace {namespace} (you may not list its PodGroups)", namespace=n) for n in refused]
+    capacity = capacities([queue(q) for q in queues], total)
     found = [Entry(tenant_of_namespace.get(j.namespace, ""), j, explain(j, capacity))
              for j in jobs(podgroups, pods, batch_jobs, failed_create)]
     found.sort(key=lambda e: (e.tenant, e.job.queue, e.job.state != "admitted", e.job.namespace, e.job.job))
-    return View(now, capacity, found)
+    return View(now, capacity, found, tuple(notes))
 
 
 def _size(job: Job) -> str:
@@ -59,7 +81,7 @@ def _state(state: str) -> str:
 
 
 def _resources(resources: Mapping[str, Decimal]) -> dict[str, str]:
-    return {r: format_quantity(a) for r, a in sorted(resources.items())}
+    return {r: format_quantity(a) for r, a in sorted(resources.items()) if a.is_finite()}
 
 
 def entry_json(e: Entry) -> dict[str, Any]:
@@ -106,24 +128,26 @@ def _summary(entries: list[Entry], cluster: str) -> str:
 def queue_text(v: View, cluster: str) -> str:
     rows = _rows(v.entries)
     if not rows:
-        return _("cluster {cluster}: no admitted or pending workloads").format(cluster=cluster) + "\n"
+        return "\n".join([_("cluster {cluster}: no admitted or pending workloads").format(cluster=cluster),
+                          *(localized(n) for n in v.notes)]) + "\n"
     columns = _columns()
     widths = [max(width(r[i]) for r in [columns, *rows]) for i in range(len(columns) - 1)]
     lines = ["  ".join(ljust(c, w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
              for row in [columns, *rows]]
     lines.append(_summary(v.entries, cluster))
+    lines += [localized(n) for n in v.notes]
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 def queue_markdown(v: View, cluster: str) -> str:
     return "\n".join([_("### Queues of cluster {cluster}").format(cluster=cluster), "", *table(_columns(), _rows(v.entries)),
-                      "", _summary(v.entries, cluster)]) + "\n"
+                      "", _summary(v.entries, cluster), *(f"- {localized(n)}" for n in v.notes)]) + "\n"
 
 
 def queue_json(v: View, cluster: str) -> str:
     return json.dumps({"cluster": cluster, "at": timestamp(v.now), "backend": "volcano",
                        "jobs": [entry_json(e) for e in v.entries if e.job.state != "finished"],
-                       "queues": queues_json(v.capacity)}, indent=2) + "\n"
+                       "queues": queues_json(v.capacity), "notes": list(v.notes)}, indent=2) + "\n"
 
 
 def why_json(e: Entry, v: View, cluster: str) -> str:
@@ -151,10 +175,11 @@ def why_text(e: Entry, v: View, markdown: bool = False) -> str:
         c = v.capacity[job.queue]
         for name in (job.queue, *reversed(c.ancestors)):
             q = v.capacity[name]
-            asked = sorted(r for r, a in job.asks.items() if a > 0)
+            asked = sorted(r for r, a in job.asks.items() if a > 0 and q.real.get(r, Decimal(0)).is_finite())
             held = ", ".join(_("{resource} {held} of {real}").format(
                 resource=r, held=format_quantity(q.queue.allocated.get(r, Decimal(0))),
                 real=format_quantity(q.real.get(r, Decimal(0)))) for r in asked)
             label = _("queue {queue} holds (of its real capability)").format(queue=name)
             lines.append(f"{bullet}{label}: {held}")
+    lines += [f"{bullet}{localized(n)}" for n in v.notes]
     return "\n".join(lines) + "\n"

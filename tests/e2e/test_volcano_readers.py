@@ -140,9 +140,9 @@ def condition(api: client.ApiClient, namespace: str, name: str) -> str:
     return ""
 
 
-def cli(west: Sandbox, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+def cli(west: Sandbox, capsys: pytest.CaptureFixture[str], *args: str, after: tuple[str, ...] = ()) -> tuple[int, str]:
     capsys.readouterr()
-    code = main([*args, str(REPO), "--cluster", "west", "--kubeconfig", str(west.cp.kubeconfig)])
+    code = main([*args, str(REPO), "--cluster", "west", "--kubeconfig", str(west.cp.kubeconfig), *after])
     return code, capsys.readouterr().out
 
 
@@ -188,6 +188,12 @@ def test_a_job_beyond_its_queues_real_capability_waits_by_what_gpugov_says(
     assert f"Volcano: {said}" in out
     code, out = cli(west, capsys, "queue", "--tenant", "speech")
     assert code == 0 and f"speech/{waiting}" in out and "8 more needed" in out
+    # A member of speech may not list nodes nor read recsys: the same answer, from the declared pools, and said so.
+    code, out = cli(west, capsys, "why", f"speech/{waiting}",
+                    after=("--as", "intern@example.com", "--as-group", "speech-interns"))
+    assert code == 0 and "queue speech may hold 24 huawei.com/Ascend910" in out and "8 more needed" in out
+    assert "computed from the declared pools: you may not list nodes" in out
+    assert "not shown: namespace recsys" in out
     client.BatchV1Api(api).delete_namespaced_job(running[0], "speech", propagation_policy="Background",
                                                  grace_period_seconds=0)
     eventually(lambda: len(bound(pods_of(api, "speech", waiting))) == 1, 120, "the waiting job bound once 8 are freed")

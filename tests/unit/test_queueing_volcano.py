@@ -148,3 +148,18 @@ def test_drift_reports_a_declared_queue_that_is_not_open() -> None:
     [found] = queue_findings(declared, live)
     assert found.rule == "GD028" and "Queue closed is Closed" in found.message
     assert dict(found.details)["live"] == "Closed"
+
+
+def test_a_reader_who_may_not_list_nodes_gets_the_declared_pools_and_is_told() -> None:
+    from datetime import UTC, datetime
+
+    from gpugov.queueing.volcano_report import declared_total, view
+
+    total = declared_total([{ASCEND: Decimal(32)}])
+    assert total[ASCEND] == 32 and not total["cpu"].is_finite()
+    v = view(datetime.now(UTC), {"speech": "speech"}, WEST, None, [pg("fourth", "speech", 1, 8)], [pod("fourth")], [],
+             {}, total, ("recsys",))
+    [e] = v.entries
+    assert [(s.queue, s.more) for s in e.verdict.shortfalls] == [("speech", 8)]  # cpu unbounded, never short
+    assert v.notes == ("real capabilities computed from the declared pools: you may not list nodes",
+                       "not shown: namespace recsys (you may not list its PodGroups)")
