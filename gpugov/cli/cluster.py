@@ -72,7 +72,7 @@ def cmd_apply(args: argparse.Namespace) -> ExitCode:
         plan = prune_plan(api, state.objects, owned) if args.prune else []
         too_many = "" if args.allow_mass_prune else _mass_prune(plan, len(owned), cluster)
         if args.dry_run:
-            print(identity.describe())
+            print(localized(identity.describe()))
             print("".join(f"{note}\n" for note in taken.notes()), end="")
             return _dry_run(state.objects, plan, args.prune, too_many, preview_changes(api, state.objects))
         if too_many:
@@ -81,12 +81,12 @@ def cmd_apply(args: argparse.Namespace) -> ExitCode:
             record(raw, identity)
         except Rejected as exc:
             raise ApplyError(f"recording the cluster's identity: {exc}") from exc
-        print(identity.describe(done=True))
+        print(localized(identity.describe(done=True)))
         print("".join(f"{note}\n" for note in taken.notes()), end="")
         applied = apply_objects(api, state.objects)
         _print_applied(applied)
         if applied.missing:
-            print("prune skipped: not every applied object was found on read-back")
+            print(_("prune skipped: not every applied object was found on read-back"))
             return ExitCode.FINDINGS
         not_in_force = _admission_in_force(raw, state.objects)
         if args.prune:
@@ -117,9 +117,10 @@ def _admission_in_force(api: Any, objects: list[dict[str, Any]]) -> str:
         return ""
     result = wait_until_enforced(api, probes)
     if result.in_force:
-        print(f"admission: in force ({', '.join(result.in_force)} refused a server-side dry run as it must)")
+        print(_("admission: in force ({policies} refused a server-side dry run as it must)").format(
+            policies=", ".join(result.in_force)))
     for note in result.not_probed:
-        print(f"admission: not probed: {note}")
+        print(_("admission: not probed: {note}").format(note=note))
     if result.not_yet:
         return (f"apply done, but the API server does not enforce {', '.join(result.not_yet)} after {WAIT_S:.0f} s: "
                 "tenants are not held by it yet; rerun apply to check again")
@@ -143,7 +144,21 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _row(verb: str, kind: str, namespace: str, name: str, note: str = "", width: int = 8) -> str:
-    return f"{verb:<{width}} {kind:<22} {namespace + '/' if namespace else ''}{name}{': ' + note if note else ''}"
+    """One listing row: the verb in the reader's language (padded to terminal cells), kind and name as
+    the API has them."""
+    from gpugov.i18n.width import ljust
+
+    return f"{ljust(_verb(verb), width)} {kind:<22} {namespace + '/' if namespace else ''}{name}{': ' + note if note else ''}"
+
+
+def _verb(verb: str) -> str:
+    """What apply did or would do to an object, as the reader reads it."""
+    words = {"created": _("created"), "configured": _("configured"), "labelled": _("labelled"),
+             "unchanged": _("unchanged"), "applied": _("applied"), "deleted": _("deleted"), "deleting": _("deleting"),
+             "released": _("released"), "would create": _("would create"), "would configure": _("would configure"),
+             "would label": _("would label"), "would skip": _("would skip"), "would apply": _("would apply"),
+             "would delete": _("would delete"), "would release": _("would release")}
+    return words.get(verb, verb)
 
 
 CHANGES = ("created", "configured", "labelled", "unchanged")
@@ -153,12 +168,12 @@ def _print_applied(applied: Any) -> None:
     for key in applied.applied:
         print(_row(applied.changes.get(key, "applied"), *key, width=10))
     for name in applied.skipped_nodes:
-        print(f"skipped Node {name}: not in the cluster (gpugov patches nodes, it never creates them)")
-    counts = ", ".join(f"{applied.count(c)} {c}" for c in CHANGES if applied.count(c))
-    print(
-        f"{len(applied.applied)} objects applied with field manager gpugov ({counts or 'none'}); "
-        f"{len(applied.applied) - len(applied.missing)} found on the server when read back"
-    )
+        print(_("skipped Node {name}: not in the cluster (gpugov patches nodes, it never creates them)").format(
+            name=name))
+    counts = _(", ").join(f"{applied.count(c)} {_verb(c)}" for c in CHANGES if applied.count(c))
+    print(_("{count} objects applied with field manager gpugov ({counts}); {found} found on the server when read "
+            "back").format(count=len(applied.applied), counts=counts or _("none"),
+                           found=len(applied.applied) - len(applied.missing)))
 
 
 def _print_pruned(pruned: list[Any]) -> None:
@@ -168,9 +183,10 @@ def _print_pruned(pruned: list[Any]) -> None:
         print(_row(p.outcome, p.item.obj["kind"], meta.get("namespace", ""), meta["name"], note))
     counts = {outcome: sum(p.outcome == outcome for p in pruned) for outcome in ("deleted", "deleting", "released")}
     if not pruned:
-        print("nothing to prune: every object labelled managed-by gpugov is declared")
+        print(_("nothing to prune: every object labelled managed-by gpugov is declared"))
     else:
-        print("pruned what gpugov no longer declares: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+        print(_("pruned what gpugov no longer declares: {counts}").format(
+            counts=_(", ").join(f"{n} {_verb(o)}" for o, n in counts.items() if n)))
 
 
 PREVIEW = {"create": "would create", "configure": "would configure", "label": "would label", "unchanged": "unchanged",
@@ -184,21 +200,23 @@ def _dry_run(objects: list[dict[str, Any]], plan: list[Any], pruning: bool, too_
     for obj in objects:
         meta = obj["metadata"]
         change = changes.get((obj["kind"], meta.get("namespace", ""), meta["name"]), "apply")
-        note = "not in the cluster (gpugov patches nodes, it never creates them)" if change == "skip" else ""
+        note = _("not in the cluster (gpugov patches nodes, it never creates them)") if change == "skip" else ""
         print(_row(PREVIEW[change], obj["kind"], meta.get("namespace", ""), meta["name"], note, width=15))
     for item in plan:
         meta = item.obj["metadata"]
         print(_row(f"would {item.action}", item.obj["kind"], meta.get("namespace", ""), meta["name"], item.describe(),
                    width=15))
     deletes = sum(item.action == "delete" for item in plan)
-    what = (f"{deletes} would be deleted and {len(plan) - deletes} released" if pruning
-            else "nothing would be pruned (--no-prune)")
+    what = (_("{deletes} would be deleted and {released} released").format(deletes=deletes, released=len(plan) - deletes)
+            if pruning else _("nothing would be pruned (--no-prune)"))
     if too_many:
-        print(f"apply would be refused (exit 2): {too_many}")
-    tally = ", ".join(f"{sum(1 for c in changes.values() if c == verb)} {'unchanged' if verb == 'unchanged' else 'to ' + verb}"
-                      for verb in PREVIEW if any(c == verb for c in changes.values()))
-    print(f"dry run: {len(objects)} objects would be applied{f' ({tally})' if tally else ''}; {what}; "
-          "nothing was changed")
+        print(_("apply would be refused (exit 2): {why}").format(why=too_many))
+    to = {"create": _("to create"), "configure": _("to configure"), "label": _("to label"), "unchanged": _("unchanged"),
+          "skip": _("to skip"), "apply": _("to apply")}
+    tally = _(", ").join(f"{sum(1 for c in changes.values() if c == verb)} {to[verb]}"
+                         for verb in PREVIEW if any(c == verb for c in changes.values()))
+    print(_("dry run: {count} objects would be applied{tally}; {what}; nothing was changed").format(
+        count=len(objects), tally=_(" ({tally})").format(tally=tally) if tally else "", what=what))
     return ExitCode.USAGE if too_many else ExitCode.OK
 
 

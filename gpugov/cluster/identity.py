@@ -83,14 +83,21 @@ class Identity:
             for r in self.records)
 
     def describe(self, done: bool = False) -> str:
-        """One line for apply's output (dry run: what would be done; done: what was)."""
-        where = f"ConfigMap {self.namespace}/{RECORD_NAME}"
-        about = f"{self.host} is cluster {self.cluster} (kube-system uid {self.fingerprint})"
+        """One line for apply's output (dry run: what would be done; done: what was), a Text: in the
+        reader's language."""
+        fields = {"where": f"ConfigMap {self.namespace}/{RECORD_NAME}", "host": self.host, "cluster": self.cluster,
+                  "uid": self.fingerprint}
         if self.recorded:
-            return f"identity: {about}, as recorded in {where}"
-        verb = ("re-recorded" if done else "would re-record") if self.reidentified else (
-            "recorded" if done else "would record")
-        return f"identity: {about}; {verb} in {where}"
+            return Text("identity: {host} is cluster {cluster} (kube-system uid {uid}), as recorded in {where}",
+                        **fields)
+        if self.reidentified:
+            return Text("identity: {host} is cluster {cluster} (kube-system uid {uid}); re-recorded in {where}",
+                        **fields) if done else \
+                Text("identity: {host} is cluster {cluster} (kube-system uid {uid}); would re-record in {where}",
+                     **fields)
+        return Text("identity: {host} is cluster {cluster} (kube-system uid {uid}); recorded in {where}", **fields) \
+            if done else Text("identity: {host} is cluster {cluster} (kube-system uid {uid}); would record in {where}",
+                              **fields)
 
 
 def fingerprint(api: Api) -> str:

@@ -287,6 +287,24 @@ def test_the_wrong_cluster_is_refused_in_chinese(tmp_path: Path, chinese: None,
     assert "已拒绝" in err and other in err
 
 
+def test_apply_dry_run_speaks_chinese(tmp_path: Path, chinese: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """What apply would do to each object, the identity line and the tally (a fresh, empty cluster)."""
+    from gpugov.app.pipeline import validate_repo
+    from gpugov.compile import compile
+    from tests.helpers.fake_kube import fake_kube
+
+    model = validate_repo(REPO).model
+    assert model is not None
+    objects = {o["metadata"]["name"] for o in compile(model, backend="kueue", cluster="east")}  # names, as the API has them
+    with fake_kube() as fake:
+        code, out, err = run(["apply", str(REPO), "--cluster", "east", "--kubeconfig",
+                              str(fake.kubeconfig(tmp_path)), "--dry-run"], capsys)
+        host, writes = fake.url, fake.writes
+    assert code == 0 and writes == [], err
+    assert english(out.replace(host, " "), declared_names(REPO) | objects) == [], out
+    assert "将创建" in out and "试运行" in out
+
+
 def test_budgets_are_told_in_chinese(tmp_path: Path, chinese: None, capsys: pytest.CaptureFixture[str]) -> None:
     """A budget spent and held: the status line and the hold it applies (`gpugov budget --apply`)."""
     from datetime import UTC, datetime, timedelta
