@@ -189,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except CommandFailed as exc:
-        return int(fail(str(exc), exc.code))
+        return int(fail(exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc), exc.code))
     except ModuleNotFoundError as exc:
         extra = EXTRA_OF_MODULE.get((exc.name or "").split(".")[0])
         if extra is None:

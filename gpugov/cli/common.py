@@ -81,7 +81,10 @@ class CommandFailed(Exception):
 
 
 def fail(message: str, code: ExitCode = ExitCode.USAGE) -> ExitCode:
-    print(f"gpugov: {message}", file=sys.stderr)
+    """`gpugov: message` on stderr, in the reader's language when the message is a Text."""
+    from gpugov.i18n import localized
+
+    print(f"gpugov: {localized(message)}", file=sys.stderr)
     return code
 
 
@@ -93,7 +96,9 @@ def _refused(exc: InvalidDeclarations) -> CommandFailed:
     from gpugov.findings.report import REPORTERS
 
     sys.stderr.write(REPORTERS["text"](exc.findings, len(exc.validation.files)))
-    return CommandFailed("refusing to continue: the declarations have errors", exc.exit_code)
+    from gpugov.i18n import Text
+
+    return CommandFailed(Text("refusing to continue: the declarations have errors"), exc.exit_code)
 
 
 def valid(repo: str) -> Model:
@@ -118,7 +123,7 @@ def desired(args: argparse.Namespace) -> DesiredState:
     try:
         return desired_state(Path(args.repo), cluster=args.cluster, backend=args.backend, at=instant(args))
     except (InputError, CompileError) as exc:
-        raise CommandFailed(str(exc)) from None
+        raise CommandFailed(exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)) from None
     except InvalidDeclarations as exc:
         raise _refused(exc) from None
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import at_arg, compile_target_args, default_format, desired, fail, format_arg, instant, valid
+from gpugov.i18n import _
 
 # Each command imports what it runs on when it runs: registering them all must stay cheap.
 
@@ -59,7 +60,8 @@ def cmd_render(args: argparse.Namespace) -> ExitCode:
     except (RenderError, OSError) as exc:
         return fail(f"cannot write {args.out}: {exc}")
     kinds = len({o["kind"] for o in state.objects})
-    print(f"rendered {len(state.objects)} objects of {kinds} kinds to {args.out}")
+    print(_("rendered {count} objects of {kinds} kinds to {out}").format(count=len(state.objects), kinds=kinds,
+                                                                        out=args.out))
     return ExitCode.OK
 
 

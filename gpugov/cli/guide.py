@@ -49,7 +49,7 @@ def cmd_guide(args: argparse.Namespace) -> ExitCode:
         return fail(f"guide: {exc}")
     except InvalidDeclarations as exc:
         sys.stderr.write(REPORTERS["text"](exc.findings, len(exc.validation.files)))
-        raise CommandFailed("refusing to continue: the declarations have errors", exc.exit_code) from None
+        raise CommandFailed(i18n.Text("refusing to continue: the declarations have errors"), exc.exit_code) from None
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     else:

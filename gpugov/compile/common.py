@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from gpugov.declarations.model import Cluster, Decl, Department, GPUPool, Model, PoolQuota, Tenant
+from gpugov.i18n import Text
 from gpugov.kube.objects import (  # noqa: F401  (re-exported for the compile modules)
     ANNOTATION_SOURCE,
     LABEL_COST_CENTER,
@@ -133,9 +134,8 @@ def select(model: Model, *, cluster: str | None = None, backend: str | None = No
     names = model.cluster_names()
     if cluster is None:
         if len(names) > 1:
-            raise CompileError(
-                f"this repository drives several clusters ({', '.join(names)}): choose one with --cluster"
-            )
+            raise CompileError(Text("this repository drives several clusters ({names}): choose one with --cluster",
+                                    names=", ".join(names)))
         cluster = names[0]
     if cluster not in names:
         raise CompileError(f"unknown cluster '{cluster}' (declared: {', '.join(names)})")

@@ -175,6 +175,16 @@ def test_validate_speaks_chinese(trapped: Path, fmt: str, chinese: None, capsys:
         assert "错误: " in out and "警告: " in out and "全角冒号" in out
 
 
+def test_render_and_its_refusals_speak_chinese(trapped: Path, tmp_path: Path, chinese: None,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["render", str(REPO), "--cluster", "east", "--out", str(tmp_path / "out")], capsys)
+    assert code == 0 and english(out.replace(str(tmp_path), " ")) == [], out + err
+    code, out, err = run(["render", str(REPO), "--out", str(tmp_path / "out")], capsys)  # which cluster?
+    assert code == 2 and english(err, declared_names(REPO)) == [], err
+    code, out, err = run(["render", str(trapped), "--cluster", "east", "--out", str(tmp_path / "out")], capsys)
+    assert code == 1 and english(err.splitlines()[-1]) == [], err  # refusing to continue
+
+
 # --- plan, capacity, guide ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fmt", ["text", "markdown"])
