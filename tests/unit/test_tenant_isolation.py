@@ -313,14 +313,17 @@ def test_on_volcano_no_pod_podgroup_or_job_outranks_what_its_queues_declare(
     """Classes 3 and 4 on Volcano: its scheduler preempts by the PriorityClass of a Pod, a PodGroup or a
     Volcano Job's tasks, and the device runtime's variables hand out NPUs and GPUs there too. recsys'
     queues declare batch-low and training-high; llm-pretrain's only training-high."""
-    from gpugov.compile.admission import VOLCANO_POD_PRIORITY
+    from gpugov.compile.admission import VOLCANO_POD_PRIORITY, VOLCANO_QUEUE_ACCESS
 
     def refused(namespace: str, resource: str, obj: dict[str, Any]) -> list[str]:
         group = {"pods": "", "podgroups": "scheduling.volcano.sh", "jobs": "batch.volcano.sh"}[resource]
         return evaluate(volcano_policies, Request("CREATE", group, resource, namespace, *TENANT), obj)
 
     def volcano_pod(namespace: str, **spec: Any) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace},
+        # In a tenant namespace the pod names its tenant's queue (without one Volcano would put it in its
+        # default queue, which gpugov-volcano-queue-access refuses: tests/e2e/test_volcano_contract.py).
+        notes = {} if namespace == "default" else {"scheduling.volcano.sh/queue-name": namespace}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace, "annotations": notes},
                 "spec": {"schedulerName": "volcano", "containers": [container({"huawei.com/Ascend910": "1"})], **spec}}
 
     for cls in ("system-node-critical", "system-cluster-critical", "inference-critical", "made-up"):
@@ -341,6 +344,9 @@ def test_on_volcano_no_pod_podgroup_or_job_outranks_what_its_queues_declare(
     assert refused("recsys", "pods", volcano_pod("recsys", priorityClassName="batch-low")) == []
     assert refused("llm-pretrain", "pods", volcano_pod("llm-pretrain", priorityClassName="training-high")) == []
     assert refused("recsys", "pods", volcano_pod("recsys")) == []
+    queueless = volcano_pod("recsys")
+    queueless["metadata"]["annotations"] = {}
+    assert by(VOLCANO_QUEUE_ACCESS, refused("recsys", "pods", queueless))
     # class 3: the device runtime's variables
     env = volcano_pod("recsys")
     env["spec"]["containers"] = [container(env=[{"name": "ASCEND_VISIBLE_DEVICES", "value": "0-7"}])]
