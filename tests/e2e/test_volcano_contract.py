@@ -185,27 +185,41 @@ def test_capability_is_a_ceiling_even_on_an_idle_pool(api: client.ApiClient) -> 
 
 
 def test_a_gang_is_admitted_whole_or_not_at_all(api: client.ApiClient) -> None:
-    """A Job of 5 pods of 8 with minMember 5 (the gang annotation) cannot fit the 32 of the pool: no pod of it
-    is bound, where without the gang 4 of its pods would run and hold the pool for nothing."""
-    name = job(api, "llm-pretrain", pods=5)
-    eventually(lambda: podgroup_of(api, "llm-pretrain", name).get("spec", {}).get("minMember") == 5, 30,
+    """speech may hold 24 (research's 32 less the 8 guaranteed to llm-pretrain): a Job of 4 pods of 8 with
+    minMember 4 (the gang annotation) gets none of its pods bound, where without the gang 3 would run and hold
+    24 cards for a job that cannot start; a gang of 3 runs whole."""
+    name = job(api, "speech", pods=4)
+    eventually(lambda: podgroup_of(api, "speech", name).get("spec", {}).get("minMember") == 4, 30,
                "the PodGroup's minMember from the Job's annotation")
-    time.sleep(6)
-    assert bound(pods_of(api, "llm-pretrain", name)) == []
-    fits = job(api, "llm-pretrain", pods=4)
-    eventually(lambda: len(bound(pods_of(api, "llm-pretrain", fits))) == 4, 90, "a gang of 4 that fits")
+    eventually(lambda: len(pods_of(api, "speech", name)) == 4, 30, "the gang's 4 pods created")
+    time.sleep(6)  # several scheduling cycles (1 s each)
+    assert bound(pods_of(api, "speech", name)) == []
+    _delete_jobs(api)
+    fits = job(api, "speech", pods=3)
+    eventually(lambda: len(bound(pods_of(api, "speech", fits))) == 3, 90, "a gang of 3 that fits, whole")
 
 
 def test_a_tenant_cannot_leave_its_queue_for_the_default_queue(api: client.ApiClient) -> None:
-    """A pod scheduled by volcano without a queue annotation would land in Volcano's `default` queue, which has
-    no quota of gpugov's: gpugov's admission refuses it in a tenant namespace."""
-    pod = {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": f"no-queue-{uuid.uuid4().hex[:6]}", "namespace": "speech"},
-        "spec": {"schedulerName": "volcano", "restartPolicy": "Never", "containers": [
-            {"name": "main", "image": samples.IMAGE,
-             "resources": {"requests": {ASCEND: "8"}, "limits": {ASCEND: "8"}}}]},
-    }
-    with pytest.raises(ApiException) as refused:
-        client.CoreV1Api(api).create_namespaced_pod("speech", pod)
-    assert refused.value.status in (403, 422), refused.value.body
+    """As a member of speech-team (an owner of tenant speech), through impersonation: a pod scheduled by volcano
+    without a queue annotation would land in Volcano's `default` queue, which holds none of gpugov's quota; a pod
+    naming another tenant's queue would spend that tenant's. Both are refused; the honest pod runs."""
+    from gpugov.cluster.impersonate import impersonate
+    from gpugov.kube.names import VOLCANO_QUEUE_ANNOTATION
+
+    tenant = client.CoreV1Api(impersonate(client.ApiClient(api.configuration), "dave@example.com", ["speech-team"]))
+
+    def pod(notes: dict[str, str]) -> dict[str, Any]:
+        manifest = samples.job_manifest(samples.SampleJob("speech", "speech", "x", "speech", "speech", "ascend-910b",
+                                                          ASCEND, backend="volcano"), None, amount=8)
+        spec = manifest["spec"]["template"]["spec"]
+        return {"apiVersion": "v1", "kind": "Pod", "spec": spec,
+                "metadata": {"name": f"p-{uuid.uuid4().hex[:6]}", "namespace": "speech", "annotations": notes}}
+
+    for notes, queue in (({}, "default"), ({VOLCANO_QUEUE_ANNOTATION: "llm-pretrain"}, "llm-pretrain")):
+        with pytest.raises(ApiException) as refused:
+            tenant.create_namespaced_pod("speech", pod(notes))
+        assert refused.value.status in (403, 422), refused.value.body
+        assert f"may not use Volcano queue {queue}; namespace speech uses queue speech" in str(refused.value.body)
+    honest = tenant.create_namespaced_pod("speech", pod({VOLCANO_QUEUE_ANNOTATION: "speech"}))
+    eventually(lambda: client.CoreV1Api(api).read_namespaced_pod(honest.metadata.name, "speech").spec.node_name, 60,
+               "the honest pod bound by Volcano")
