@@ -101,7 +101,7 @@ class BudgetStatus:
 
     def line(self) -> BudgetLine:
         """For the ledger's budgets section (`gpugov usage`)."""
-        return BudgetLine(str(self.holder), self.period.label, f"{self.period.since:%Y-%m-%dT%H:%M:%SZ}", self.spent,
+        return BudgetLine(holder_words(self.holder), self.period.label, f"{self.period.since:%Y-%m-%dT%H:%M:%SZ}", self.spent,
                           self.budget.amount, self.percent, self.budget.action, self.hold, self.unit,
                           self.budget.cost is not None, self.currency)
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from gpugov.findings.markdown import table as markdown_table
-from gpugov.i18n import _
+from gpugov.i18n import _, localized
 from gpugov.i18n.width import ljust, width
 from gpugov.usage.budget import unit_words
 from gpugov.usage.ledger import Ledger, closure, decimal_string
@@ -95,8 +95,10 @@ BUDGET_HEADER = ("holder", "period", "since", "spent", "budget", "unit", "percen
 
 
 def _budget_cells(book: Ledger) -> list[list[str]]:
-    return [[b.holder, b.period, b.since, decimal_string(b.spent), decimal_string(b.budget), unit_words(b.unit),
-             f"{decimal_string(b.percent)}%", b.action, _("yes") if b.held else _("no")] for b in book.budgets]
+    actions = {"alert": _("alert"), "hold": _("hold"), "none": _("none")}
+    return [[localized(b.holder), b.period, b.since, decimal_string(b.spent), decimal_string(b.budget),
+             unit_words(b.unit), f"{decimal_string(b.percent)}%", actions.get(b.action, b.action),
+             _("yes") if b.held else _("no")] for b in book.budgets]
 
 
 def _total_cells(book: Ledger, by: str) -> list[list[str]]:

@@ -334,6 +334,35 @@ def test_budgets_are_told_in_chinese(tmp_path: Path, chinese: None, capsys: pyte
     assert "nlp" in out and english(out + err, declared_names(root)) == [], out + err
 
 
+def test_the_ledgers_budget_section_speaks_chinese(tmp_path: Path, chinese: None) -> None:
+    """`gpugov usage`'s budgets: who holds each, its unit and action, in the reader's language."""
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
+    from gpugov.queueing.workload import from_object
+    from gpugov.usage import formats
+    from gpugov.usage.attribution import attribution
+    from gpugov.usage.budget import budget_statuses, period_rows
+    from gpugov.usage.ledger import ledger
+    from gpugov.usage.segments import segments
+    from gpugov.usage.window import Window
+    from tests.unit.test_budget import build, workload
+
+    root, model = build(tmp_path)
+    now = datetime(2026, 12, 3, 12, tzinfo=UTC)
+    rules = attribution(model, "default", [])
+    workloads = [from_object(workload("a", "alpha", now - timedelta(hours=3), 4))]
+    window = Window(now - timedelta(hours=1), now)
+    found, _ = segments(workloads, window, now, rules.tenant_of, rules.offers)
+    statuses = budget_statuses(model, period_rows(model, "default", workloads, rules, now), now)
+    book = replace(ledger(model, "default", window, found), budgets=tuple(s.line() for s in statuses))
+    i18n.use("zh_CN")
+    table = formats.table(book)
+    budgets = table[table.index(i18n._("GPU-hour budgets, spent this period (not this window):")):]
+    assert "alpha" in budgets and english(budgets, declared_names(root)) == [], budgets
+    assert "tenant 'alpha'" in formats.json_text(book)  # JSON keeps the English
+
+
 # --- --lang before or after the command, for every command ---------------------------------------------
 
 def parsers(parser: object, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], object]]:
