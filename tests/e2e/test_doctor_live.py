@@ -33,6 +33,7 @@ VISIBILITY = "v1beta2.visibility.kueue.x-k8s.io"
 # metrics Service), no GPU Operator, no DCGM exporter; everything gpugov itself set up passes.
 SANDBOX = {
     "DR001": "pass", "DR002": "pass", "DR003": "pass", "DR004": "skip", "DR005": "pass", "DR006": "warn",
+    "DR007": "skip", "DR008": "skip",
     "DR009": "pass", "DR010": "skip", "DR011": "pass", "DR012": "pass", "DR013": "pass", "DR014": "pass", "DR015": "skip",
     "DR016": "warn", "DR017": "skip", "DR018": "skip", "DR020": "pass", "DR021": "pass", "DR030": "pass",
     "DR040": "skip", "DR041": "pass", "DR042": "pass", "DR043": "pass", "DR050": "pass", "DR051": "pass",
