@@ -91,9 +91,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("yamlpos",),
     ("catalog",),
     ("declarations",),
+    ("reach",),  # what a queue can reach, as Kueue computes it: read by queueing, what-if, capacity, guide, doctor
     ("compile", "queueing", "sources"),
-    ("drift", "manifests", "plan", "policy", "reclaim", "usage", "whatif"),
-    ("app",),
+    ("drift", "manifests", "plan", "policy", "profile", "reclaim", "usage", "whatif"),
+    ("app", "monitoring"),
     ("agent", "capacity", "guide", "notify", "sandbox", "scaffold"),
     ("doctor",),
     ("cluster", "rules"),
