@@ -30,11 +30,12 @@ import yaml
 
 from gpugov.compile.common import Object, Scope, metadata
 from gpugov.i18n import Text
+from gpugov.kube.objects import LABEL_COMPONENT
 
 CONFIGMAP_NAME = "volcano-scheduler-configmap"  # the chart's name for release "volcano"
 CONFIGMAP_NAMESPACE = "volcano-system"
 CONFIG_KEY = "volcano-scheduler.conf"
-LABEL_SCHEDULER_CONFIG = "gpugov.io/volcano-scheduler-config"
+COMPONENT = "volcano-scheduler"  # its gpugov.io/component label
 
 ACTIONS = ("allocate", "preempt", "reclaim", "backfill")
 # What each promise needs from the configuration, for doctor's check and its messages.
@@ -85,7 +86,7 @@ def scheduler_conf_text(queue_plugin: str) -> str:
 def scheduler_configmap(scope: Scope) -> list[Object]:
     """The ConfigMap Volcano's chart mounts as the scheduler's configuration."""
     policy = scope.model.policy
-    meta = metadata(CONFIGMAP_NAME, policy, {LABEL_SCHEDULER_CONFIG: "true"}, CONFIGMAP_NAMESPACE)
+    meta = metadata(CONFIGMAP_NAME, policy, {LABEL_COMPONENT: COMPONENT}, CONFIGMAP_NAMESPACE)
     return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
              "data": {CONFIG_KEY: scheduler_conf_text(policy.volcano_plugin)}}]
 

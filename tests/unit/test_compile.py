@@ -132,7 +132,7 @@ def test_volcano_queue_invariants(model) -> None:
             assert amount <= deserved[resource]
         for resource, amount in capability.items():
             assert deserved.get(resource, 0) <= amount
-        if "parent" in spec:
+        if spec.get("parent", "root") != "root":  # root is Volcano's own queue, the whole cluster
             children.setdefault(spec["parent"], []).append(spec)
     for parent, kids in children.items():
         parent_deserved = queues[parent]["spec"].get("deserved", {})
