@@ -191,6 +191,11 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         "spec.reservedNamespaces": widens("removed", GUARDRAIL_LOOSENED),
         "spec.idle.utilizationBelowPercent": NEUTRAL,  # what the idle report calls idle
         "spec.idle.window": NEUTRAL,
+        # When `gpugov profile` advises: words for the users, no power.
+        "spec.profile.lowActivityBelowPercent": NEUTRAL,
+        "spec.profile.adviseIdleSharePercent": NEUTRAL,
+        "spec.profile.hostIOBytesPerSecond": NEUTRAL,
+        "spec.profile.memoryHeadroomPercent": NEUTRAL,
         "spec.isolation.podSecurity": widens("changed", GUARDRAIL_LOOSENED),
         "spec.isolation.podSecurityReason": NEUTRAL,  # words for the reviewers
         "spec.isolation.trustedControllers.users": widens("added", GUARDRAIL_LOOSENED),

@@ -52,6 +52,9 @@ def test_every_widening_field_says_when_and_which_rule() -> None:
 NEUTRAL = {"AcceleratorModel:spec.description", "AcceleratorModel:spec.sources.*", "Cluster:spec.description",
            "Department:spec.description", "GPUPool:spec.description", "Guardrails:spec.idle.utilizationBelowPercent",
            "Guardrails:spec.idle.window", "PriorityClass:spec.description", "Tenant:spec.description",
+           # when `gpugov profile` advises: words for the users
+           "Guardrails:spec.profile.lowActivityBelowPercent", "Guardrails:spec.profile.adviseIdleSharePercent",
+           "Guardrails:spec.profile.hostIOBytesPerSecond", "Guardrails:spec.profile.memoryHeadroomPercent",
            # why tenant namespaces enforce less than restricted, why a tenant may do more: words for the reviewers
            "Guardrails:spec.isolation.podSecurityReason", "Tenant:spec.allow.reason",
            # who approved a grant or window, and why: words for the reviewers, never in an object
