@@ -53,15 +53,38 @@ def run_pod(api: client.ApiClient, namespace: str, name: str, node: str, limits:
             queue: str | None = None) -> None:
     labels = {"kueue.x-k8s.io/queue-name": queue} if queue else {}
     core = client.CoreV1Api(api)
-    core.create_namespaced_pod(namespace, {
+    pod = core.create_namespaced_pod(namespace, {
         "metadata": {"name": name, "labels": labels},
         "spec": {"containers": [{"name": "main", "image": "busybox", "resources": {"limits": limits}}]},
     })
+    if queue:
+        admit(api, pod, limits)
     # Bound as kube-scheduler binds (pods/binding): no pod may name its node at creation (gpugov-device-access).
     core.create_namespaced_pod_binding(name, namespace, {
         "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
         "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, _preload_content=False)
     core.patch_namespaced_pod_status(name, namespace, {"status": {"phase": "Running"}})
+
+
+def admit(api: client.ApiClient, pod: client.V1Pod, limits: dict[str, str]) -> None:
+    """The admitted Workload Kueue's pod integration keeps for a queued pod (no Kueue runs on this bare
+    server): owned by the pod, its admission in its status. Without it drift rightly reports the running
+    pod as holding accelerators no admitted Workload holds (GD027)."""
+    custom = client.CustomObjectsApi(api)
+    namespace, name = pod.metadata.namespace, pod.metadata.name
+    container = {"name": "main", "image": "busybox", "resources": {"requests": limits}}
+    custom.create_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", namespace, "workloads", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": f"pod-{name}", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": pod.metadata.uid}]},
+        "spec": {"queueName": pod.metadata.labels["kueue.x-k8s.io/queue-name"],
+                 "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}]}})
+    now = "2026-01-01T00:00:00Z"
+    custom.patch_namespaced_custom_object_status("kueue.x-k8s.io", "v1beta2", namespace, "workloads", f"pod-{name}", {
+        "status": {"admission": {"clusterQueue": namespace, "podSetAssignments": [
+            {"name": "main", "count": 1, "flavors": dict.fromkeys(limits, "admitted"), "resourceUsage": limits}]},
+            "conditions": [{"type": kind, "status": "True", "reason": kind, "message": "admitted",
+                            "lastTransitionTime": now} for kind in ("QuotaReserved", "Admitted")]}})
 
 
 def drift(capsys: pytest.CaptureFixture[str], kubeconfig: Path | str) -> tuple[int, dict]:
