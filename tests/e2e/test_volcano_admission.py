@@ -36,6 +36,8 @@ def api(controlplane_binary_path: Path) -> Iterator[client.ApiClient]:
         api = cp.api_client()
         create_nodes(api, simulated_nodes(model, "east"))
         create_gpu_operator_footprint(api)
+        # What an installed Volcano has, and where gpugov writes its scheduler configuration.
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": "volcano-system"}})
         objects = compile(model, backend="volcano", cluster="east")
         assert not apply_objects(api, objects).missing
         # As `gpugov apply` does before it returns: the new policies are enforced a moment later.
