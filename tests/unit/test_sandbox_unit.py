@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import textwrap
 from pathlib import Path
@@ -199,15 +200,13 @@ def test_tools_build_lanes_fail_when_one_tool_fails(tmp_path: Path) -> None:
     fake = tmp_path / "tools" / "build"
     fake.parent.mkdir()
     # The real main() and lanes, with two stand-in tools (no Go build).
-    fake.write_text(
-        script.replace(
-            'TOOLS=(k8s kueue kwok pulumi pulumi-k8s)',
-            textwrap.dedent("""\
-                TOOLS=(good bad)
-                build_good() { sleep 0.2; echo "good built"; }
-                build_bad() { echo "bad broke"; return 1; }"""),
-        )
-    )
+    stand_ins = textwrap.dedent("""\
+        TOOLS=(good bad)
+        build_good() { sleep 0.2; echo "good built"; }
+        build_bad() { echo "bad broke"; return 1; }""")
+    replaced, count = re.subn(r"^TOOLS=\(.*\)$", lambda _: stand_ins, script, flags=re.MULTILINE)
+    assert count == 1, "tools/build has no TOOLS=(...) line to stand in for"
+    fake.write_text(replaced)
     fake.chmod(0o755)
     env = {**os.environ, "GPUGOV_BUILD_JOBS": "2"}
     result = subprocess.run([str(fake)], capture_output=True, text=True, env=env, timeout=30)
