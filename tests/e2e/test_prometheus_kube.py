@@ -34,9 +34,14 @@ def test_the_exporter_follows_the_api_servers_pods(api_client: client.ApiClient,
                                              "allocatable": {"nvidia.com/gpu": "2", "pods": "10"}}})
     core.create_namespaced_pod(namespace, client.V1Pod(
         metadata=client.V1ObjectMeta(name="train-0-x7k2p", annotations={ACTIVITY_ANNOTATION: "1"}),
-        spec=client.V1PodSpec(node_name=node, containers=[client.V1Container(
+        spec=client.V1PodSpec(containers=[client.V1Container(
             name="main", image="registry.example/train:1",
             resources=client.V1ResourceRequirements(limits={"nvidia.com/gpu": "1"}))])))
+    # Bound as kube-scheduler binds (pods/binding): where gpugov's admission policies are in force (other
+    # modules apply them to this session's server), no pod may name its node at creation.
+    core.create_namespaced_pod_binding("train-0-x7k2p", namespace, {
+        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "train-0-x7k2p"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, _preload_content=False)
     started = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
     core.patch_namespaced_pod_status("train-0-x7k2p", namespace, {"status": {"phase": "Running", "startTime": started}})
     nodes, pods = kube_source(api_client)

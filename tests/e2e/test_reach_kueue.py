@@ -316,8 +316,16 @@ def without_fair_sharing() -> Iterator[Sandbox]:
             yield sandbox
 
 
-def test_deficits_are_kueues_own_with_fair_sharing(living: Sandbox) -> None:
-    run_states(living.cp.api_client(), "on")
+@pytest.fixture(scope="module")
+def with_fair_sharing() -> Iterator[Sandbox]:
+    """A sandbox of its own (Kueue with fair sharing, as the session's): the generated cohort trees stay out of
+    the session's sandbox, whose other tests read every ClusterQueue on it."""
+    with Sandbox() as sandbox:
+        yield sandbox
+
+
+def test_deficits_are_kueues_own_with_fair_sharing(with_fair_sharing: Sandbox) -> None:
+    run_states(with_fair_sharing.cp.api_client(), "on")
 
 
 def test_deficits_are_kueues_own_without_fair_sharing(without_fair_sharing: Sandbox) -> None:
