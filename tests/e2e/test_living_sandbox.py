@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -22,23 +21,13 @@ from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION
 from tests.helpers.repos import REPO
+from tests.helpers.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
-T = TypeVar("T")
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 
 
-def eventually(probe: Callable[[], T | None], timeout: float = 60.0, what: str = "condition") -> T:
-    """Poll ``probe`` until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached after {timeout:.0f}s")
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -29,24 +29,15 @@ from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.nodes import create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
 from tests.helpers.repos import REPO
+from tests.helpers.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
-T = TypeVar("T")
 VOLCANO = ("scheduling.volcano.sh", "v1beta1")
 ASCEND = "huawei.com/Ascend910"
 POOL_NODES = {"ascend-01", "ascend-02", "ascend-03", "ascend-04"}
 
 
-def eventually(probe: Callable[[], T | None], timeout: float = 60.0, what: str = "condition") -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached after {timeout:.0f}s")
-        time.sleep(0.5)
 
 
 def west_objects() -> list[dict[str, Any]]:
