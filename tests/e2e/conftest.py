@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,6 +157,79 @@ def controlplane(controlplane_binary_path: Path) -> Iterator[ControlPlane]:
 @pytest.fixture(scope="session")
 def api_client(controlplane: ControlPlane) -> client.ApiClient:
     return controlplane.api_client()
+
+
+_SHARED_SERVER_FIXTURES = frozenset({"controlplane", "api_client", "dynamic"})
+
+
+def _admission_names(api: client.ApiClient) -> dict[str, set[str]]:
+    registration = client.AdmissionregistrationV1Api(api)
+    return {
+        "validatingadmissionpolicies": {p.metadata.name for p in registration.list_validating_admission_policy().items},
+        "validatingadmissionpolicybindings": {
+            b.metadata.name for b in registration.list_validating_admission_policy_binding().items
+        },
+    }
+
+
+def _wait_for_the_policy_cache(registration: client.AdmissionregistrationV1Api) -> None:
+    """Return once the API server's admission plugin judges by what is stored now.
+
+    It recompiles its policies from its informers (at most once a second), so a deleted policy refuses
+    for a moment after it is gone. A marker policy, refusing only one ConfigMap name, is written after the
+    deletions: once it refuses that ConfigMap (a dry run), the plugin holds a snapshot taken after them."""
+    name = f"gpugov-e2e-barrier-{uuid.uuid4().hex[:8]}"
+    registration.create_validating_admission_policy({
+        "metadata": {"name": name},
+        "spec": {"failurePolicy": "Fail",
+                 "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                         "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                 "matchConditions": [{"name": "marker", "expression": f"object.metadata.name == '{name}'"}],
+                 "validations": [{"expression": "false", "message": name}]}})
+    registration.create_validating_admission_policy_binding({
+        "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}})
+    core = client.CoreV1Api(registration.api_client)
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            try:
+                core.create_namespaced_config_map("default", {"metadata": {"name": name}}, dry_run="All")
+            except ApiException as exc:
+                if name in str(exc.body):
+                    return
+                raise
+            time.sleep(0.1)
+        raise AssertionError("the API server's admission policies did not catch up within 30 s")
+    finally:
+        registration.delete_validating_admission_policy_binding(name)
+        registration.delete_validating_admission_policy(name)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _admission_policies_stay_in_their_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Admission policies bind cluster-wide: one a module applies to the session's shared server would judge
+    every later module's pods. Whatever policy or binding a module added is deleted when the module ends,
+    and the next module starts once the server no longer enforces it."""
+    items = [item for item in request.session.items if item.getparent(pytest.Module) is request.node]
+    if not any(_SHARED_SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) for item in items):
+        yield
+        return
+    api: client.ApiClient = request.getfixturevalue("api_client")
+    before = _admission_names(api)
+    yield
+    registration = client.AdmissionregistrationV1Api(api)
+    delete = {
+        "validatingadmissionpolicybindings": registration.delete_validating_admission_policy_binding,
+        "validatingadmissionpolicies": registration.delete_validating_admission_policy,
+    }
+    after = _admission_names(api)
+    added = {kind: sorted(after[kind] - before[kind]) for kind in delete}
+    for kind in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
+        for name in added[kind]:
+            with contextlib.suppress(ApiException):
+                delete[kind](name)
+    if any(added.values()):
+        _wait_for_the_policy_cache(registration)
 
 
 @pytest.fixture(scope="session")
