@@ -8,6 +8,6 @@ the scheduler objects (canonical) with the input.
 
 from gpugov.adopt.inventory import Inventory, inventory
 from gpugov.adopt.report import Gap, ImportReport
-from gpugov.adopt.run import import_inventory
+from gpugov.adopt.run import InvalidImport, import_inventory
 
-__all__ = ["Gap", "ImportReport", "Inventory", "import_inventory", "inventory"]
+__all__ = ["Gap", "ImportReport", "InvalidImport", "Inventory", "import_inventory", "inventory"]

@@ -18,7 +18,7 @@ from gpugov.adopt.report import ImportReport
 from gpugov.adopt.write import check_target, commit, discard, render, render_all, stage
 from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
-from gpugov.findings import Level
+from gpugov.findings import Finding, Level
 
 
 def _show(value: object) -> str:
@@ -27,6 +27,16 @@ def _show(value: object) -> str:
 
 
 CLUSTER_FILE = "policies/clusters.yaml"  # where convert writes the Cluster declaration
+
+
+class InvalidImport(Exception):
+    """The repository import would write does not validate (`gpugov validate` errors): nothing was written."""
+
+    def __init__(self, out: Path, errors: list[Finding], report: ImportReport) -> None:
+        super().__init__(f"{out}: the imported repository does not validate ({len(errors)} error(s)): nothing was "
+                         "written")
+        self.errors = errors
+        self.report = report
 
 
 def take_over(inv: Inventory, compiled: list[Obj]) -> list[tuple[str, str, str]]:
@@ -39,22 +49,21 @@ def take_over(inv: Inventory, compiled: list[Obj]) -> list[tuple[str, str, str]]
     return sorted({(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]) for o in compiled} & read)
 
 
-def verify(inv: Inventory, root: Path, cluster: str, report: ImportReport) -> None:
-    """Validate the repository at `root` and compare what it compiles to with `inv`, into `report`."""
+def verify(inv: Inventory, root: Path, cluster: str, report: ImportReport) -> list[Finding]:
+    """Validate the repository at `root` and compare what it compiles to with `inv`, into `report`.
+    The validation's errors, which stop the import (warnings become notes)."""
     validation = validate_repo(root)
     for finding in validation.findings:
-        where = finding.location.file if finding.location else "declarations"
-        if finding.level is Level.ERROR:
-            report.gap(where, finding.rule, f"does not validate: {finding.message}")
-        else:
-            report.note(where, finding.rule, finding.message)
+        if finding.level is not Level.ERROR:
+            report.note(finding.location.file if finding.location else "declarations", finding.rule, finding.message)
     if validation.model is None or validation.errors:
-        return
+        return list(validation.errors)
     compiled = validation.compiled.get(cluster) or compile(validation.model, cluster=cluster)
     report.take_over = take_over(inv, compiled)
     for diff in differences(inv, inventory(compiled)):
         report.gap(diff.object, diff.field or "(object)",
                    f"the cluster has {_show(diff.before)}, the declarations compile to {_show(diff.after)}")
+    return []
 
 
 def adopt_entries(take: list[tuple[str, str, str]]) -> list[Obj]:
@@ -71,17 +80,23 @@ def declare_adoption(files: dict[str, list[Obj]], staging: Path, take: list[tupl
 
 
 def import_inventory(inv: Inventory, cluster: str, out: Path, force: bool = False) -> ImportReport:
-    """Write the declarations of `inv` to `out` (OutputError when it is not empty and not forced)."""
+    """Write the declarations of `inv` to `out` (OutputError when it is not empty and not forced).
+
+    Never a repository that does not validate: the files are staged beside `out` and validated with
+    `gpugov validate`'s validate_repo first; on any error the staging is removed, `out` (an existing
+    one too) is left as it was, and InvalidImport carries the findings."""
     check_target(out, force)
     declarations = convert(inv, cluster)
     texts = render_all(declarations.files)
     staging = stage(texts, out)
     report = declarations.report
     try:
-        verify(inv, staging, cluster, report)
-        if report.take_over:
+        errors = verify(inv, staging, cluster, report)
+        if not errors and report.take_over:
             declare_adoption(declarations.files, staging, report.take_over)
-            verify(inv, staging, cluster, report)  # the repository as written, spec.adopt included (GG160)
+            errors = verify(inv, staging, cluster, report)  # the repository as written, spec.adopt included (GG160)
+        if errors:
+            raise InvalidImport(out, errors, report)
         commit(staging, out)
     except BaseException:
         discard(staging)

@@ -18,9 +18,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Topologies (Kueue v1beta2, or v1beta1), Nodes and Namespaces from a cluster (--kubeconfig) or a folder of "
         "YAML (--from), and write a declarations repository to --out that keeps the cluster's names. The result is "
         "validated and compiled back; what the declarations cannot express, or express differently, is listed in "
-        "the report with its object and field. Exit codes: 0 everything expressed, 1 something listed as not "
-        "expressed (the repository is still written), 2 bad input or a non-empty --out without --force, "
-        "3 the cluster could not be read.",
+        "the report with its object and field. A repository that would not validate (`gpugov validate` errors) is "
+        "never written: import prints the findings and leaves --out as it was. Exit codes: 0 everything expressed, "
+        "1 something listed as not expressed (the repository is still written) or the repository would not "
+        "validate (nothing written), 2 bad input or a non-empty --out without --force, 3 the cluster could not "
+        "be read.",
     )
     source = p.add_mutually_exclusive_group()
     source.add_argument("--from", dest="source", metavar="DIR",
@@ -35,15 +37,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> ExitCode:
-    from gpugov.adopt import import_inventory
+    return run_import(args)[0]
+
+
+def run_import(args: argparse.Namespace) -> tuple[ExitCode, bool]:
+    """`gpugov import`: its exit code, and whether the repository was written."""
+    from gpugov.adopt import InvalidImport, import_inventory
     from gpugov.adopt.convert import is_label
     from gpugov.adopt.report import render_json, render_text
     from gpugov.adopt.sources import SourceError, read_cluster, read_folder
     from gpugov.adopt.write import OutputError, check_target
+    from gpugov.findings.report import text
     from gpugov.sources import CheckIncomplete
 
     if not is_label(args.cluster):
-        return fail(f"import: --cluster {args.cluster!r} is not a DNS-1123 label")
+        return fail(f"import: --cluster {args.cluster!r} is not a DNS-1123 label"), False
     out = Path(args.out)
     try:
         check_target(out, args.force)  # before reading a cluster: a refused --out costs nothing
@@ -55,9 +63,12 @@ def cmd_import(args: argparse.Namespace) -> ExitCode:
             inv = read_cluster(api_client(args))
         report = import_inventory(inv, args.cluster, out, force=args.force)
     except (SourceError, OutputError) as exc:
-        return fail(f"import: {exc}")
+        return fail(f"import: {exc}"), False
     except CheckIncomplete as exc:
-        return fail(f"import: could not read the cluster: {exc}", ExitCode.INCOMPLETE)
+        return fail(f"import: could not read the cluster: {exc}", ExitCode.INCOMPLETE), False
+    except InvalidImport as exc:
+        sys.stderr.write(text(exc.errors, 0, checked="gpugov import"))
+        return fail(f"import: {exc}", ExitCode.FINDINGS), False
     render = render_json if args.format == "json" else render_text
     sys.stdout.write(render(report, str(out)))
-    return ExitCode.OK if report.complete else ExitCode.FINDINGS
+    return (ExitCode.OK if report.complete else ExitCode.FINDINGS), True

@@ -20,8 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "pull-request gate and drift workflows (.github/workflows) and a generated .github/CODEOWNERS. It "
         "validates as written (`gpugov validate DIR` exits 0); every file is staged and moved into place at once. "
         "With --from-cluster, `gpugov import` writes the repository from a cluster that already runs Kueue "
-        "instead, and init adds the workflows and CODEOWNERS. Exit codes: 0 written, 1 (--from-cluster) "
-        "something the declarations do not express, 2 bad options or a non-empty DIR without --force, 3 the "
+        "instead, and init adds the workflows and CODEOWNERS (a repository that would not validate is never "
+        "written). Exit codes: 0 written, 1 (--from-cluster) something the declarations do not express, or "
+        "nothing written as the repository would not validate, 2 bad options or a non-empty DIR without --force, 3 the "
         "cluster could not be read.",
     )
     if not is_built(p):
@@ -84,13 +85,13 @@ def cmd_init(args: argparse.Namespace) -> ExitCode:
 
 def _from_cluster(args: argparse.Namespace, out: Path) -> ExitCode:
     """Hand over to `gpugov import` (its options, its report, its exit code), then add the CI files."""
-    from gpugov.cli.adopt import cmd_import
+    from gpugov.cli.adopt import run_import
     from gpugov.scaffold.create import add_ci
 
     handed = argparse.Namespace(source=None, kubeconfig=args.kubeconfig, context=args.context,
                                 cluster=args.cluster, out=str(out), force=args.force, format="text")
-    code = cmd_import(handed)
-    if code in (ExitCode.OK, ExitCode.FINDINGS):
+    code, written = run_import(handed)
+    if written:
         for name in add_ci(out, args.cluster, args.pip_spec):
             sys.stdout.write(f"init: added {name}\n")
     return code

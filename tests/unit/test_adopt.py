@@ -272,3 +272,63 @@ def test_a_folder_without_kueue_objects_adopts_nothing(tmp_path: Path) -> None:
     cluster = yaml.safe_load((tmp_path / "repo" / "policies" / "clusters.yaml").read_text())
     assert "adopt" not in cluster["spec"] and report.take_over == []
     assert "to take over" not in render_text(report, "repo")
+
+
+def _corrupting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make convert write a tenant quota on a pool nobody declares: a repository `gpugov validate` refuses."""
+    from gpugov.adopt import run
+
+    real = run.convert
+
+    def convert(inv, cluster):  # type: ignore[no-untyped-def]
+        declarations = real(inv, cluster)
+        tenant = next(docs for path, docs in declarations.files.items() if path.startswith("tenants/")
+                      and docs[0]["kind"] == "Tenant")[0]
+        tenant["spec"].setdefault("quotas", []).append({"pool": "nowhere", "resources": {"accelerators": 1}})
+        return declarations
+
+    monkeypatch.setattr(run, "convert", convert)
+
+
+def test_import_never_writes_a_repository_that_does_not_validate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpugov.adopt import InvalidImport
+
+    _corrupting(monkeypatch)
+    inv = read_folder(_source(tmp_path, FLAT))
+    with pytest.raises(InvalidImport) as raised:
+        import_inventory(inv, "imported", tmp_path / "repo")
+    assert raised.value.errors and all(f.level.value == "error" for f in raised.value.errors)
+    assert any("nowhere" in f.message for f in raised.value.errors)
+    assert "nothing was written" in str(raised.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cluster"]  # no repo, no staging left behind
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "keep.txt").write_text("x")
+    with pytest.raises(InvalidImport):
+        import_inventory(inv, "imported", tmp_path / "old", force=True)
+    assert [p.name for p in (tmp_path / "old").iterdir()] == ["keep.txt"]  # an existing --out is left as it was
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cluster", "old"]
+
+
+def test_cli_import_and_init_refuse_a_repository_that_does_not_validate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    _corrupting(monkeypatch)
+    source, out = _source(tmp_path, FLAT), tmp_path / "repo"
+    out.mkdir()
+    (out / "keep.txt").write_text("x")
+    assert main(["import", "--from", str(source), "--out", str(out), "--force"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "error:" in captured.err and "nowhere" in captured.err and "[GG" in captured.err
+    assert "does not validate" in captured.err and "nothing was written" in captured.err
+    assert "Traceback" not in captured.err
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    # init --from-cluster hands over to import: refused the same way, and adds no CI files to nothing.
+    import gpugov.adopt.sources as sources
+    import gpugov.cli.cluster as cluster_cli
+
+    monkeypatch.setattr(sources, "read_cluster", lambda api: read_folder(source))
+    monkeypatch.setattr(cluster_cli, "api_client", lambda args: None)
+    target = tmp_path / "new"
+    assert main(["init", str(target), "--from-cluster", "--cluster", "east"]) == 1
+    assert "nothing was written" in capsys.readouterr().err
+    assert not target.exists()
