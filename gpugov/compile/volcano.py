@@ -170,8 +170,7 @@ def priority_classes(scope: Scope) -> list[Object]:
             "apiVersion": SCHEDULING_API,
             "kind": "PriorityClass",
             "metadata": metadata(name, pc, labels),
-            "value": pc.value,
-            "globalDefault": False,
+            "value": pc.value,  # globalDefault left out: false is how the API server stores it (absent)
             "preemptionPolicy": "PreemptLowerPriority",
         }
         if pc.description:
