@@ -23,12 +23,16 @@ tools:
 
 ACTIONLINT_VERSION := v1.7.12
 ACTIONLINT := $(or $(GPUGOV_CACHE),$(HOME)/.cache/gpugov)/bin/actionlint-$(ACTIONLINT_VERSION)/actionlint
+# Kustomize as Argo CD and Flux run it, for the rendered tree's round trip (tests/unit/test_manifests_go.py).
+KUSTOMIZE_VERSION := v5.7.1
+KUSTOMIZE := $(or $(GPUGOV_CACHE),$(HOME)/.cache/gpugov)/bin/kustomize-$(KUSTOMIZE_VERSION)/kustomize
 
 test: $(VENV)/.installed lint
 	@if command -v go >/dev/null 2>&1; then \
-		GPUGOV_BUILD_JOBS=$${GPUGOV_BUILD_JOBS:-2} tools/build && \
-		{ [ -x "$(ACTIONLINT)" ] || GOBIN="$(dir $(ACTIONLINT))" go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION); } && \
-		ln -sf "$(ACTIONLINT)" tools/bin/actionlint; \
+		{ [ -x "$(ACTIONLINT)" ] || GOBIN="$(dir $(ACTIONLINT))" go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION); } & actionlint=$$!; \
+		{ [ -x "$(KUSTOMIZE)" ] || GOBIN="$(dir $(KUSTOMIZE))" go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION); } & kustomize=$$!; \
+		GPUGOV_BUILD_JOBS=$${GPUGOV_BUILD_JOBS:-2} tools/build && wait $$actionlint && wait $$kustomize && \
+		ln -sf "$(ACTIONLINT)" tools/bin/actionlint && ln -sf "$(KUSTOMIZE)" tools/bin/kustomize; \
 	else echo "Go not found: end-to-end tests and actionlint checks will be skipped"; fi
 	pytest -q
 
