@@ -27,12 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.synthetic import generate
 from gpugov.app.desired import desired_state
-from gpugov.app.pipeline import validate_files, validate_repo
+from gpugov.app.pipeline import validate_repo
+from gpugov.app.revision import read_revision
 from gpugov.declarations.loader import discover
 from gpugov.manifests import manifest_files
 from gpugov.plan import make_plan
 from gpugov.plan.report import markdown
-from gpugov.sources.git import revision_files
+from gpugov.sources.git import changed_paths
 
 
 def parse_only(root: Path) -> None:
@@ -50,10 +51,12 @@ def validate_and_render(root: Path) -> None:
 
 
 def plan(root: Path) -> None:
-    base = validate_files(root, revision_files(root, "HEAD~1"))
-    head = validate_files(root, revision_files(root, "HEAD"))
+    """`gpugov plan --base HEAD~1 --head HEAD`'s road (cli/declarations.py cmd_plan), without the CLI."""
+    base = read_revision(root, "HEAD~1")
+    head = read_revision(root, "HEAD", base=base.model, repository_checks=False)
     assert base.model is not None and head.model is not None
-    result = make_plan(base.model, head.model, "HEAD~1", "HEAD")
+    result = make_plan(base.model, head.model, base.label, head.label, None, changed_paths(root, "HEAD~1", "HEAD"),
+                       base_objects=base.compiled, head_objects=head.compiled)
     assert result.quotas, "the benchmark change must show"
     markdown(result)
 

@@ -27,7 +27,7 @@ from gpugov.plan.changes import (
     WeightChange,
 )
 from gpugov.plan.removal import KEPT_KINDS, PLURAL, WHAT_EACH_PATH_DOES, category
-from gpugov.reach import tenant_rooms
+from gpugov.reach import FR, spec_quotas, tenant_maxima
 
 
 def _quota_map(model: Model) -> dict[tuple[str, str, str, str], ResourceQuota]:
@@ -221,15 +221,50 @@ def mig_changes(cluster: str, base: list[Object], head: list[Object]) -> list[Mi
 def reach_changes(cluster: str, base: list[Object], head: list[Object]) -> list[ReachChange]:
     """Per tenant, pool and accelerator resource, where Kueue's maximum for its queue changes (gpugov.reach
     over each revision's compiled ClusterQueues and Cohorts; nothing on Volcano, which has none)."""
-    before, after = tenant_rooms(base), tenant_rooms(head)
+    only = _reach_pairs(base, head)
+    if only is not None and not only:
+        return []
+    before = tenant_maxima(base, keep=is_accelerator, only=only)
+    after = tenant_maxima(head, keep=is_accelerator, only=only)
     changes = []
     for tenant in sorted(set(before) | set(after)):
         old, new = before.get(tenant, {}), after.get(tenant, {})
+        if old == new:
+            continue
         for pool, resource in sorted(set(old) | set(new)):
-            if not is_accelerator(resource):
-                continue
-            was, now = old.get((pool, resource)), new.get((pool, resource))
-            most_before, most_after = (None if was is None else was.maximum), (None if now is None else now.maximum)
+            most_before, most_after = old.get((pool, resource)), new.get((pool, resource))
             if most_before != most_after and (most_before or most_after):
                 changes.append(ReachChange(cluster, tenant, pool, resource, most_before, most_after))
     return changes
+
+
+def _quota_objects(objects: list[Object]) -> dict[tuple[str, str], Object]:
+    return {(o["kind"], o["metadata"]["name"]): o for o in objects if o.get("kind") in ("ClusterQueue", "Cohort")}
+
+
+def _reach_pairs(base: list[Object], head: list[Object]) -> set[FR] | None:
+    """The (flavor, resource) pairs whose reach a change can move, None when it may move any.
+
+    Each pair's quota arithmetic is its own: when the same ClusterQueues and Cohorts exist on both
+    sides and the changed ones differ only in their quotas (same cohort, labels and everything
+    else), only the pairs whose quotas differ can reach differently; a new, removed or moved queue
+    or a changed Cohort may move any."""
+    old, new = _quota_objects(base), _quota_objects(head)
+    if old.keys() != new.keys():
+        return None
+    pairs: set[FR] = set()
+    for key, before in old.items():
+        after = new[key]
+        if before == after:
+            continue
+        if key[0] != "ClusterQueue" or _without_groups(before) != _without_groups(after):
+            return None
+        was, now = spec_quotas(before["spec"], key[1]), spec_quotas(after["spec"], key[1])
+        pairs.update(fr for fr in was.keys() | now.keys() if was.get(fr) != now.get(fr))
+    return pairs
+
+
+def _without_groups(obj: Object) -> Object:
+    """The object without its quotas and its provenance annotations (which no reach reads)."""
+    return {**obj, "metadata": without_source(obj["metadata"]),
+            "spec": {k: v for k, v in (obj.get("spec") or {}).items() if k != "resourceGroups"}}

@@ -25,7 +25,7 @@ capacity, guide, plan and doctor, so no report computes what a queue can reach o
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -39,9 +39,24 @@ class ReachError(ValueError):
     """A quantity Kueue would not accept in a ClusterQueue or Cohort."""
 
 
+_VALUES: dict[tuple[str, Any], int] = {}  # (resource, int or str quantity) -> value: quotas repeat a lot
+
+
 def resource_value(resource: str, quantity: Any) -> int:
     """Kueue's int64 for a quantity of `resource` (resources.ResourceValue: cpu in millicores,
     everything else rounded up to whole units)."""
+    if quantity.__class__ is int or quantity.__class__ is str:  # exact types: True == 1, yet no quantity
+        key = (resource, quantity)
+        known = _VALUES.get(key)
+        if known is None:
+            known = _resource_value(resource, quantity)
+            if len(_VALUES) < 65536:
+                _VALUES[key] = known
+        return known
+    return _resource_value(resource, quantity)
+
+
+def _resource_value(resource: str, quantity: Any) -> int:
     try:
         amount = parse_quantity(quantity if isinstance(quantity, int | str) else str(quantity))
     except QuantityError as exc:
@@ -267,12 +282,15 @@ class Room:
         return max(Decimal(0), previous + request - self.available)
 
 
-def _spec_quotas(spec: Mapping[str, Any], owner: str) -> dict[FR, Quota]:
+def spec_quotas(spec: Mapping[str, Any], owner: str, only: Set[FR] | None = None) -> dict[FR, Quota]:
+    """The spec's quotas per (flavor, resource); `only`: just those pairs (None: all)."""
     quotas: dict[FR, Quota] = {}
     for group in spec.get("resourceGroups") or []:
         for flavor in group.get("flavors") or []:
             for resource in flavor.get("resources") or []:
                 name = str(resource.get("name"))
+                if only is not None and (str(flavor.get("name")), name) not in only:
+                    continue
                 borrowing, lending = resource.get("borrowingLimit"), resource.get("lendingLimit")
                 try:
                     quotas[(str(flavor.get("name")), name)] = Quota(
@@ -305,9 +323,11 @@ class Tree:
     `usage`: per ClusterQueue, what it holds per (flavor, resource) in Kueue's units; None reads it
     from each object's status (flavorsReservation), so compile's objects (no status) hold nothing.
     A Cohort named by a ClusterQueue or a child Cohort without an object of its own exists, without
-    quota, as in Kueue."""
+    quota, as in Kueue. `only`: the tree of just those (flavor, resource) pairs (each pair's arithmetic is
+    its own), for a report that needs no other."""
 
-    def __init__(self, objects: Iterable[Mapping[str, Any]], usage: Mapping[str, Mapping[FR, int]] | None = None) -> None:
+    def __init__(self, objects: Iterable[Mapping[str, Any]], usage: Mapping[str, Mapping[FR, int]] | None = None,
+                 only: Set[FR] | None = None) -> None:
         queues: dict[str, Mapping[str, Any]] = {}
         cohorts: dict[str, Mapping[str, Any]] = {}
         for obj in objects:
@@ -318,7 +338,8 @@ class Tree:
                 cohorts[str(obj["metadata"]["name"])] = obj
         self.cohorts: dict[str, QuotaNode] = {}
         for name, obj in sorted(cohorts.items()):
-            self.cohorts[name] = QuotaNode(name, False, _spec_quotas(obj.get("spec") or {}, f"Cohort {name}"), 1.0)
+            self.cohorts[name] = QuotaNode(name, False, spec_quotas(obj.get("spec") or {}, f"Cohort {name}", only),
+                                            1.0)
         parents = {name: str((obj.get("spec") or {}).get("parentName") or "") for name, obj in cohorts.items()}
         named = {str((q.get("spec") or {}).get("cohortName") or "") for q in queues.values()} | set(parents.values())
         for name in sorted(named - {""} - set(self.cohorts)):
@@ -330,7 +351,8 @@ class Tree:
         self.queues: dict[str, QuotaNode] = {}
         for name, obj in sorted(queues.items()):
             spec = obj.get("spec") or {}
-            node = self.queues[name] = QuotaNode(name, True, _spec_quotas(spec, f"ClusterQueue {name}"), 1.0)
+            node = self.queues[name] = QuotaNode(name, True, spec_quotas(spec, f"ClusterQueue {name}", only),
+                                                   1.0)
             cohort = str(spec.get("cohortName") or "")
             if cohort:
                 node.parent = self.cohorts[cohort]
@@ -343,6 +365,8 @@ class Tree:
                     accumulate(node)
         for name, node in self.queues.items():
             held = usage.get(name, {}) if usage is not None else reserved_usage(queues[name])
+            if only is not None:
+                held = {fr: value for fr, value in held.items() if fr in only}
             add_all(node, dict(sorted(held.items())))
 
     @staticmethod
@@ -395,6 +419,31 @@ class Tree:
         if node is None or node.parent is None:
             return Decimal(0)
         return quantity_of(resource, node.subtree.get(fr, 0) - node.local_quota(fr))
+
+
+def tenant_maxima(objects: Iterable[Mapping[str, Any]], usage: Mapping[str, Mapping[FR, int]] | None = None,
+                  *, keep: Callable[[str], bool] = lambda resource: True, only: Set[FR] | None = None
+                  ) -> dict[str, dict[FR, Decimal]]:
+    """Per tenant (as tenant_rooms) and (flavor, resource) its queue lists whose resource `keep` takes
+    (and in `only`, when given): only the most it can reach (Room.maximum), without the rest of each Room."""
+    from gpugov.kube.objects import LABEL_TENANT
+
+    objects = list(objects)
+    tree = Tree(objects, usage, only)
+    maxima: dict[str, dict[FR, Decimal]] = {}
+    for obj in objects:
+        if obj.get("kind") != "ClusterQueue":
+            continue
+        name = str(obj["metadata"]["name"])
+        tenant = str((obj["metadata"].get("labels") or {}).get(LABEL_TENANT) or name)
+        found = maxima.setdefault(tenant, {})
+        node = tree.queues.get(name)
+        if node is None:
+            continue
+        for fr in sorted(node.nominal):
+            if keep(fr[1]):
+                found[fr] = quantity_of(fr[1], potential_available(node, fr))
+    return maxima
 
 
 def tenant_rooms(objects: Iterable[Mapping[str, Any]], usage: Mapping[str, Mapping[FR, int]] | None = None
