@@ -152,13 +152,13 @@ def test_from_cluster_hands_over_to_import(tmp_path: Path, capsys, monkeypatch: 
     assert run(["init", str(tmp_path / "first"), "--cluster", "lab", "--platform-team", "@acme/gpu"], capsys)[0] == 0
     assert run(["render", str(tmp_path / "first"), "--out", str(tmp_path / "live")], capsys)[0] == 0
     handed: list[argparse.Namespace] = []
-    real = adopt.cmd_import
+    real = adopt.run_import
 
     def from_folder(args: argparse.Namespace):
         handed.append(args)
         return real(argparse.Namespace(**{**vars(args), "source": str(tmp_path / "live")}))
 
-    monkeypatch.setattr(adopt, "cmd_import", from_folder)
+    monkeypatch.setattr(adopt, "run_import", from_folder)
     out = tmp_path / "org"
     code, printed, err = run(["init", str(out), "--from-cluster", "--cluster", "lab", "--kubeconfig", "kc.yaml",
                               "--context", "admin"], capsys)
