@@ -24,11 +24,13 @@ from gpugov.adopt.canonical import preemption_view, weight_view
 from gpugov.adopt.inventory import Inventory, Obj
 from gpugov.adopt.report import ImportReport
 from gpugov.catalog import MODELS, AcceleratorModel, mig_resource_name
+from gpugov.compile.mig import ALL_DISABLED
+from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import RESERVED_NAMESPACES
 from gpugov.declarations.schema import API_VERSION
 from gpugov.kube.canonical import NAMESPACE_NAME_LABEL as NAME_LABEL
 from gpugov.kube.canonical import quantity, selected_names
-from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES
+from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES, LABEL_MIG_CONFIG, LABEL_POOL
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MIG_PROFILE = re.compile(r"^[0-9]+g\.[0-9]+gb([+-][a-z.]+)?$")
@@ -75,6 +77,8 @@ class _Pool:
     model_name: str
     per_node: int
     node_count: int | None  # None: no node known to hold its devices (fixed from the quotas)
+    declared_nodes: int = 0  # nodes declared one by one (spec.nodes)
+    offered: set[str] | None = None  # accelerator resources the declared pool offers (None: not known)
 
 
 class Converter:
@@ -86,6 +90,8 @@ class Converter:
         self.pools: dict[str, _Pool] = {}
         self.declared_models: dict[str, Obj] = {}
         self.nominal: Counter[tuple[str, str]] = Counter()  # (pool, resource) -> summed nominal
+        self.threshold: int | None = None  # maxPriorityThreshold the priority classes reproduce
+        self.mig_config: tuple[str, str] | None = None  # (namespace, name) of the mig-parted ConfigMap the pools use
 
     # -- resources in use ---------------------------------------------------------------------
     def _holders(self) -> list[tuple[str, Obj]]:
@@ -169,13 +175,24 @@ class Converter:
             self.report.note(label, "accelerator.model", f"no queue holds accelerators here: a CPU-only pool of the "
                              f"declared AcceleratorModel {CPU_ONLY_MODEL}")
         resource = model.resource if model else (devices[0] if devices else CPU_ONLY_RESOURCE)
-        per_node = max((int(quantity((n.get("status") or {}).get("allocatable", {}).get(resource, 0)) or 0)
+        per_node = max((max(int(quantity((n.get("status") or {}).get("allocatable", {}).get(resource, 0)) or 0),
+                            _gpu_count(n) if model is not None and model.vendor == "nvidia" else 0)
                         for n in nodes), default=0)
+        layouts, node_layouts = self._mig(label, name, model, nodes)
         node_count: int | None = len(nodes) if per_node else None
-        self.pools[name] = _Pool(name, model, model_name, min(max(per_node, 1), 64), node_count)
+        pool = _Pool(name, model, model_name, min(max(per_node, 1), 64), node_count)
+        self.pools[name] = pool
         pool_spec: Obj = {"description": f"Imported from ResourceFlavor {name}.", "cluster": self.cluster,
-                          "accelerator": {"model": model_name}, "acceleratorsPerNode": self.pools[name].per_node}
-        if labels:
+                          "accelerator": {"model": model_name}, "acceleratorsPerNode": pool.per_node}
+        # Nodes are declared one by one where each needs its own MIG layout, or where the flavor selects them
+        # by gpugov's own pool label (so the node patches write again exactly what the nodes carry); else the
+        # pool selects its nodes by the flavor's labels.
+        by_name = bool(nodes) and per_node > 0 and (bool(layouts) or labels == {LABEL_POOL: name})
+        if by_name and labels != {LABEL_POOL: name}:
+            self.report.gap(label, "spec.nodeLabels", f"{_show_labels(labels)}: a MIG pool declares its nodes (each "
+                            f"with its layout), whose flavor selects them by {LABEL_POOL}={name} (added to the same "
+                            "nodes)")
+        if labels and not by_name:
             pool_spec["nodeSelector"] = {"matchLabels": labels}
         taints = self._taints(label, spec)
         if taints:
@@ -183,7 +200,101 @@ class Converter:
         levels = self._topology(label, name, spec)
         if levels:
             pool_spec["topology"] = {"levels": levels}
+        if layouts:
+            pool_spec["migLayouts"] = layouts
+        if by_name:
+            pool.node_count = None
+            pool.declared_nodes = len(nodes)
+            declared = []
+            for node in nodes:
+                have = node["metadata"].get("labels") or {}
+                entry: Obj = {"name": node["metadata"]["name"]}
+                extra = {k: have[k] for k in levels if k != HOSTNAME_LEVEL and k in have}
+                if extra:
+                    entry["labels"] = extra
+                if node_layouts.get(entry["name"]):
+                    entry["migLayout"] = node_layouts[entry["name"]]
+                declared.append(entry)
+            pool_spec["nodes"] = declared
+        pool.offered = self._offered(pool, layouts, node_layouts, len(nodes) if by_name else None)
         self.out.files[f"hardware/{name}.yaml"] = [document("GPUPool", name, pool_spec)]
+
+    def _offered(self, pool: _Pool, layouts: dict[str, dict[str, int]], node_layouts: dict[str, str | None],
+                 declared: int | None) -> set[str] | None:
+        """The accelerator resources the pool's declaration offers (None: whatever its quotas hold)."""
+        if pool.model is None or pool.model.vendor != "nvidia":
+            return None
+        whole = declared is None or sum(1 for v in node_layouts.values() if not v) + declared - len(node_layouts) > 0
+        offered = {mig_resource_name(profile) for layout in set(node_layouts.values()) if layout
+                   for profile in layouts[layout]}
+        return offered | ({pool.model.resource} if whole else set())
+
+    def _mig_parted(self, names: set[str]) -> tuple[str, str, Obj] | None:
+        """(namespace, name, mig-configs) of the mig-parted ConfigMap that defines every config in `names`:
+        gpugov's own (labelled gpugov.io/mig-config) first, then by namespace and name."""
+        found = sorted(((ns, n), cm) for (ns, n), cm in self.inv.mig_parted.items()
+                       if names <= set(cm["mig-parted"]["mig-configs"]))
+        found.sort(key=lambda item: (((item[1]["metadata"].get("labels") or {}).get(LABEL_MIG_CONFIG) != "true"),
+                                     item[0]))
+        if not found:
+            return None
+        (namespace, name), cm = found[0]
+        return namespace, name, cm["mig-parted"]["mig-configs"]
+
+    def _mig(self, label: str, pool: str, model: AcceleratorModel | None,
+             nodes: list[Obj]) -> tuple[dict[str, dict[str, int]], dict[str, str | None]]:
+        """The pool's MIG layouts and each node's layout (None: whole GPUs), read back from the nodes'
+        nvidia.com/mig.config labels and the mig-parted config that defines them."""
+        selected = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(MIG_CONFIG_LABEL) for n in nodes}
+        used = {v for v in selected.values() if v}
+        if not used or model is None or not model.mig_capable:
+            return {}, {}
+        source = self._mig_parted(used)
+        if source is None:
+            missing = sorted(used - {c for cm in self.inv.mig_parted.values() for c in cm["mig-parted"]["mig-configs"]})
+            self.report.gap(label, f"nodes.labels[{MIG_CONFIG_LABEL}]", f"{', '.join(missing or sorted(used))}: no "
+                            "mig-parted ConfigMap read defines "
+                            f"{'them' if len(missing) > 1 else 'it'} (nor all of {', '.join(sorted(used))}): the MIG "
+                            "layouts of its nodes are not imported")
+            return {}, {}
+        namespace, cm_name, configs = source
+        self.mig_config = self.mig_config or (namespace, cm_name)
+        if self.mig_config != (namespace, cm_name):
+            self.report.gap(label, f"nodes.labels[{MIG_CONFIG_LABEL}]", f"its configs are in ConfigMap {namespace}/"
+                            f"{cm_name}, another pool's in {self.mig_config[0]}/{self.mig_config[1]}: gpugov writes "
+                            "one mig-parted ConfigMap per cluster")
+        layouts: dict[str, dict[str, int]] = {}
+        node_layouts: dict[str, str | None] = {}
+        for node, config in sorted(selected.items()):
+            if not config:
+                self.report.gap(label, f"nodes[{node}].labels[{MIG_CONFIG_LABEL}]", f"absent: gpugov labels every "
+                                f"node of a MIG pool, this one {ALL_DISABLED} (whole GPUs)")
+                node_layouts[node] = None
+                continue
+            entries = configs[config]
+            mix = _mig_mix(entries)
+            if mix is None:
+                self.report.gap(label, f"nodes[{node}].labels[{MIG_CONFIG_LABEL}]", f"{config}: not one "
+                                "`devices: all` entry: gpugov declares one MIG mix for every GPU of a node")
+                node_layouts[node] = None
+                continue
+            if not mix:  # MIG disabled: whole GPUs
+                if config != ALL_DISABLED:
+                    self.report.gap(label, f"nodes[{node}].labels[{MIG_CONFIG_LABEL}]", f"{config}: gpugov names the "
+                                    f"config of whole-GPU nodes {ALL_DISABLED}")
+                node_layouts[node] = None
+                continue
+            layout = config.removeprefix(f"{pool}-")
+            if layout == config or not is_label(layout):
+                layout = re.sub(r"[^a-z0-9-]+", "-", config.lower()).strip("-")[:63] or "layout"
+                self.report.gap(label, f"nodes[{node}].labels[{MIG_CONFIG_LABEL}]", f"{config}: gpugov names a "
+                                f"pool's MIG configs <pool>-<layout>; declared as layout {layout}, so the node's "
+                                f"label (and the config mig-manager applies) becomes {pool}-{layout}")
+            if layouts.setdefault(layout, mix) != mix:
+                self.report.gap(label, f"nodes[{node}].labels[{MIG_CONFIG_LABEL}]", f"{config}: two configs give "
+                                f"layout {layout}")
+            node_layouts[node] = layout
+        return layouts, node_layouts
 
     def _taints(self, label: str, spec: Obj) -> list[Obj]:
         taints = []
@@ -261,9 +372,18 @@ class Converter:
                 resources: Obj = {}
                 for entry in flavor.get("resources") or []:
                     key = self._key(pool, entry["name"])
+                    where = f"spec.resourceGroups.flavors[{pool.name}].resources[{entry['name']}]"
                     if key is None:
-                        self.report.gap(label, f"spec.resourceGroups.flavors[{pool.name}].resources[{entry['name']}]",
+                        self.report.gap(label, where,
                                         f"gpugov has no quota key for {entry['name']} on a pool of {pool.model_name}")
+                        continue
+                    if pool.offered is not None and key not in NON_DEVICE and entry["name"] not in pool.offered:
+                        # A queue's flavors cover the same resources (Kueue), so a resource another pool offers
+                        # stands at 0 here: compile writes it again. A quota the nodes could never serve is a gap.
+                        if quantity(entry.get("nominalQuota", 0)):
+                            self.report.gap(label, where, f"pool {pool.name} offers no {entry['name']} (its nodes "
+                                            f"advertise {', '.join(sorted(pool.offered)) or 'none'}): the quota is "
+                                            "not imported")
                         continue
                     amounts = {"nominal": _amount(entry.get("nominalQuota", 0))}
                     for source, target in (("borrowingLimit", "borrowingLimit"), ("lendingLimit", "lendingLimit")):
@@ -301,9 +421,10 @@ class Converter:
                 if mine[index] != common[index]:
                     self.report.gap(f"ClusterQueue {name}", f"spec.{path}", f"{mine[index]}: gpugov applies one "
                                     f"SchedulingPolicy to every queue, imported as the most common {common[index]}")
-            if mine[4] is not None:
+            if mine[4] is not None and mine[4] != self.threshold:
                 self.report.gap(f"ClusterQueue {name}", "spec.preemption.borrowWithinCohort.maxPriorityThreshold",
-                                "gpugov sets it only from non-preemptible priority classes (none are imported)")
+                                "gpugov sets it from non-preemptible priority classes: the highest value of the "
+                                "preemptible ones (no such split of the imported classes gives it)")
         strategy, reclaim, within, borrow, _ = common
         spec = {"queueingStrategy": strategy, "preemption": {
             "reclaimWithinCohort": reclaim, "withinClusterQueue": within, "borrowWithinCohort": {"policy": borrow}}}
@@ -442,10 +563,37 @@ class Converter:
             self.out.files["tenants/departments.yaml"] = documents
 
     # -- the rest ---------------------------------------------------------------------------------
+    def _threshold(self) -> int | None:
+        """The borrowWithinCohort.maxPriorityThreshold every borrowing-preempting queue shares, where the priority
+        classes reproduce it (gpugov: the highest value of the preemptible classes, those above are not)."""
+        views = [preemption_view(o.get("spec") or {}) for o in self.inv.cluster_queues.values()]
+        found = {v["borrowWithinCohort.maxPriorityThreshold"] for v in views if v["borrowWithinCohort.policy"] != "Never"}
+        if len(found) != 1 or None in found:
+            return None
+        threshold = int(next(iter(found)))
+        values = [int(o.get("value", 0)) for o in self.inv.priority_classes.values()]
+        if threshold not in values or not any(v > threshold for v in values):
+            return None
+        # A queue admitting a class above it, in a cohort reclaiming with Any, must never borrow (GG063).
+        protected = {n for n, o in self.inv.priority_classes.items() if int(o.get("value", 0)) > threshold}
+        for lq in self.inv.local_queues.values():
+            allowed = set(((lq["metadata"].get("annotations") or {}).get(ANNOTATION_ALLOWED_PRIORITY_CLASSES) or "")
+                          .split(","))
+            cq = self.inv.cluster_queues.get((lq.get("spec") or {}).get("clusterQueue", "")) or {}
+            spec = cq.get("spec") or {}
+            if not allowed & protected or not spec.get("cohortName"):
+                continue
+            if any(quantity(r.get("borrowingLimit", 0)) for g in spec.get("resourceGroups") or []
+                   for f in g.get("flavors") or [] for r in f.get("resources") or []):
+                return None
+        return threshold
+
     def _priorities(self) -> None:
         documents = []
         for name, obj in sorted(self.inv.priority_classes.items()):
             spec: Obj = {"value": int(obj.get("value", 0))}
+            if self.threshold is not None and spec["value"] > self.threshold:
+                spec["preemptible"] = False
             if obj.get("description"):
                 spec["description"] = obj["description"]
             if not is_label(name):
@@ -460,6 +608,8 @@ class Converter:
         for name, pool in sorted(self.pools.items()):
             doc = self.out.files[f"hardware/{name}.yaml"][0]["spec"]
             held = self.nominal.get((name, "accelerators"), Decimal(0))
+            if pool.declared_nodes:
+                continue  # its nodes are declared one by one (a MIG pool's capacity is per layout)
             if pool.node_count is None:
                 count = math.ceil(held / pool.per_node) if held else 0
                 doc["nodeCount"] = count
@@ -482,6 +632,7 @@ class Converter:
     def convert(self) -> Declarations:
         for name in self.inv.unsupported:
             self.report.gap(name, "", "gpugov declares no such object")
+        self.threshold = self._threshold()
         for name, flavor in sorted(self.inv.flavors.items()):
             if not is_label(name):
                 self.report.gap(f"ResourceFlavor {name}", "metadata.name", "not a DNS-1123 label: not imported")
@@ -493,6 +644,8 @@ class Converter:
         self._scheduling()
         ratios = self._capacity()
         cluster: Obj = {"description": "Imported by gpugov import.", "backend": "kueue"}
+        if self.mig_config is not None:
+            cluster["migConfig"] = {"name": self.mig_config[1], "namespace": self.mig_config[0]}
         # Read from a live cluster: pin the declaration to it (kube-system's uid), so apply refuses any other.
         uid = ((self.inv.namespaces.get("kube-system") or {}).get("metadata") or {}).get("uid")
         if uid:
@@ -524,6 +677,31 @@ def _selects(selector: Obj, labels: dict[str, str]) -> bool:
         if operator == "DoesNotExist" and key in labels:
             return False
     return True
+
+
+def _gpu_count(node: Obj) -> int:
+    """GPUs of a node as GPU Feature Discovery counts them (nvidia.com/gpu.count), whole or split by MIG."""
+    value = (node["metadata"].get("labels") or {}).get("nvidia.com/gpu.count", "")
+    return int(value) if value.isdigit() else 0
+
+
+def _mig_mix(entries: Any) -> dict[str, int] | None:
+    """A mig-parted config as one per-GPU mix ({} for MIG disabled); None when it is not one `devices: all` entry."""
+    if not isinstance(entries, list) or len(entries) != 1 or not isinstance(entries[0], dict):
+        return None
+    entry = entries[0]
+    if entry.get("devices", "all") != "all":
+        return None
+    if not entry.get("mig-enabled"):
+        return {}
+    devices = entry.get("mig-devices") or {}
+    if not isinstance(devices, dict) or not devices or not all(isinstance(v, int) and v > 0 for v in devices.values()):
+        return None
+    return {str(profile): count for profile, count in sorted(devices.items())}
+
+
+def _show_labels(labels: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "{}"
 
 
 def convert(inv: Inventory, cluster: str) -> Declarations:

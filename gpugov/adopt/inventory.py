@@ -11,6 +11,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from gpugov.kube.names import KUEUE_GROUP
 
 KUEUE_VERSIONS = ("v1beta1", "v1beta2")
@@ -31,6 +33,10 @@ class Inventory:
     topologies: dict[str, Obj] = field(default_factory=dict)
     nodes: dict[str, Obj] = field(default_factory=dict)
     namespaces: dict[str, Obj] = field(default_factory=dict)
+    # ConfigMaps holding a mig-parted config (NVIDIA GPU Operator's mig-manager), (namespace, name) ->
+    # the ConfigMap with its parsed config under "mig-parted"; nodes select one of its mig-configs by
+    # their nvidia.com/mig.config label.
+    mig_parted: dict[tuple[str, str], Obj] = field(default_factory=dict)
     unsupported: list[str] = field(default_factory=list)  # "AdmissionCheck name"
     nodes_known: bool = False  # the source lists nodes (a live cluster, or a folder with Node objects)
 
@@ -46,6 +52,20 @@ def _to_v1beta2(obj: Obj) -> Obj:
             if fungibility.get(key) in ("Borrow", "Preempt"):
                 fungibility[key] = "MayStopSearch"
     return obj
+
+
+def mig_parted_config(obj: Obj) -> Obj | None:
+    """The parsed mig-parted config (version, mig-configs) a ConfigMap holds in one of its data keys, else None."""
+    for text in (obj.get("data") or {}).values():
+        if not isinstance(text, str) or "mig-configs" not in text:
+            continue
+        try:
+            parsed = yaml.safe_load(text)
+        except yaml.YAMLError:
+            continue
+        if isinstance(parsed, dict) and isinstance(parsed.get("mig-configs"), dict):
+            return parsed
+    return None
 
 
 def _expand(objects: list[Any]) -> list[Obj]:
@@ -90,5 +110,7 @@ def inventory(objects: list[Any], nodes_known: bool | None = None) -> Inventory:
             inv.nodes[name] = obj
         elif obj.get("apiVersion") == "v1" and kind == "Namespace":
             inv.namespaces[name] = obj
+        elif obj.get("apiVersion") == "v1" and kind == "ConfigMap" and (config := mig_parted_config(obj)) is not None:
+            inv.mig_parted[(obj["metadata"].get("namespace") or "default", name)] = {**obj, "mig-parted": config}
     inv.nodes_known = bool(inv.nodes) if nodes_known is None else nodes_known
     return inv

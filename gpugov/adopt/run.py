@@ -13,11 +13,12 @@ from pathlib import Path
 
 from gpugov.adopt.canonical import differences
 from gpugov.adopt.convert import convert
-from gpugov.adopt.inventory import Inventory, Obj, inventory
+from gpugov.adopt.inventory import Inventory, Obj, inventory, mig_parted_config
 from gpugov.adopt.report import ImportReport
 from gpugov.adopt.write import check_target, commit, discard, render, render_all, stage
 from gpugov.app.pipeline import validate_repo
 from gpugov.compile import compile
+from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.findings import Finding, Level
 
 
@@ -44,7 +45,7 @@ def take_over(inv: Inventory, compiled: list[Obj]) -> list[tuple[str, str, str]]
     the objects apply will write, which it takes over only where the Cluster's spec.adopt names them."""
     read = {(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"])
             for group in (inv.flavors, inv.cohorts, inv.cluster_queues, inv.local_queues, inv.priority_classes,
-                          inv.topologies)
+                          inv.topologies, inv.mig_parted)
             for o in group.values()}
     return sorted({(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]) for o in compiled} & read)
 
@@ -63,7 +64,32 @@ def verify(inv: Inventory, root: Path, cluster: str, report: ImportReport) -> li
     for diff in differences(inv, inventory(compiled)):
         report.gap(diff.object, diff.field or "(object)",
                    f"the cluster has {_show(diff.before)}, the declarations compile to {_show(diff.after)}")
+    compare_mig(inv, compiled, report)
     return []
+
+
+def compare_mig(inv: Inventory, compiled: list[Obj], report: ImportReport) -> None:
+    """Where apply would change a node's MIG layout: its nvidia.com/mig.config label, or the mig-parted config
+    that label names (mig-manager re-partitions the node's GPUs on either)."""
+    for obj in compiled:
+        meta = obj["metadata"]
+        if obj["kind"] == "Node" and MIG_CONFIG_LABEL in (meta.get("labels") or {}):
+            want = meta["labels"][MIG_CONFIG_LABEL]
+            have = ((inv.nodes.get(meta["name"]) or {}).get("metadata", {}).get("labels") or {}).get(MIG_CONFIG_LABEL)
+            if inv.nodes_known and have != want:
+                report.gap(f"Node {meta['name']}", f"metadata.labels[{MIG_CONFIG_LABEL}]", f"the cluster has "
+                           f"{have or 'none'}, the declarations compile to {want}: mig-manager would re-partition its "
+                           "GPUs")
+        if obj["kind"] == "ConfigMap" and (config := mig_parted_config(obj)) is not None:
+            held = inv.mig_parted.get((meta.get("namespace") or "default", meta["name"]))
+            if held is None:
+                continue
+            before, after = held["mig-parted"]["mig-configs"], config["mig-configs"]
+            for name in sorted(set(before) | set(after)):
+                if before.get(name) != after.get(name):
+                    report.gap(f"ConfigMap {meta.get('namespace')}/{meta['name']}", f"mig-configs[{name}]",
+                               f"the cluster has {_show(before.get(name, 'absent'))}, the declarations compile to "
+                               f"{_show(after.get(name, 'absent'))}")
 
 
 def adopt_entries(take: list[tuple[str, str, str]]) -> list[Obj]:

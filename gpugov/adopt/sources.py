@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from gpugov.adopt.inventory import KUEUE_GROUP, Inventory, inventory
+from gpugov.adopt.inventory import KUEUE_GROUP, Inventory, inventory, mig_parted_config
 from gpugov.kube.kinds import Kind
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -45,7 +45,7 @@ def read_folder(folder: Path) -> Inventory:
 
 
 def read_cluster(api_client: Any) -> Inventory:
-    """Kueue's objects (v1beta2, else v1beta1), Nodes and Namespaces of a live cluster.
+    """Kueue's objects (v1beta2, else v1beta1), Nodes, Namespaces and mig-parted ConfigMaps of a live cluster.
 
     CheckIncomplete (exit 3) when the cluster cannot be read or serves no Kueue version;
     a Kueue kind the served version lacks (Cohort, Topology on an old Kueue) reads as none."""
@@ -60,6 +60,8 @@ def read_cluster(api_client: Any) -> Inventory:
     objects: list[Any] = []
     for kind in (Kind("v1", "Node", "nodes", False), Kind("v1", "Namespace", "namespaces", False)):
         objects.extend(list_all(api, kind))
+    # The mig-parted configs the nodes' nvidia.com/mig.config labels name (only those ConfigMaps are kept).
+    objects.extend(c for c in list_all(api, Kind("v1", "ConfigMap", "configmaps", True)) if mig_parted_config(c))
     group_version = f"{KUEUE_GROUP}/{version}"
     answer = api.call("GET", f"/apis/{group_version}")
     if not answer.ok or answer.body is None or not isinstance(answer.body.get("resources"), list):
