@@ -53,7 +53,7 @@ def validate_and_render(root: Path) -> None:
 def plan(root: Path) -> None:
     """`gpugov plan --base HEAD~1 --head HEAD`'s road (cli/declarations.py cmd_plan), without the CLI."""
     base = read_revision(root, "HEAD~1")
-    head = read_revision(root, "HEAD", base=base.model, repository_checks=False)
+    head = read_revision(root, "HEAD", base=base.model, repository_checks=False, reuse=base.validation.parsed)
     assert base.model is not None and head.model is not None
     result = make_plan(base.model, head.model, base.label, head.label, None, changed_paths(root, "HEAD~1", "HEAD"),
                        base_objects=base.compiled, head_objects=head.compiled)

@@ -12,7 +12,7 @@ from pathlib import Path
 from gpugov.app.exit import ExitCode
 from gpugov.compile import compile
 from gpugov.declarations.build import build_model
-from gpugov.declarations.loader import DECLARATION_DIRS, UNREADABLE, SourceFile, load_files, tree_files
+from gpugov.declarations.loader import DECLARATION_DIRS, UNREADABLE, Parsed, SourceFile, load_files, tree_files
 from gpugov.declarations.model import Model
 from gpugov.declarations.schema import check_document
 from gpugov.findings import Finding, Level
@@ -36,6 +36,8 @@ class Validation:
     # Each cluster's objects for its declared backend, compiled for the conformance checks and
     # handed on to desired_state, so a render compiles once.
     compiled: dict[str, list[Object]] = field(default_factory=dict, repr=False)
+    # Each file's text and documents as loaded, for another revision's load to reuse (plan).
+    parsed: Parsed = field(default_factory=dict, repr=False)
 
     @property
     def errors(self) -> list[Finding]:
@@ -83,13 +85,13 @@ def gc_paused() -> Iterator[None]:
 
 
 def validate_repo(root: Path, conformance: bool = True, base: Model | None = None, *,
-                  now: datetime | None = None) -> Validation:
+                  now: datetime | None = None, reuse: Parsed | None = None) -> Validation:
     """Every finding for the repository at `root`; the model when it loaded cleanly. With `base`
     (the model of the revision the tree changes), findings of a change point at what it changed.
     `now`: when the command runs (the CLI reads the clock once); the quota timeline's checks look
-    from then on (None: at every instant a grant or window makes)."""
+    from then on (None: at every instant a grant or window makes). `reuse` as in validate_files."""
     check_root(root)
-    result = validate_files(root, tree_files(root), conformance, base, now=now)
+    result = validate_files(root, tree_files(root), conformance, base, now=now, reuse=reuse)
     if result.model is not None:
         result.findings.extend(check_repository(root, result.model))
         result.findings.sort(key=Finding.sort_key)
@@ -97,17 +99,18 @@ def validate_repo(root: Path, conformance: bool = True, base: Model | None = Non
 
 
 def validate_files(root: Path, files: list[SourceFile], conformance: bool = True,
-                   base: Model | None = None, *, now: datetime | None = None) -> Validation:
+                   base: Model | None = None, *, now: datetime | None = None, reuse: Parsed | None = None
+                   ) -> Validation:
     """Validate declaration files from any source (working tree or a git revision); `base` and `now` as in
-    validate_repo."""
+    validate_repo. `reuse`: another validation's `parsed`, whose files with the same text are not parsed again."""
     with gc_paused():
-        return _validate(root, files, conformance, base, now)
+        return _validate(root, files, conformance, base, now, reuse)
 
 
 def _validate(root: Path, files: list[SourceFile], conformance: bool, base: Model | None = None,
-              now: datetime | None = None) -> Validation:
-    loaded = load_files(files)
-    result = Validation(root, loaded.files, list(loaded.findings))
+              now: datetime | None = None, reuse: Parsed | None = None) -> Validation:
+    loaded = load_files(files, reuse)
+    result = Validation(root, loaded.files, list(loaded.findings), parsed=loaded.parsed)
     for doc in loaded.documents:
         result.findings.extend(check_document(doc))
     if result.errors:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gpugov.app.exit import ExitCode
 from gpugov.app.pipeline import InputError, Validation, check_root, validate_files, validate_repo
-from gpugov.declarations.loader import tree_files
+from gpugov.declarations.loader import Parsed, tree_files
 from gpugov.declarations.model import Model
 from gpugov.findings import Finding
 from gpugov.kube.objects import Object
@@ -66,21 +66,24 @@ class Revision:
 
 
 def read_revision(root: Path, ref: str | None = None, *, base: Model | None = None, conformance: bool = True,
-                  repository_checks: bool = True, now: datetime | None = None) -> Revision:
+                  repository_checks: bool = True, now: datetime | None = None, reuse: Parsed | None = None
+                  ) -> Revision:
     """The revision `ref` of the repository at `root` (None: its working tree), validated whatever it
     holds. `base`: the model the revision changes (findings point at the change); `repository_checks`:
     the working tree's own checks (CODEOWNERS, folders gpugov does not read). InputError when there is
-    no repository or no such revision."""
+    no repository or no such revision. `reuse`: another revision's `validation.parsed`: its files with the
+    same text are not parsed again."""
     try:
         if ref is None:
             if repository_checks:
-                return Revision(None, None, validate_repo(root, conformance, base, now=now))
+                return Revision(None, None, validate_repo(root, conformance, base, now=now, reuse=reuse))
             check_root(root)
-            return Revision(None, None, validate_files(root, tree_files(root), conformance, base, now=now))
+            return Revision(None, None, validate_files(root, tree_files(root), conformance, base, now=now,
+                                                    reuse=reuse))
         check_root(root)
         files = revision_files(root, ref)
         commit = resolve(root, ref)
-        return Revision(ref, commit, validate_files(root, files, conformance, base, now=now))
+        return Revision(ref, commit, validate_files(root, files, conformance, base, now=now, reuse=reuse))
     except GitError as exc:
         raise InputError(str(exc)) from None
 

@@ -104,7 +104,8 @@ def cmd_plan(args: argparse.Namespace) -> ExitCode:
         now = instant(args)  # the timeline's checks and the plan's timeline look from here
         base = read_revision(repo, args.base, now=now)
         # the head's findings point at what the change did, the base's lines as related locations
-        head = read_revision(repo, args.head, base=base.model, repository_checks=False, now=now)
+        head = read_revision(repo, args.head, base=base.model, repository_checks=False, now=now,
+                             reuse=base.validation.parsed)  # files the change leaves alone are parsed once
         changed = changed_paths(repo, args.base, args.head)
     except (GitError, InputError) as exc:
         return fail(str(exc))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpugov.findings import Finding, Level, Location, make, rule
 from gpugov.i18n import Text
-from gpugov.yamlpos import UNREADABLE, LoadError, SourceDoc, parse_documents
+from gpugov.yamlpos import UNREADABLE, LoadError, SourceDoc, parse_documents, reconvert
 
 DECLARATION_DIRS = ("hardware", "policies", "tenants")
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -23,11 +23,17 @@ EMPTY = rule(
 )
 
 
+# Per file that loaded: its text and documents, so that another revision holding the same text reuses
+# what the C parser composed (plan reads two revisions that differ in a file or two).
+Parsed = dict[str, tuple[str, list[SourceDoc]]]
+
+
 @dataclass
 class LoadResult:
     documents: list[SourceDoc] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    parsed: Parsed = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -72,16 +78,23 @@ def load_tree(root: Path) -> LoadResult:
     return load_files(tree_files(root))
 
 
-def load_files(files: Iterable[SourceFile]) -> LoadResult:
+def load_files(files: Iterable[SourceFile], reuse: Parsed | None = None) -> LoadResult:
+    """Each file's documents and the findings of loading them. `reuse`: another load's `parsed`; a file
+    whose text is the same there is not parsed again (its composed nodes are reused)."""
     result = LoadResult()
     for source in files:
         result.files.append(source.rel)
         try:
             text = decode(source)
-            docs = list(parse_documents(text, source.rel))
+            known = reuse.get(source.rel) if reuse is not None else None
+            if known is not None and known[0] == text:
+                docs = reconvert(known[1], text)
+            else:
+                docs = list(parse_documents(text, source.rel))
         except LoadError as exc:
             result.findings.append(exc.finding)
             continue
+        result.parsed[source.rel] = (text, docs)
         if not docs:
             result.findings.append(make(EMPTY, Text("the file holds no YAML documents"), Location(source.rel, 1, 1)))
         result.documents.extend(docs)

@@ -141,6 +141,14 @@ def parse_documents(text: str, rel: str) -> Iterator[SourceDoc]:
         loader.dispose()
 
 
+def reconvert(docs: list[SourceDoc], text: str) -> list[SourceDoc]:
+    """The documents of `text` again, when `docs` are what parse_documents made of the same text: its
+    composed nodes (the location map, never changed once composed) reused, the plain data converted afresh
+    so that nothing downstream shares it."""
+    budget = _Budget(max(200_000, 20 * len(text)))
+    return [SourceDoc(doc.file, doc.index, doc.node, _convert(doc.node, doc.file, budget, 0)) for doc in docs]
+
+
 _LINE_BREAKS = "\n\r\x85\u2028\u2029"  # what libyaml counts as line breaks
 
 
