@@ -24,17 +24,21 @@ from gpugov.adopt.canonical import preemption_view, weight_view
 from gpugov.adopt.inventory import Inventory, Obj
 from gpugov.adopt.report import ImportReport
 from gpugov.catalog import MODELS, AcceleratorModel, mig_resource_name
+from gpugov.catalog.spec import RESOURCE_PATTERN
 from gpugov.compile.mig import ALL_DISABLED
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import RESERVED_NAMESPACES
 from gpugov.declarations.schema import API_VERSION
 from gpugov.kube.canonical import NAMESPACE_NAME_LABEL as NAME_LABEL
 from gpugov.kube.canonical import quantity, selected_names
-from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES, LABEL_MIG_CONFIG, LABEL_POOL
+from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES, LABEL_COST_CENTER, LABEL_MIG_CONFIG, LABEL_POOL
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MIG_PROFILE = re.compile(r"^[0-9]+g\.[0-9]+gb([+-][a-z.]+)?$")
 NON_DEVICE = ("cpu", "memory", "pods")
+EXTENDED_RESOURCE = re.compile(RESOURCE_PATTERN)  # what an AcceleratorModel's resource may be
+POD_SECURITY = "pod-security.kubernetes.io/"
+POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")  # most permissive first
 # Namespaces a tenant may never claim (policy.naming): the built-in ones and the default cluster's.
 RESERVED = (*RESERVED_NAMESPACES, "gpugov-system")
 HOSTNAME_LEVEL = "kubernetes.io/hostname"  # the lowest topology level gpugov accepts
@@ -90,6 +94,7 @@ class Converter:
         self.pools: dict[str, _Pool] = {}
         self.declared_models: dict[str, Obj] = {}
         self.nominal: Counter[tuple[str, str]] = Counter()  # (pool, resource) -> summed nominal
+        self.tenant_namespaces: list[str] = []  # every namespace a tenant declares
         self.threshold: int | None = None  # maxPriorityThreshold the priority classes reproduce
         self.mig_config: tuple[str, str] | None = None  # (namespace, name) of the mig-parted ConfigMap the pools use
 
@@ -149,8 +154,10 @@ class Converter:
         used = self._resources_on(name)
         known = {m.resource for m in MODELS.values()}
         # A resource the catalog knows is the pool's device first; the others are gaps on their queues.
-        devices = sorted((r for r in used if r not in NON_DEVICE and not r.startswith("nvidia.com/mig-")),
-                         key=lambda r: (r not in known, r))
+        # Only an extended resource (a domain, '/' and a name) can be a device: ephemeral-storage, hugepages-*
+        # and names without a domain belong to the node itself (gaps on their queues).
+        devices = sorted((r for r in used if r not in NON_DEVICE and not r.startswith("nvidia.com/mig-")
+                          and EXTENDED_RESOURCE.match(r)), key=lambda r: (r not in known, r))
         model = self._catalog_model(nodes)
         if model is not None and any(r == model.resource for r in devices):
             model_name = model.name
@@ -356,6 +363,13 @@ class Converter:
                     return key
         return None
 
+    def _device(self, pool: _Pool) -> str:
+        """The device resource a pool holds."""
+        if pool.model is not None:
+            return pool.model.resource
+        declared = self.declared_models.get(pool.model_name)
+        return str(declared["spec"]["resource"]) if declared else pool.model_name
+
     def _quotas(self, label: str, spec: Obj) -> list[Obj]:
         groups = spec.get("resourceGroups") or []
         if len(groups) > 1:
@@ -374,8 +388,7 @@ class Converter:
                     key = self._key(pool, entry["name"])
                     where = f"spec.resourceGroups.flavors[{pool.name}].resources[{entry['name']}]"
                     if key is None:
-                        self.report.gap(label, where,
-                                        f"gpugov has no quota key for {entry['name']} on a pool of {pool.model_name}")
+                        self.report.gap(label, where, _no_key(entry["name"], pool, self._device(pool)))
                         continue
                     if pool.offered is not None and key not in NON_DEVICE and entry["name"] not in pool.offered:
                         # A queue's flavors cover the same resources (Kueue), so a resource another pool offers
@@ -527,7 +540,11 @@ class Converter:
         tenant: Obj = {"description": f"Imported from ClusterQueue {name}."}
         if spec.get("cohortName"):
             tenant["department"] = spec["cohortName"]
+        cost_center = (obj["metadata"].get("labels") or {}).get(LABEL_COST_CENTER)
+        if cost_center:  # a queue gpugov wrote carries its tenant's cost centre
+            tenant["costCenter"] = cost_center
         tenant["namespaces"] = namespaces
+        self.tenant_namespaces.extend(namespaces)
         existing = [n for n in namespaces if n in self.inv.namespaces] if self.inv.namespaces else namespaces
         if existing:
             tenant["adoptNamespaces"] = existing
@@ -563,6 +580,25 @@ class Converter:
             self.out.files["tenants/departments.yaml"] = documents
 
     # -- the rest ---------------------------------------------------------------------------------
+    def _pod_security(self) -> Obj | None:
+        """Guardrails.isolation at the Pod Security level the tenant namespaces enforce today (no label:
+        privileged), the most permissive where they differ, so apply refuses no pod the cluster admits now."""
+        known = [n for n in self.tenant_namespaces if n in self.inv.namespaces]
+        if not known:
+            return None
+        levels = {n: (self.inv.namespaces[n]["metadata"].get("labels") or {}).get(f"{POD_SECURITY}enforce",
+                                                                                   "privileged") for n in known}
+        level = min(levels.values(), key=lambda v: POD_SECURITY_LEVELS.index(v) if v in POD_SECURITY_LEVELS else 0)
+        level = level if level in POD_SECURITY_LEVELS else "privileged"
+        for namespace, have in sorted(levels.items()):
+            if have != level:
+                self.report.gap(f"Namespace {namespace}", f"metadata.labels[{POD_SECURITY}enforce]", f"{have}: gpugov "
+                                f"enforces one level on every tenant namespace, imported as the most permissive, {level}")
+        if level == "restricted":
+            return None
+        return {"podSecurity": level, "podSecurityReason": f"imported: the tenant namespaces enforce {level} today "
+                "(pod-security.kubernetes.io/enforce); raise it once their pods comply"}
+
     def _threshold(self) -> int | None:
         """The borrowWithinCohort.maxPriorityThreshold every borrowing-preempting queue shares, where the priority
         classes reproduce it (gpugov: the highest value of the preemptible classes, those above are not)."""
@@ -654,6 +690,8 @@ class Converter:
         guardrails: Obj = {"requireOwner": False, "requireCostCenter": False}
         if ratios:
             guardrails["poolCapacityRatios"] = ratios
+        if (isolation := self._pod_security()) is not None:
+            guardrails["isolation"] = isolation
         self.out.files["policies/guardrails.yaml"] = [document("Guardrails", "default", guardrails)]
         self.report.note("Guardrails default", "requireOwner, requireCostCenter", "false: the cluster names no "
                          "owners or cost centres; add them to each tenant, then turn these on")
@@ -698,6 +736,17 @@ def _mig_mix(entries: Any) -> dict[str, int] | None:
     if not isinstance(devices, dict) or not devices or not all(isinstance(v, int) and v > 0 for v in devices.values()):
         return None
     return {str(profile): count for profile, count in sorted(devices.items())}
+
+
+def _no_key(resource: str, pool: _Pool, device: str) -> str:
+    """Why a queue's quota on `resource` in `pool` has no declaration, for the report."""
+    dropped = (f"not imported, so the queue no longer covers {resource} there and Kueue admits no workload that "
+               "requests it through that flavor")
+    if not EXTENDED_RESOURCE.match(resource):
+        return (f"gpugov governs accelerators and the cpu, memory and pods that come with them; {resource} is the "
+                f"node's own resource, not a device a pool holds: {dropped}")
+    return (f"a pool holds one kind of device (here {device}, of {pool.model_name}) so its quota, cost and reach "
+            f"mean one thing; {resource} needs a pool (a flavor) of its own: {dropped}")
 
 
 def _show_labels(labels: dict[str, str]) -> str:

@@ -77,8 +77,33 @@ def test_the_example_orgs_mig_pool_imports_as_a_mig_pool_and_compiles_back_the_s
                   yaml.safe_load_all((out / "policies" / "priorities.yaml").read_text())}
     assert priorities["inference-critical"]["preemptible"] is False  # from maxPriorityThreshold 10000
     assert "preemptible" not in priorities["training-high"]
+    # What gpugov wrote on the cluster comes back too: cost centres (queue labels), the namespaces' Pod Security.
+    assert nlp["costCenter"] == "CC-1010"
+    guardrails = yaml.safe_load((out / "policies" / "guardrails.yaml").read_text())["spec"]
+    assert guardrails["isolation"]["podSecurity"] == "baseline"
     again = compile(validation.model, backend="kueue", cluster="east")
     assert kept(again) == kept(compiled)
+    labels = {object_key(o): o["metadata"].get("labels") for o in again if o["kind"] in ("ClusterQueue", "LocalQueue",
+                                                                                          "Namespace")}
+    assert labels == {k: o["metadata"].get("labels") for o in compiled if (k := object_key(o)) in labels}
+
+
+def test_tenant_namespaces_keep_the_most_permissive_pod_security_they_enforce(tmp_path: Path) -> None:
+    from tests.helpers.adopt_shapes import FLAT
+
+    namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+                  for name, labels in (("team-a", {"pod-security.kubernetes.io/enforce": "baseline"}),
+                                       ("team-a-dev", {"pod-security.kubernetes.io/enforce": "restricted"}),
+                                       ("team-b", {"pod-security.kubernetes.io/enforce": "baseline"}))]
+    report = import_inventory(inventory([*yaml.safe_load_all(FLAT), *namespaces]), "lab", tmp_path / "repo")
+    guardrails = yaml.safe_load((tmp_path / "repo" / "policies" / "guardrails.yaml").read_text())["spec"]
+    assert guardrails["isolation"]["podSecurity"] == "baseline" and guardrails["isolation"]["podSecurityReason"]
+    assert [(g.object, g.field) for g in report.gaps] == [
+        ("Namespace team-a-dev", "metadata.labels[pod-security.kubernetes.io/enforce]")]
+    unlabelled = [{**n, "metadata": {"name": n["metadata"]["name"]}} for n in namespaces]
+    import_inventory(inventory([*yaml.safe_load_all(FLAT), *unlabelled]), "lab", tmp_path / "bare")
+    guardrails = yaml.safe_load((tmp_path / "bare" / "policies" / "guardrails.yaml").read_text())["spec"]
+    assert guardrails["isolation"]["podSecurity"] == "privileged"  # no label: Kubernetes enforces nothing
 
 
 MIG_CLUSTER = """
