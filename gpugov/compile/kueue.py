@@ -115,10 +115,12 @@ def _resource_group(
     refuses a declared one above 0 for such tenants, GG063)."""
     default_borrowing = Decimal(0) if never_borrow else None
     declared = {(q.pool, rq.resource): rq for q in quotas for rq in q.resources}
+    covered_set = set(covered)
+    declaring = {pool for pool, resource in declared if resource in covered_set}  # flavors with a covered quota
     group_flavors = []
     for flavor in flavors:
         defaults = default_for.get(flavor)
-        if defaults is None and not any((flavor, resource) in declared for resource in covered):
+        if defaults is None and flavor not in declaring:
             # A pool listed only to borrow from: every resource at nominal 0 (the common,
             # large case: fresh dicts, since shared ones would dump as YAML aliases).
             resources = [{"name": resource, "nominalQuota": "0"} for resource in covered]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpugov.compile.volcano import node_group
-from gpugov.declarations.model import Model
-from gpugov.findings import Finding, Level, Location, make, rule
+from gpugov.declarations.model import GPUPool, Model
+from gpugov.findings import Finding, Level, make, rule
 from gpugov.i18n import Joined, Text
 from gpugov.kube.names import VOLCANO_NODEGROUP_LABEL
 from gpugov.policy.checks import check
@@ -88,17 +88,17 @@ def check_cpu_memory_known(model: Model) -> Iterator[Finding]:
 
 @check
 def check_node_membership(model: Model) -> Iterator[Finding]:
-    first_seen: dict[str, tuple[str, Location]] = {}
+    first_seen: dict[str, tuple[GPUPool, int]] = {}  # located only when a node shows up twice
     for pool_name in sorted(model.pools):
         pool = model.pools[pool_name]
         for node in pool.nodes:
-            where = pool.at("nodes", node.index, "name")
             if node.name in first_seen:
-                other, location = first_seen[node.name]
+                other, index = first_seen[node.name]
                 yield make(NODE_IN_TWO_POOLS, Text("node '{node}' is already in pool '{pool}'", node=node.name,
-                                                   pool=other), where, location)
+                                                   pool=other.name), pool.at("nodes", node.index, "name"),
+                           other.at("nodes", index, "name"))
                 continue
-            first_seen[node.name] = (pool.name, where)
+            first_seen[node.name] = (pool, node.index)
 
 
 @check

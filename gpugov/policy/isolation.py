@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 
-from gpugov.declarations.model import Model
+from gpugov.declarations.model import Model, Tenant
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.i18n import Text
 from gpugov.policy.checks import check
@@ -57,23 +57,24 @@ def check_trusted_identities(model: Model) -> Iterator[Finding]:
     trusted += [(g, True, "groups", i) for i, g in enumerate(isolation.trusted_groups)]
     guardrails = model.guardrails
     reserved = [pattern for pattern, _ in reserved_patterns(model)]  # GG015's already
+    claims: list[tuple[Tenant, str]] | None = None  # (tenant, namespace) outside the reserved ones, found once
     for identity, group, field, index in trusted:
         namespace = trusted_namespace(identity, group)
         if namespace is None:
             continue
-        for tenant in model.tenants.values():
-            for claimed in tenant.namespaces:
-                if any(fnmatchcase(claimed, pattern) for pattern in reserved):
-                    continue
-                if claimed == namespace or fnmatchcase(claimed, namespace):
-                    where = guardrails.at("isolation", "trustedControllers", field, index) if guardrails else None
-                    yield make(
-                        TRUSTED_TENANT_NAMESPACE,
-                        Text("trusted controller {identity} is a ServiceAccount of namespace '{namespace}', which "
-                             "tenant '{tenant}' holds", identity=identity, namespace=claimed, tenant=tenant.name),
-                        where,
-                        tenant.name_at(),
-                    )
+        if claims is None:
+            claims = [(tenant, claimed) for tenant in model.tenants.values() for claimed in tenant.namespaces
+                      if not any(fnmatchcase(claimed, pattern) for pattern in reserved)]
+        for tenant, claimed in claims:
+            if claimed == namespace or fnmatchcase(claimed, namespace):
+                where = guardrails.at("isolation", "trustedControllers", field, index) if guardrails else None
+                yield make(
+                    TRUSTED_TENANT_NAMESPACE,
+                    Text("trusted controller {identity} is a ServiceAccount of namespace '{namespace}', which "
+                         "tenant '{tenant}' holds", identity=identity, namespace=claimed, tenant=tenant.name),
+                    where,
+                    tenant.name_at(),
+                )
 
 
 @check

@@ -41,9 +41,40 @@ _CORE = "tag:yaml.org,2002:"
 _constructor = yaml.constructor.SafeConstructor()
 
 try:
-    _Loader: type = yaml.CSafeLoader
+    _Base: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - pyyaml built without libyaml
-    _Loader = yaml.SafeLoader
+    _Base = yaml.SafeLoader
+
+_TAGS: dict[tuple[str, tuple[bool, bool]], str] = {}  # (scalar text, implicit) -> its resolved tag
+_TAGS_MAX = 1 << 16
+_TAG_TEXT_MAX = 64  # only short scalars are remembered: keys and small values, which repeat
+
+
+class _Loader(_Base):  # type: ignore[misc, valid-type]
+    """The safe loader whose implicit scalar tags are resolved once per distinct text.
+
+    Composing calls resolve() for every scalar, in Python, where it matches regular expressions: the
+    same keys and small values resolve the same way every time. The safe loader has no path resolvers
+    (the only reason resolve() would look at where a node is), so the tag of a scalar depends on its
+    text and whether it was plain or quoted, nothing else."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is yaml.ScalarNode and isinstance(value, str) and len(value) <= _TAG_TEXT_MAX:
+            key = (value, implicit)
+            tag = _TAGS.get(key)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(_TAGS) < _TAGS_MAX:
+                    _TAGS[key] = tag
+            return tag
+        return super().resolve(kind, value, implicit)
+
+    if not _Base.yaml_path_resolvers:  # nothing to track on the way down or up: skip the calls
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            return None
+
+        def ascend_resolver(self) -> None:
+            return None
 
 
 class LoadError(Exception):
