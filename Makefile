@@ -56,8 +56,9 @@ messages: $(VENV)/.installed
 	pybabel -q update -i $(LOCALES)/gpugov.pot -d $(LOCALES) -D gpugov -l zh_CN --init-missing --ignore-obsolete
 	pybabel -q compile -d $(LOCALES) -D gpugov --statistics
 
+# The README's performance table (section "Performance"): paste what this prints, date and machine included.
 bench: $(VENV)/.installed
-	python bench/bench.py
+	python bench/bench.py --markdown
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis
