@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import CommandFailed, fail, kubeconfig_args
@@ -83,6 +84,51 @@ def _start(text: str | None, models: list[Model]) -> datetime:
     return instant.astimezone(UTC)
 
 
+class ProgressLine:
+    """One line on a terminal, rewritten in place while the what-if replays: which revision, how many of
+    the trace's jobs it has submitted and the simulated time. Only on a terminal (on_terminal), at most
+    every REFRESH_S seconds, and cleared at the end, so nothing of it reaches a log or a pipe."""
+
+    REFRESH_S = 0.2
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.shown = 0.0  # monotonic time of the last line written
+        self.width = 0  # characters on the line now
+
+    @classmethod
+    def on_terminal(cls, stream: TextIO) -> ProgressLine | None:
+        try:
+            return cls(stream) if stream.isatty() else None
+        except (AttributeError, ValueError):  # a replaced or closed stream
+            return None
+
+    def reporter(self, which: str) -> Callable[[int, int, int], None]:
+        def report(submitted: int, total: int, now_ms: int) -> None:
+            self.show(submitted, total, now_ms, which)
+
+        return report
+
+    def show(self, submitted: int, total: int, now_ms: int, which: str) -> None:
+        now = time.monotonic()
+        if now - self.shown < self.REFRESH_S:
+            return
+        self.shown = now
+        days = now_ms / 86_400_000
+        percent = 100 * submitted // total if total else 100
+        text = (f"gpugov whatif: replaying the {which}: {submitted:,} of {total:,} jobs submitted ({percent}%), "
+                f"simulated day {days:,.1f}")
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+        self.width = len(text)
+
+    def clear(self) -> None:
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
 def cmd_whatif(args: argparse.Namespace) -> ExitCode:
     from gpugov.compile import CompileError
     from gpugov.whatif.replay import kueue_setup, replay
@@ -109,8 +155,13 @@ def cmd_whatif(args: argparse.Namespace) -> ExitCode:
                 return fail(f"no tenant of cluster '{cluster}' holds accelerator quota to synthesize a trace from; "
                             "give one with --trace")
             name = f"a synthetic trace ({len(jobs):,} jobs, seed {args.seed})"
-        base_run = replay(base, cluster, jobs, base_label, options, start)
-        head_run = replay(head, cluster, jobs, head_label, options, start)
+        line = ProgressLine.on_terminal(sys.stderr)
+        try:
+            base_run = replay(base, cluster, jobs, base_label, options, start, line.reporter("base") if line else None)
+            head_run = replay(head, cluster, jobs, head_label, options, start, line.reporter("head") if line else None)
+        finally:
+            if line is not None:
+                line.clear()
     except (TraceError, SetupError, CompileError) as exc:
         return fail(str(exc))
     comparison = compare(name, cluster, options, base_run, head_run)

@@ -9,6 +9,7 @@ MIG slice or a HAMi unit is (for GPU-hours).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 
@@ -78,9 +79,10 @@ def kueue_setup(model: Model, cluster: str) -> Setup:
 
 
 def replay(model: Model, cluster: str, jobs: list[Job], label: str, options: Options,
-           start: datetime = DEFAULT_START) -> Run:
+           start: datetime = DEFAULT_START, progress: Callable[[int, int, int], None] | None = None) -> Run:
     """`start`: the calendar instant of the trace's second 0, where the model's quotas change with
-    time (QuotaGrant, QuotaWindow); a model without them replays the quotas as declared."""
+    time (QuotaGrant, QuotaWindow); a model without them replays the quotas as declared. `progress`: as
+    Simulator.run's (jobs submitted, jobs in all, simulated ms), for a progress line."""
     timeline = None
     if model.has_timeline and jobs:
         setup, timeline = quota_timeline(model, cluster, start, min(j.submit_ms for j in jobs),
@@ -89,6 +91,6 @@ def replay(model: Model, cluster: str, jobs: list[Job], label: str, options: Opt
         setup = kueue_setup(model, cluster)
     jobs, cut = cap_runtimes(setup, jobs)  # Kueue ends a job at its queue's maximum runtime
     simulator = Simulator(setup, jobs, options, placement_of(model), timeline.steps() if timeline else None)
-    outcome = simulator.run()
+    outcome = simulator.run(progress)
     return Run(label, setup, outcome, simulator.never, weights_of(model), cut, timeline,
                simulator.held_as, views_of(model))

@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpugov.kube.objects import selector_matches
@@ -52,6 +53,8 @@ from gpugov.whatif.state import (
     Workload,
 )
 from gpugov.whatif.trace import WHOLE, Job
+
+PROGRESS_EVERY = 4096  # replay loop steps between two calls of run()'s progress callback
 
 # Entry outcomes within one cycle.
 NOT_NOMINATED, SKIPPED, PREEMPTING, ADMITTED = range(4)
@@ -795,15 +798,22 @@ class Simulator:
 
     # -- the replay ---------------------------------------------------------------------------
 
-    def run(self) -> Outcome:
+    def run(self, progress: Callable[[int, int, int], None] | None = None) -> Outcome:
+        """Replay the trace. `progress`: called now and then (at most every PROGRESS_EVERY loop steps and
+        when the last job has been submitted) with (jobs submitted, jobs in all, simulated ms); it never
+        changes the replay."""
         pending = sorted((wl for wl in self.workloads if wl.state != NEVER), key=lambda wl: wl.job.submit_ms)
         position = 0
+        steps = 0
         now = 0
         next_cycle: int | None = None  # when the scheduler runs its next cycle; None: idle until an event
         cycles_now = (0, 0)  # (instant, cycles run at it): the livelock guard
         boundaries, applied = self.boundaries, 0
         quiet_since: int | None = None  # since when only boundaries that changed nothing happened
         while True:
+            steps += 1
+            if progress is not None and steps % PROGRESS_EVERY == 0:
+                progress(position, len(pending), now)
             due = [t for t in (pending[position].job.submit_ms if position < len(pending) else None,
                                self.finishing[0][0] if self.finishing else None,
                                self.releasing[0][0] if self.releasing else None,
@@ -857,6 +867,8 @@ class Simulator:
                 position += 1
             if next_cycle is None:
                 next_cycle = now  # the scheduler wakes up; a busy one finishes its cycle first
+        if progress is not None:
+            progress(position, len(pending), now)
         # Boundaries where nothing happened after the last job left do not lengthen the replay.
         end = now if quiet_since is None else quiet_since
         for cq in self.queue_order:

@@ -343,3 +343,30 @@ def test_a_finished_workload_becomes_a_trace_job() -> None:
                                            cpu_milli=2000, memory_bytes=8 * 2**30)
     running = {**workload, "status": {"conditions": workload["status"]["conditions"][:1]}}
     assert job_of(running, origin) is None
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_whatif_shows_progress_on_a_terminal_only(tmp_path: Path, capsys, monkeypatch) -> None:
+    """On a terminal, stderr gets a progress line, rewritten in place and cleared at the end; the report is
+    the same; piped (as above), stderr gets none."""
+    import gpugov.cli.whatif as whatif_cli
+    import gpugov.whatif.simulate as simulate
+
+    repo = move_8_gpus(tmp_path)
+    args = ("whatif", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--trace", str(TRACES / "two-teams.csv"))
+    code, piped, err = run(capsys, *args)
+    assert code == 0 and "replaying" not in err
+    terminal = _Terminal()
+    monkeypatch.setattr(whatif_cli.sys, "stderr", terminal)
+    monkeypatch.setattr(simulate, "PROGRESS_EVERY", 1)
+    monkeypatch.setattr(whatif_cli.ProgressLine, "REFRESH_S", 0.0)
+    code, shown, _ = run(capsys, *args)
+    assert code == 0 and shown == piped
+    written = terminal.getvalue()
+    assert "gpugov whatif: replaying the base: " in written and "replaying the head: " in written
+    assert "jobs submitted" in written and "\n" not in written
+    assert written.endswith("\r") and written.rsplit("\r", 2)[-2].strip() == ""  # the line is cleared
