@@ -1,7 +1,7 @@
 """What a Kueue scheduler object means, canonically, and where two sets of them differ.
 
 The views keep only what decides admission: a ClusterQueue's cohort, namespace selector,
-queueing strategy, preemption, fair-sharing weight, flavors in order and each flavor and
+queueing strategy, preemption, fair-sharing weight, flavor fungibility, flavors in order and each flavor and
 resource's nominal/borrowing/lending quota (quantities as Decimals, so "8", 8 and "8000m" are
 equal); a Cohort's parent, quotas and weight; a LocalQueue's ClusterQueue. Kueue's defaults
 fill what an object leaves out, so a field written out and one defaulted compare equal. The
@@ -68,6 +68,7 @@ def cluster_queue_view(obj: Obj) -> dict[str, Any]:
         "queueingStrategy": with_defaults(obj)["spec"]["queueingStrategy"],
         **{f"preemption.{k}": v for k, v in preemption_view(spec).items()},
         "fairSharing.weight": weight_view(spec),
+        "flavorFungibility": dict(sorted(with_defaults(obj)["spec"]["flavorFungibility"].items())),
         "flavors": flavors,
         "quotas": quotas,
     }

@@ -29,13 +29,15 @@ from gpugov.compile.mig import ALL_DISABLED
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import RESERVED_NAMESPACES
 from gpugov.declarations.schema import API_VERSION
+from gpugov.kube.canonical import DEFAULTS, quantity, selected_names
 from gpugov.kube.canonical import NAMESPACE_NAME_LABEL as NAME_LABEL
-from gpugov.kube.canonical import quantity, selected_names
 from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES, LABEL_COST_CENTER, LABEL_MIG_CONFIG, LABEL_POOL
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MIG_PROFILE = re.compile(r"^[0-9]+g\.[0-9]+gb([+-][a-z.]+)?$")
 NON_DEVICE = ("cpu", "memory", "pods")
+KUEUE_FUNGIBILITY = DEFAULTS["ClusterQueue"]["flavorFungibility"]  # what Kueue fills in
+GPUGOV_FUNGIBILITY = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}  # what compile writes
 EXTENDED_RESOURCE = re.compile(RESOURCE_PATTERN)  # what an AcceleratorModel's resource may be
 POD_SECURITY = "pod-security.kubernetes.io/"
 POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")  # most permissive first
@@ -527,11 +529,7 @@ class Converter:
                 self.report.gap(label, f"spec.{extra}", f"gpugov declares no {why}")
         if (spec.get("stopPolicy") or "None") != "None":
             self.report.gap(label, "spec.stopPolicy", f"{spec['stopPolicy']}: gpugov's queues always admit")
-        fungibility = spec.get("flavorFungibility") or {}
-        if (fungibility.get("whenCanBorrow") or "MayStopSearch") != "TryNextFlavor" or \
-                (fungibility.get("whenCanPreempt") or "TryNextFlavor") != "TryNextFlavor" or fungibility.get("preference"):
-            self.report.gap(label, "spec.flavorFungibility", "gpugov sets whenCanBorrow TryNextFlavor (nominal quota "
-                            "on a later flavor before borrowing on an earlier one)")
+        fungibility = _fungibility(spec)
         quotas = self._quotas(label, spec)
         if not namespaces:
             self.report.gap(label, "spec.namespaceSelector", "no namespace to declare (a tenant needs one): the "
@@ -554,6 +552,8 @@ class Converter:
             tenant["quotas"] = quotas
         if (weight := self._weight(label, spec)) is not None:
             tenant["fairSharing"] = {"weight": weight}
+        if fungibility:
+            tenant["flavorFungibility"] = fungibility
         self.out.files[f"tenants/{name}.yaml"] = [document("Tenant", name, tenant)]
 
     # -- departments ------------------------------------------------------------------------------
@@ -736,6 +736,13 @@ def _mig_mix(entries: Any) -> dict[str, int] | None:
     if not isinstance(devices, dict) or not devices or not all(isinstance(v, int) and v > 0 for v in devices.values()):
         return None
     return {str(profile): count for profile, count in sorted(devices.items())}
+
+
+def _fungibility(spec: Obj) -> Obj:
+    """A ClusterQueue's flavorFungibility as the Tenant declares it: the fields where it differs from what gpugov
+    compiles unless told (whenCanBorrow and whenCanPreempt TryNextFlavor), Kueue's defaults filled in."""
+    have = {**KUEUE_FUNGIBILITY, **(spec.get("flavorFungibility") or {})}
+    return {k: v for k, v in have.items() if v and v != GPUGOV_FUNGIBILITY.get(k)}
 
 
 def _no_key(resource: str, pool: _Pool, device: str) -> str:

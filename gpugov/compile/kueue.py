@@ -206,8 +206,8 @@ def cluster_queue(scope: Scope, tenant: Tenant) -> Object:
     }
     spec["queueingStrategy"] = policy.queueing_strategy
     spec["preemption"] = preemption
-    # Use nominal quota on a later pool before borrowing on an earlier one.
-    spec["flavorFungibility"] = {"whenCanBorrow": "TryNextFlavor"}
+    # Use nominal quota on a later pool before borrowing on an earlier one, unless the tenant declares otherwise.
+    spec["flavorFungibility"] = {"whenCanBorrow": "TryNextFlavor", **dict(tenant.flavor_fungibility)}
     if flavors:
         spec["resourceGroups"] = [
             _resource_group(flavors, covered, quotas, defaults, never_borrow=scope.model.never_borrows(tenant))

@@ -227,6 +227,7 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
             ),
             quotas=_pool_quotas(spec, model.pools),
             weight=_weight(spec),
+            flavor_fungibility=tuple(sorted((spec.get("flavorFungibility") or {}).items())),
             reclaim_spec=spec.get("reclaim") or {},
             budget=Budget.of(filled),
             allow=Allow.of(spec),

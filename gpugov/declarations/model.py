@@ -380,6 +380,8 @@ class Tenant(Decl):
     queues: tuple[Queue, ...] = ()
     quotas: tuple[PoolQuota, ...] = ()
     weight: int | None = None
+    # spec.flavorFungibility as declared (field -> value); compile fills whenCanBorrow TryNextFlavor
+    flavor_fungibility: tuple[tuple[str, str], ...] = ()
     reclaim_spec: dict[str, Any] = field(default_factory=dict)  # spec.reclaim as declared (over Guardrails')
     budget: Budget | None = None
     allow: Allow = Allow()

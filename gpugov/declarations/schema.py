@@ -32,6 +32,8 @@ SCHEMA_BASE = "https://gpugov.io/schemas/v1alpha1/"
 ADOPTABLE_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor", "LocalQueue", "WorkloadPriorityClass", "Topology",
                    "Queue", "ConfigMap")
 
+FUNGIBILITY = ("MayStopSearch", "TryNextFlavor")  # Kueue's ClusterQueue flavorFungibility values
+
 SCHEMA = rule(
     "GG003",
     "schema",
@@ -559,6 +561,20 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 },
                 "quotas": _POOL_QUOTAS,
                 "fairSharing": _FAIR_SHARING,
+                "flavorFungibility": {
+                    **_spec(
+                        {
+                            "whenCanBorrow": {"enum": list(FUNGIBILITY)},
+                            "whenCanPreempt": {"enum": list(FUNGIBILITY)},
+                            "preference": {"enum": ["BorrowingOverPreemption", "PreemptionOverBorrowing"]},
+                        }
+                    ),
+                    "description": "How the tenant's queue goes through its pools (its ClusterQueue's "
+                    "flavorFungibility): where a pool's quota fits only by borrowing (whenCanBorrow) or by "
+                    "preempting (whenCanPreempt), TryNextFlavor looks at the next pool first and MayStopSearch "
+                    "takes that one. Unset: TryNextFlavor for both, so nominal quota on a later pool comes before "
+                    "borrowing on an earlier one. gpugov import writes what a cluster's queue has.",
+                },
                 "reclaim": _reclaim_spec(with_defaults=False),
                 "budget": _BUDGET,
                 "allow": _TENANT_ALLOW,

@@ -147,6 +147,10 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         "spec.queues[].priorityClasses": widens("added", QUEUE_WIDENED),
         **_quotas(),
         "spec.fairSharing.weight": widens("up", FAIR_SHARE_RAISED),
+        # which pool a workload lands on, and whether it borrows or preempts there rather than trying the next
+        "spec.flavorFungibility.whenCanBorrow": widens("changed", SCHEDULING_CHANGED),
+        "spec.flavorFungibility.whenCanPreempt": widens("changed", SCHEDULING_CHANGED),
+        "spec.flavorFungibility.preference": widens("changed", SCHEDULING_CHANGED),
         **_reclaim(),
         **_BUDGET,
         # beyond gpugov's namespace default: network volumes, inline CSI drivers, NodePort/LoadBalancer

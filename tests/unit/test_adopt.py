@@ -136,7 +136,9 @@ spec: {controllerName: kueue.x-k8s.io/provisioning-request}
     assert ("ClusterQueue a", "spec.stopPolicy") in fields
     assert ("ClusterQueue a", "spec.namespaceSelector") in fields  # every namespace
     assert ("ClusterQueue a", "namespaces[default]") in fields  # reserved
-    assert ("ClusterQueue b", "spec.flavorFungibility") in fields
+    assert ("ClusterQueue b", "spec.flavorFungibility") not in fields  # declared as it is (issue #40)
+    assert yaml.safe_load((out / "tenants" / "b.yaml").read_text())["spec"]["flavorFungibility"] == {
+        "whenCanBorrow": "MayStopSearch"}
     assert ("ResourceFlavor gpu", "spec.tolerations") in fields
     assert ("AdmissionCheck prov", "") in fields
     assert ("LocalQueue c/lq.main", "metadata.name") in fields  # a Kubernetes name, not a DNS-1123 label
@@ -152,11 +154,12 @@ def test_cli_writes_atomically_refuses_a_full_folder_and_reports_json(tmp_path: 
     assert main(["import", "--from", str(source), "--out", str(out)]) == 2
     assert "not empty" in capsys.readouterr().err
     (tmp_path / "v1").mkdir()
-    other = _source(tmp_path / "v1", V1BETA1.replace("TryNextFlavor", "MayStopSearch"))
+    other = _source(tmp_path / "v1", V1BETA1 + "\n---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: AdmissionCheck\nmetadata: {name: prov}\n"
+                    "spec: {controllerName: kueue.x-k8s.io/provisioning-request}\n")
     code = main(["import", "--from", str(other), "--out", str(out), "--force", "--format", "json"])
     body = json.loads(capsys.readouterr().out)
     assert code == 1 and not body["complete"]
-    assert [g["field"] for g in body["notExpressed"]] == ["spec.flavorFungibility"]
+    assert [(g["object"], g["field"]) for g in body["notExpressed"]] == [("AdmissionCheck prov", "")]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".repo")] == []  # no staging left behind
     assert main(["import", "--from", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
 
