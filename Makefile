@@ -34,7 +34,7 @@ test: $(VENV)/.installed lint
 		GPUGOV_BUILD_JOBS=$${GPUGOV_BUILD_JOBS:-2} tools/build && wait $$actionlint && wait $$kustomize && \
 		ln -sf "$(ACTIONLINT)" tools/bin/actionlint && ln -sf "$(KUSTOMIZE)" tools/bin/kustomize; \
 	else echo "Go not found: end-to-end tests and actionlint checks will be skipped"; fi
-	pytest -q
+	scripts/test-lanes
 
 # Offline install (README, "Installing without internet"): on a connected machine with the target's
 # Python version and CPU architecture, wheels of gpugov and every dependency of its extras into one
