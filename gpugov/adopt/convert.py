@@ -477,7 +477,9 @@ class Converter:
                 owner.setdefault(namespace, name)
         wanted: dict[str, set[str]] = {}
         for name, obj in sorted(self.inv.cluster_queues.items()):
-            selected = self._selected(f"ClusterQueue {name}", (obj.get("spec") or {}).get("namespaceSelector"))
+            spec = obj.get("spec") or {}
+            lending = spec.get("namespaceSelector") is None and not queues_of.get(name) and spec.get("cohortName")
+            selected = set() if lending else self._selected(f"ClusterQueue {name}", spec.get("namespaceSelector"))
             wanted[name] = selected | {ns for ns, _ in queues_of.get(name, [])}
             for namespace in sorted(selected):
                 owner.setdefault(namespace, name)
@@ -531,9 +533,9 @@ class Converter:
             self.report.gap(label, "spec.stopPolicy", f"{spec['stopPolicy']}: gpugov's queues always admit")
         fungibility = _fungibility(spec)
         quotas = self._quotas(label, spec)
-        if not namespaces:
-            self.report.gap(label, "spec.namespaceSelector", "no namespace to declare (a tenant needs one): the "
-                            "queue is not imported")
+        if not namespaces and (spec.get("namespaceSelector") is not None or queues or not spec.get("cohortName")):
+            self.report.gap(label, "spec.namespaceSelector", "no namespace to declare (a tenant needs one, or none at "
+                            "all and a cohort: a lending queue): the queue is not imported")
             return
         tenant: Obj = {"description": f"Imported from ClusterQueue {name}."}
         if spec.get("cohortName"):

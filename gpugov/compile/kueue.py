@@ -199,11 +199,12 @@ def cluster_queue(scope: Scope, tenant: Tenant) -> Object:
     spec: dict[str, Any] = {}
     if tenant.department:
         spec["cohortName"] = tenant.department
-    spec["namespaceSelector"] = {
-        "matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(tenant.namespaces)}
-        ]
-    }
+    if tenant.namespaces:  # a lending queue (no namespaces) has none: a null selector admits no namespace
+        spec["namespaceSelector"] = {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(tenant.namespaces)}
+            ]
+        }
     spec["queueingStrategy"] = policy.queueing_strategy
     spec["preemption"] = preemption
     # Use nominal quota on a later pool before borrowing on an earlier one, unless the tenant declares otherwise.

@@ -539,7 +539,13 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "viewers": _VIEWERS,
                 "costCenter": {"type": "string"},
                 "clusters": {**_STRINGS, "description": "Clusters to deploy to; default: those of the quota pools."},
-                "namespaces": {"type": "array", "minItems": 1, "items": _NAME},
+                "namespaces": {
+                    "type": "array",
+                    "items": _NAME,
+                    "description": "The tenant's namespaces: its queue admits workloads from these. Empty ([]): a "
+                    "lending queue that admits none and holds quota its department's other queues borrow (Kueue's "
+                    "slack ClusterQueue); it needs a department.",
+                },
                 "adoptNamespaces": {
                     "type": "array",
                     "items": _NAME,
@@ -580,7 +586,11 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "allow": _TENANT_ALLOW,
             },
             ["namespaces"],
-        ),
+        )
+        | {  # a lending queue (no namespaces) lends to its department's queues: without one it holds quota for nobody
+            "if": {"properties": {"namespaces": {"maxItems": 0}}, "required": ["namespaces"]},
+            "then": {"required": ["department"]},
+        },
     ),
     # Quota over time (issue #27): declarations.timeline reads them, model_at applies them at an instant.
     "QuotaGrant": (
