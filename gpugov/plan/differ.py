@@ -180,8 +180,8 @@ def immutable_change(kind: str, old: Object, new: Object) -> str | None:
 
 
 def object_changes(cluster: str, base: list[Object], head: list[Object]) -> list[ObjectChange]:
-    old = {object_key(o): _without_source(o) for o in base}
-    new = {object_key(o): _without_source(o) for o in head}
+    old = {object_key(o): o for o in base}
+    new = {object_key(o): o for o in head}
     changes = []
     for key in list(dict.fromkeys([*new, *old])):
         _, kind, namespace, name = key
@@ -191,9 +191,10 @@ def object_changes(cluster: str, base: list[Object], head: list[Object]) -> list
             # A Namespace may still hold workloads and a Node is hardware gpugov only patches: both are
             # kept (removal.py says what each deploy path does with them).
             changes.append(ObjectChange(cluster, "retain" if kind in KEPT_KINDS else "delete", kind, namespace, name))
-        elif old[key] != new[key]:
-            fields = _changed_fields(old[key], new[key])
-            replace = immutable_change(kind, old[key], new[key]) is not None
+        elif old[key] != new[key] and (was := _without_source(old[key])) != (now := _without_source(new[key])):
+            # equal objects are equal without their source too: only the others are copied to compare
+            fields = _changed_fields(was, now)
+            replace = immutable_change(kind, was, now) is not None
             changes.append(ObjectChange(cluster, "replace" if replace else "update", kind, namespace, name, fields))
     return changes
 

@@ -285,8 +285,11 @@ class Room:
 def spec_quotas(spec: Mapping[str, Any], owner: str, only: Set[FR] | None = None) -> dict[FR, Quota]:
     """The spec's quotas per (flavor, resource); `only`: just those pairs (None: all)."""
     quotas: dict[FR, Quota] = {}
+    flavors = None if only is None else {flavor for flavor, _ in only}
     for group in spec.get("resourceGroups") or []:
         for flavor in group.get("flavors") or []:
+            if flavors is not None and str(flavor.get("name")) not in flavors:
+                continue
             for resource in flavor.get("resources") or []:
                 name = str(resource.get("name"))
                 if only is not None and (str(flavor.get("name")), name) not in only:
