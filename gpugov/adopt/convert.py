@@ -640,9 +640,9 @@ class Converter:
         if documents:
             self.out.files["policies/priorities.yaml"] = documents
 
-    def _capacity(self) -> dict[str, str]:
+    def _capacity(self) -> dict[str, float]:
         """Node counts of pools whose devices no known node holds, and the capacity ratios quotas need."""
-        ratios: dict[str, str] = {}
+        ratios: dict[str, float] = {}
         for name, pool in sorted(self.pools.items()):
             doc = self.out.files[f"hardware/{name}.yaml"][0]["spec"]
             held = self.nominal.get((name, "accelerators"), Decimal(0))
@@ -662,7 +662,7 @@ class Converter:
             capacity = Decimal(pool.node_count * pool.per_node)
             if held > capacity and capacity:
                 ratio = math.ceil(held / capacity * 100) / 100
-                ratios[name] = str(ratio)
+                ratios[name] = ratio
                 self.report.note(f"ResourceFlavor {name}", "nominalQuota", f"quotas hold {held} of {capacity} "
                                  f"devices: Guardrails.poolCapacityRatios[{name}] = {ratio}")
         return ratios

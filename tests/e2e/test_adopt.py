@@ -1,7 +1,8 @@
 """`gpugov import --kubeconfig` on the living sandbox: the round trip the issue (#25) asks for, for
 every hand-written shape of tests/helpers/adopt_shapes.py (a flat list of queues without cohorts, a
 two-level cohort tree with borrowing and lending limits, several flavors per queue, CPU-only queues,
-v1beta1 objects, names outside gpugov's scheme).
+v1beta1 objects, names outside gpugov's scheme, a cohort's lending queue whose capacity the running Job
+borrows, Kueue's own flavor fungibility; the last two from issue #40).
 
 One living sandbox for the module holds one shape at a time: its objects applied as platform teams
 write them (field manager `kubectl`, in the apiVersion they are written in, never labelled by

@@ -303,6 +303,79 @@ spec: {clusterQueue: cq-0042-prod}
 """ + "".join("---" + GFD_NODE.format(name=f"ip-10-0-0-{i}.ec2.internal", pool="unused", product="NVIDIA-H100-80GB-HBM3")
               .replace("node-pool: unused", "cloud.example.com/instance-type: p5.48xlarge") for i in (11, 12))
 
+# A cohort's slack ClusterQueue (no namespaceSelector, no LocalQueue) holds the capacity; the team's queue holds
+# none of its own and runs on what it borrows (issue #40: kept on import as a Tenant with namespaces: []).
+LENDING = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu-nodes}
+spec: {nodeLabels: {node-pool: h100}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: shared}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: slack}
+spec:
+  cohortName: shared
+  flavorFungibility: {whenCanBorrow: TryNextFlavor}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu, cpu, memory]
+    flavors:
+    - name: gpu-nodes
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 8}
+      - {name: cpu, nominalQuota: 96}
+      - {name: memory, nominalQuota: 1Ti}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: borrower}
+spec:
+  cohortName: shared
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: borrower}}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu, cpu, memory]
+    flavors:
+    - name: gpu-nodes
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 0}
+      - {name: cpu, nominalQuota: 0}
+      - {name: memory, nominalQuota: 0}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: jobs, namespace: borrower}
+spec: {clusterQueue: borrower}
+""" + "---" + GFD_NODE.format(name="h100-1", pool="h100", product="NVIDIA-H100-80GB-HBM3")
+
+# Kueue's own flavor fungibility (no flavorFungibility: whenCanBorrow MayStopSearch), and one that stops at a flavor
+# where it must preempt: kept as the tenants' spec.flavorFungibility (issue #40), not rewritten to gpugov's.
+STOP_SEARCH = SEVERAL_FLAVORS.replace("  flavorFungibility: {whenCanBorrow: TryNextFlavor}\n", "") + """---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: serving}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: serving}}
+  flavorFungibility: {whenCanBorrow: MayStopSearch, whenCanPreempt: MayStopSearch}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu, cpu, memory]
+    flavors:
+    - name: a100-ondemand
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 4}
+      - {name: cpu, nominalQuota: 32}
+      - {name: memory, nominalQuota: 256Gi}
+    - name: h100-spot
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 4}
+      - {name: cpu, nominalQuota: 32}
+      - {name: memory, nominalQuota: 256Gi}
+"""
+
 SHAPES = {
     "flat": FLAT,
     "cohort-tree": COHORT_TREE,
@@ -310,6 +383,8 @@ SHAPES = {
     "cpu-only": CPU_ONLY,
     "v1beta1": V1BETA1,
     "foreign-names": FOREIGN_NAMES,
+    "lending": LENDING,
+    "stop-search": STOP_SEARCH,
 }
 
 
@@ -329,6 +404,8 @@ RUNS = {
     "cpu-only": Run("etl", "etl", gpu=False),
     "v1beta1": Run("ml", "ml-queue"),
     "foreign-names": Run("proj-0042", "lq-main"),
+    "lending": Run("borrower", "jobs"),  # admitted on capacity borrowed from the slack queue
+    "stop-search": Run("training", "default"),
 }
 
 
