@@ -354,7 +354,9 @@ spec: {clusterQueue: borrower}
 
 # Kueue's own flavor fungibility (no flavorFungibility: whenCanBorrow MayStopSearch), and one that stops at a flavor
 # where it must preempt: kept as the tenants' spec.flavorFungibility (issue #40), not rewritten to gpugov's.
-STOP_SEARCH = SEVERAL_FLAVORS.replace("  flavorFungibility: {whenCanBorrow: TryNextFlavor}\n", "") + """---
+# (Namespaces of their own: the e2e sandbox releases a shape's namespaces but cannot wait for their deletion.)
+STOP_SEARCH = SEVERAL_FLAVORS.replace("  flavorFungibility: {whenCanBorrow: TryNextFlavor}\n", "").replace(
+    "training", "search") + """---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: serving}
@@ -405,7 +407,7 @@ RUNS = {
     "v1beta1": Run("ml", "ml-queue"),
     "foreign-names": Run("proj-0042", "lq-main"),
     "lending": Run("borrower", "jobs"),  # admitted on capacity borrowed from the slack queue
-    "stop-search": Run("training", "default"),
+    "stop-search": Run("search", "default"),
 }
 
 
