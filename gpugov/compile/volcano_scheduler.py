@@ -13,7 +13,11 @@ nodegroup plugin only), so it is compiled from the declarations like every other
   Inqueue itself (actions/allocate/allocate.go), and the capacity plugin still refuses allocation
   beyond a queue's capability;
 - tier 1: ``priority`` (PriorityClass order and preemption), ``gang`` (minMember: all or nothing),
-  ``conformance`` (never evicts kube-system's critical pods);
+  ``conformance`` (never evicts kube-system's critical pods). gang with ``enablePreemptable: false``:
+  its victim check refuses every task of a job at its minMember (so every 1-pod job), a tier that names
+  no victim passes the choice to the next, and there drf's share test refuses them too, so a
+  higher-priority job never preempted a lower one of its queue (measured on v1.14.1). The priority
+  plugin picks the victims alone: a lower-priority gang may lose a pod and wait whole again;
 - tier 2: ``drf``, ``predicates`` (node fit), the queue plugin that reads gpugov's quotas
   (``capacity`` with ``enableHierarchy`` for the department tree, or ``proportion`` when the
   SchedulingPolicy says so; the two cannot be combined), ``nodeorder``, ``binpack`` and
@@ -64,7 +68,10 @@ def scheduler_configuration(queue_plugin: str) -> dict[str, Any]:
     return {
         "actions": ", ".join(ACTIONS),
         "tiers": [
-            {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+            # gang's preemptable check refuses every victim of a job at its minMember (every 1-pod job), and a
+            # tier that names no victim passes the decision to the next, where drf's share test refuses them
+            # too: higher priority work then never preempts lower priority work of its queue.
+            {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False}, {"name": "conformance"}]},
             {
                 "plugins": [
                     {"name": "drf"},
@@ -131,6 +138,10 @@ def configuration_problems(text: str, queue_plugin: str) -> list[Text]:
                              "declares volcano.plugin {plugin})", plugin=queue_plugin))
     elif queue_plugin == "capacity" and plugins["capacity"].get("enableHierarchy") is not True:
         problems.append(Text("plugin capacity runs without enableHierarchy: the department queues are ignored"))
+    if "gang" in plugins and plugins["gang"].get("enablePreemptable") is not False:
+        problems.append(Text("plugin gang judges preemption victims (enablePreemptable is not false): no job at its "
+                             "minMember is preempted, so higher priority work never preempts lower priority work of "
+                             "its queue"))
     other = "proportion" if queue_plugin == "capacity" else "capacity"
     if other in plugins:
         problems.append(Text("plugins {plugin} and {other} are both configured: Volcano cannot combine them",

@@ -42,6 +42,61 @@ PROTECTED_BORROWS = rule(
     "Drop the borrowingLimit (such tenants never borrow), run the non-preemptible queue as a tenant of its own, "
     "or set reclaimWithinCohort to LowerPriority.",
 )
+VOLCANO_CANNOT_KEEP = rule(
+    "GG064",
+    "volcano-cannot-keep",
+    Level.WARNING,
+    "A declaration promises what a Volcano cluster cannot keep: queueingStrategy StrictFIFO (Volcano's "
+    "allocate action lets a later job that fits pass one that does not), or a budget with action hold (gpugov "
+    "budget --apply holds Kueue ClusterQueues only; a Volcano Queue stays Open).",
+    "Use BestEffortFIFO, or action none for budgets of tenants on Volcano clusters (close their Queues by hand: "
+    "vcctl queue operate -a close).",
+)
+
+
+def _volcano_clusters(model: Model) -> list[str]:
+    return [name for name in model.cluster_names() if model.cluster(name).backend == "volcano"]
+
+
+def _clusters_of(model: Model, tenants: tuple[str, ...]) -> set[str]:
+    clusters: set[str] = set()
+    for name in tenants:
+        tenant = model.tenants.get(name)
+        if tenant is None:
+            continue
+        for quota in tenant.quotas:
+            pool = model.pools.get(quota.pool)
+            cluster = model.pool_cluster(pool) if pool is not None else None
+            if cluster:
+                clusters.add(cluster)
+    return clusters
+
+
+@check
+def check_volcano_can_keep(model: Model) -> Iterator[Finding]:
+    volcano = _volcano_clusters(model)
+    if not volcano:
+        return
+    policy = model.policy
+    if policy.declared and policy.queueing_strategy == "StrictFIFO":
+        yield make(
+            VOLCANO_CANNOT_KEEP,
+            Text("queueingStrategy StrictFIFO is not kept on Volcano cluster(s) {clusters}: a later job that fits "
+                 "is scheduled before an earlier one that does not", clusters=", ".join(volcano)),
+            policy.at("queueingStrategy"),
+        )
+    for holder, budget, tenants in model.budget_holders():
+        on = sorted(_clusters_of(model, tenants) & set(volcano))
+        if budget.action != "hold" or not on:
+            continue
+        decl = model.tenants[holder.name] if holder.kind == "Tenant" else model.departments[holder.name]
+        yield make(
+            VOLCANO_CANNOT_KEEP,
+            Text("budget of {kind} '{name}' holds at 100% but its tenants run on Volcano cluster(s) {clusters}, "
+                 "whose Queues gpugov budget does not hold", kind=holder.kind, name=holder.name,
+                 clusters=", ".join(on)),
+            decl.at("budget", "action"),
+        )
 
 
 @check

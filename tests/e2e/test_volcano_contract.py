@@ -214,3 +214,64 @@ def test_a_tenant_cannot_leave_its_queue_for_the_default_queue(api: client.ApiCl
     honest = tenant.create_namespaced_pod("speech", pod({VOLCANO_QUEUE_ANNOTATION: "speech"}))
     eventually(lambda: client.CoreV1Api(api).read_namespaced_pod(honest.metadata.name, "speech").spec.node_name, 60,
                "the honest pod bound by Volcano")
+
+
+def test_higher_priority_preempts_lower_priority_of_its_queue_on_a_full_pool(api: client.ApiClient) -> None:
+    """The pool is full: llm-pretrain holds 24 (16 its own, 8 borrowed), recsys 8 of `batch-low`. recsys submits
+    `training-high` (8, within its capability 16): no node has room and recsys is at its deserved share, so
+    nothing is reclaimed from others; the `preempt` action evicts recsys's own `batch-low` job for it (the
+    `priority` plugin, gpugov's PriorityClasses 10000 over 1000, gang's victim check off so a 1-pod job may be
+    preempted). Nothing of llm-pretrain is touched."""
+    borrower = [job(api, "llm-pretrain") for _ in range(3)]
+    eventually(lambda: running(api, "llm-pretrain") == 24, 90, "llm-pretrain holding 24")
+    low = job(api, "recsys", priority_class="batch-low")
+    eventually(lambda: len(bound(pods_of(api, "recsys", low))) == 1, 90, "recsys's batch-low job bound")
+    high = job(api, "recsys", priority_class="training-high")
+    eventually(lambda: len(bound(pods_of(api, "recsys", high))) == 1, 90, "training-high bound by preempting batch-low")
+    assert bound(pods_of(api, "recsys", low)) == []
+    time.sleep(3)  # a few more cycles: the preempted job does not preempt back
+    assert len(bound(pods_of(api, "recsys", high))) == 1 and bound(pods_of(api, "recsys", low)) == []
+    assert sum(len(bound(pods_of(api, "llm-pretrain", j))) for j in borrower) == 3
+
+
+def _close_queue(api: client.ApiClient, name: str) -> None:
+    """Close a Queue as Volcano's own tooling does (`vcctl queue operate -a close`): a bus.volcano.sh Command
+    that the controller manager's queue controller carries out and deletes."""
+    target = queue(api, name)
+    command = {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command", "action": "CloseQueue",
+               "metadata": {"generateName": f"close-{name}-", "namespace": "default"},
+               "target": {"apiVersion": "/".join(VOLCANO), "kind": "Queue", "name": name,
+                                "uid": target["metadata"]["uid"], "controller": True}}
+    client.CustomObjectsApi(api).create_namespaced_custom_object("bus.volcano.sh", "v1alpha1", "default", "commands",
+                                                                 command)
+
+
+def _open_queue(api: client.ApiClient, name: str) -> None:
+    target = queue(api, name)
+    command = {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command", "action": "OpenQueue",
+               "metadata": {"generateName": f"open-{name}-", "namespace": "default"},
+               "target": {"apiVersion": "/".join(VOLCANO), "kind": "Queue", "name": name,
+                                "uid": target["metadata"]["uid"], "controller": True}}
+    client.CustomObjectsApi(api).create_namespaced_custom_object("bus.volcano.sh", "v1alpha1", "default", "commands",
+                                                                 command)
+
+
+def test_a_closed_queue_admits_nothing_new_and_keeps_what_runs(api: client.ApiClient) -> None:
+    """speech runs a job; its Queue is closed (Volcano's CloseQueue command, what `gpugov drift` reports as a
+    declared queue not Open): the running job keeps running, a new job in it is never bound though the pool has
+    room, and it runs once the queue is open again."""
+    first = job(api, "speech")
+    eventually(lambda: len(bound(pods_of(api, "speech", first))) == 1, 90, "speech's first job bound")
+    _close_queue(api, "speech")
+    try:
+        eventually(lambda: queue(api, "speech").get("status", {}).get("state") in ("Closing", "Closed"), 60,
+                   "queue speech closing")
+        later = job(api, "speech")
+        eventually(lambda: len(pods_of(api, "speech", later)) == 1, 30, "the new job's pod created")
+        time.sleep(6)  # several scheduling cycles (1 s each)
+        assert bound(pods_of(api, "speech", later)) == []
+        assert len(bound(pods_of(api, "speech", first))) == 1
+    finally:
+        _open_queue(api, "speech")
+    eventually(lambda: queue(api, "speech").get("status", {}).get("state") == "Open", 60, "queue speech open again")
+    eventually(lambda: len(bound(pods_of(api, "speech", later))) == 1, 90, "the new job bound once speech is open")

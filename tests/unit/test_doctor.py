@@ -326,6 +326,9 @@ VOLCANO_FAILURES = {
         (lambda f: f.volcano_configmap["data"].update({VOLCANO_CONFIG_KEY: f.volcano_configmap["data"][
             VOLCANO_CONFIG_KEY].replace("- name: nodegroup", "- name: proportion")}),
          "capacity and proportion are both configured"),
+        (lambda f: f.volcano_configmap["data"].update({VOLCANO_CONFIG_KEY: f.volcano_configmap["data"][
+            VOLCANO_CONFIG_KEY].replace("enablePreemptable: false", "enablePreemptable: true")}),
+         "plugin gang judges preemption victims"),
     ],
     "DR008": [
         (lambda f: _queue(f, "speech").update({"status": {"state": "Closed"}}), "speech (Closed)"),

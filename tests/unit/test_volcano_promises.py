@@ -1,0 +1,66 @@
+"""What Volcano cannot keep is said at the declaration (GG064), and the scheduler configuration keeps the
+priority promise (gang's victim check off). The scheduler's side is proven in tests/e2e/test_volcano_contract.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpugov.app.pipeline import validate_repo
+from gpugov.compile.volcano_scheduler import configuration_problems, plugin_names, scheduler_configuration
+from tests.helpers.repos import EXAMPLES, overlay_repo, write
+
+EDGE = EXAMPLES / "negative" / "GG064-volcano-budget-hold"
+
+
+def _gg064(root: Path) -> list[tuple[str, int, str]]:
+    result = validate_repo(root)
+    return [(f.location.file, f.location.line, f.message) for f in result.findings
+            if f.rule == "GG064" and f.location is not None]
+
+
+def test_strict_fifo_is_flagged_only_where_a_cluster_runs_volcano(tmp_path: Path) -> None:
+    policy = "apiVersion: gpugov.io/v1alpha1\nkind: SchedulingPolicy\nmetadata: {name: default}\n" \
+             "spec:\n  queueingStrategy: StrictFIFO\n"
+    kueue_only = overlay_repo(tmp_path / "a")
+    write(kueue_only, "policies/scheduling.yaml", policy)
+    assert _gg064(kueue_only) == []
+    mixed = overlay_repo(tmp_path / "b", EDGE)
+    (mixed / "tenants" / "gamma.yaml").unlink()
+    write(mixed, "policies/scheduling.yaml", policy)
+    [(file, line, message)] = _gg064(mixed)
+    assert (file, line) == ("policies/scheduling.yaml", 5) and "Volcano cluster(s) edge" in message
+    write(mixed, "policies/scheduling.yaml", policy.replace("StrictFIFO", "BestEffortFIFO"))
+    assert _gg064(mixed) == []
+
+
+def test_a_budget_hold_is_flagged_for_tenants_on_volcano_not_on_kueue(tmp_path: Path) -> None:
+    on_volcano = overlay_repo(tmp_path / "a", EDGE)
+    [(file, line, message)] = _gg064(on_volcano)
+    assert (file, line) == ("tenants/gamma.yaml", 17) and "Tenant 'gamma'" in message
+    gamma = on_volcano / "tenants" / "gamma.yaml"
+    gamma.write_text(gamma.read_text().replace("action: hold  # expect: GG064", "action: none"))
+    assert _gg064(on_volcano) == []
+    on_kueue = overlay_repo(tmp_path / "b", EDGE)
+    gamma = on_kueue / "tenants" / "gamma.yaml"
+    gamma.write_text(gamma.read_text().replace("pool: edge-h100", "pool: h100"))
+    assert _gg064(on_kueue) == []
+
+
+def test_a_departments_budget_hold_is_flagged_when_a_tenant_below_runs_on_volcano(tmp_path: Path) -> None:
+    root = overlay_repo(tmp_path, EDGE)
+    gamma = root / "tenants" / "gamma.yaml"
+    text = gamma.read_text()
+    gamma.write_text(text[:text.index("  budget:")].replace("  owners:", "  department: rnd\n  owners:"))
+    departments = root / "tenants" / "departments.yaml"
+    departments.write_text(departments.read_text().replace(
+        "name: rnd\nspec: {}", "name: rnd\nspec:\n  budget: {acceleratorHours: 500, action: hold}", 1))
+    found = _gg064(root)
+    assert [(f, m.split(" holds")[0]) for f, _, m in found] == [("tenants/departments.yaml", "budget of Department 'rnd'")]
+
+
+def test_gang_leaves_the_choice_of_victims_to_priority() -> None:
+    """With gang's preemptable check on, every 1-pod job is refused as a victim and drf refuses the rest:
+    higher priority work never preempts lower priority work of its queue (measured on the real scheduler)."""
+    conf = scheduler_configuration("capacity")
+    assert plugin_names(conf)["gang"].get("enablePreemptable") is False
+    assert configuration_problems(__import__("yaml").safe_dump(conf), "capacity") == []
