@@ -5,13 +5,17 @@ report's JSON (embedded in the page), so the page is one file to attach to a tic
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
+from typing import TYPE_CHECKING
 
 from gpugov.capacity.jsonout import report_json
 from gpugov.capacity.markdown import DASH, _n, advice_kind, source_line
 from gpugov.capacity.report import ClusterReport, hours_text, money, percent, q, ratio_display
 from gpugov.i18n import _, current, localized
+
+if TYPE_CHECKING:
+    from gpugov.monitoring.history import History
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d2430; background: #ffffff; }
@@ -156,7 +160,26 @@ def _legend(series: Sequence[str]) -> str:
     return f'<p class="legend">{items}</p>'
 
 
-def _cluster(report: ClusterReport) -> str:
+def _history(report: ClusterReport, found: Sequence[History]) -> str:
+    """Per tenant, then per pool, its charts over each window (gpugov.monitoring.charts: static SVG, no
+    script), the ledger's efficiency figures under each."""
+    from gpugov.monitoring.charts import ledger_notes, svg
+
+    parts = [_tag("h3", _("History: GPU allocation and activity")),
+             _tag("p", _("From Prometheus' recording rules (gpugov monitoring); hatched: unknown, no measurement "
+                         "(never idle)."))]
+    for kind, heading in (("tenant", _("Tenant {name}")), ("pool", _("Pool {name}"))):
+        names = sorted({h.name for h in found if h.kind == kind})
+        for name in names:
+            # inline SVG needs no namespace: the page names no URL at all
+            charts = "".join('<div class="chart history">' + svg(h, ledger_notes(h, report)).replace(
+                ' xmlns="http://www.w3.org/2000/svg"', "", 1) + "</div>"
+                             for h in found if h.kind == kind and h.name == name)
+            parts += [_tag("h4", heading.format(name=name)), charts]
+    return "\n".join(parts)
+
+
+def _cluster(report: ClusterReport, found: Sequence[History] = ()) -> str:
     key = escape(report.cluster)
     heading = _("Cluster {cluster} ({backend})").format(cluster=report.cluster, backend=report.backend)
     parts = [_tag("h2", heading), _tag("p", source_line(report)), _tag("h3", _("Pools"))]
@@ -201,6 +224,8 @@ def _cluster(report: ClusterReport) -> str:
     items = "".join(f'<li data-kind="{escape(a.kind)}"><span class="kind">{escape(advice_kind(a.kind))}</span>: '
                     f"{escape(localized(a.text))}</li>" for a in report.advice) or _tag("li", _("nothing to advise"))
     parts += [_tag("h3", _("Advice")), f'<ul class="advice">{items}</ul>']
+    if found:
+        parts.append(_history(report, found))
     return "\n".join(parts)
 
 
@@ -209,9 +234,10 @@ def _embedded(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False).replace("</", "<\\/")
 
 
-def html(reports: list[ClusterReport]) -> str:
-    """The page in the reader's language (its `lang` says which); the embedded data stays the JSON report."""
-    body = "\n".join(_cluster(r) for r in reports)
+def html(reports: list[ClusterReport], histories: Mapping[str, Sequence[History]] | None = None) -> str:
+    """The page in the reader's language (its `lang` says which); the embedded data stays the JSON report.
+    `histories`: per cluster, the tenants' and pools' histories to draw (gpugov history's charts)."""
+    body = "\n".join(_cluster(r, (histories or {}).get(r.cluster, ())) for r in reports)
     title = escape(_("GPU capacity"))
     status = escape(_("charts need JavaScript; the tables below hold every number"))
     words = {**_series(), "drawn": _("{count} charts drawn")}

@@ -28,6 +28,7 @@ from gpugov.cli.capacity import register as capacity_command
 from gpugov.cli.common import CommandFailed, fail
 from gpugov.cli.doctor import register as doctor_command
 from gpugov.cli.guide import register as guide_command
+from gpugov.cli.history import register as history_command
 from gpugov.cli.init import register as init_command
 from gpugov.cli.lazy import CommandParsers, NotBuilt
 from gpugov.cli.monitoring import register as monitoring_command
@@ -76,6 +77,7 @@ def build_parser(built: Collection[str] | None = None) -> argparse.ArgumentParse
     reclaim_command(sub)
     monitoring_command(sub)
     profile_command(sub)
+    history_command(sub)
     import_command(sub)
     init_command(sub)
     guide_command(sub)

@@ -19,6 +19,8 @@ def cmd_capacity(args: argparse.Namespace) -> ExitCode:
     from gpugov.capacity.jsonout import report_json
     from gpugov.capacity.markdown import markdown
 
+    if args.prometheus and args.format != "html":
+        return fail("--prometheus draws the history charts of the html report: give --format html")
     try:
         ledger = load_ledger(Path(args.usage)) if args.usage else None
     except LedgerError as exc:
@@ -43,7 +45,14 @@ def cmd_capacity(args: argparse.Namespace) -> ExitCode:
     if args.format == "json":
         text = json.dumps(report_json(reports), indent=2) + "\n"
     elif args.format == "html":
-        text = html(reports)
+        histories = {}
+        if args.prometheus:
+            from gpugov.cli.history import DEFAULT_WINDOWS, read_histories
+
+            for cluster in clusters:
+                state = desired(argparse.Namespace(repo=args.repo, cluster=cluster, backend=args.backend))
+                histories[cluster] = read_histories(state, args.prometheus, DEFAULT_WINDOWS, args.history_step)
+        text = html(reports, histories)
     else:
         text = markdown(reports)
     if args.out:
@@ -72,6 +81,8 @@ def _live_nodes(args: argparse.Namespace) -> list[dict]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from gpugov.cli.queue import positive
+
     p = sub.add_parser(
         "capacity",
         help="capacity planning report: physical, guaranteed, borrowable, oversubscription, MIG, usage, advice",
@@ -89,4 +100,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=FORMATS, default="markdown",
                    help="markdown (default), json, or html (one page, charts inline, renders offline)")
     p.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
+    p.add_argument("--prometheus", metavar="URL", help="with --format html: per tenant and pool, GPU allocation "
+                   "and activity over 24 h, 7 d and 30 d as charts (gpugov history), read from this Prometheus "
+                   "evaluating gpugov's recording rules (gpugov monitoring); unmeasured time drawn as unknown")
+    p.add_argument("--history-step", type=positive, default=60, metavar="SECONDS",
+                   help="with --prometheus: seconds between the instants read (default 60)")
     p.set_defaults(func=cmd_capacity)

@@ -1,0 +1,144 @@
+"""History charts (issue #41) from a real Prometheus: the recording rules compiled from the ledger's fixture
+org (tests/fixtures/ledger/org) evaluated every second over the sandbox's DCGM-shaped exporter, read back by
+`gpugov history`'s reader with range queries. The chart's figures equal what PromQL itself sums over the same
+instants (devices held, idle, activity, unmeasured time), its idle device-seconds are the ledger's, and
+every instant the exporter's pool was not measured (before the first scrape) is a gap, never 0 or idle.
+
+Pods: nlp's indexed Job `train` (2 GPUs at 1 % and 2 %: idle), vision's `eval` (2 GPUs at 80 %), on h100 node n1.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpugov.app.pipeline import validate_repo
+from gpugov.declarations.model import Model
+from gpugov.monitoring import charts
+from gpugov.monitoring.history import ACTIVITY, ALLOCATED, IDLE, REPORTING, History, read, span
+from gpugov.monitoring.rules import recording_rules
+from gpugov.queueing.workload import from_object
+from gpugov.sandbox import ToolUnavailableError
+from gpugov.sandbox.prometheus import ACTIVITY_ANNOTATION, monitoring, prometheus_binary
+from gpugov.sandbox.simulated import simulated_nodes
+from gpugov.sources.prometheus import query, query_range, utilisation_series
+from gpugov.usage.idle import idle
+from gpugov.usage.segments import segments
+from gpugov.usage.window import Window
+from tests.e2e.conftest import skip_or_fail
+from tests.e2e.test_monitoring_rules import pod
+from tests.helpers.repos import FIXTURES
+from tests.unit.test_queueing_unit import raw_workload
+
+RUN = 12  # seconds the pods run before the checks
+WINDOW = 40  # seconds drawn: reaches back before Prometheus' first evaluation
+
+
+@dataclass
+class Drawn:
+    url: str
+    model: Model
+    started: datetime
+    histories: list[History]
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Drawn]:
+    try:
+        binary = prometheus_binary()
+    except ToolUnavailableError as exc:
+        skip_or_fail(f"e2e: no Prometheus binary: {exc}")
+        raise
+    model = validate_repo(FIXTURES / "ledger" / "org").model
+    assert model is not None
+    workdir: Path = tmp_path_factory.mktemp("history")
+    rules = workdir / "gpugov.rules.yaml"
+    rules.write_text(yaml.safe_dump(recording_rules(model, "lab"), sort_keys=False))
+    nodes = [n for n in simulated_nodes(model, "lab") if n["metadata"]["name"] in ("n1", "m1")]
+    pods: list[dict[str, Any]] = []
+    with monitoring(workdir, binary, lambda: nodes, lambda: pods, interval="1s", rule_files=[rules]) as url:
+        deadline = time.monotonic() + 60
+        while len(query(url, "up == 1")) < len(nodes):
+            assert time.monotonic() < deadline, "Prometheus never scraped the exporter"
+            time.sleep(0.5)
+        started = datetime.now(UTC).replace(microsecond=0)
+        pods += [pod("nlp", "train-0-x7k2p", "n1", "nvidia.com/gpu", 1, started, **{ACTIVITY_ANNOTATION: "1"}),
+                 pod("nlp", "train-1-q9w8e", "n1", "nvidia.com/gpu", 1, started, **{ACTIVITY_ANNOTATION: "2"}),
+                 pod("vision", "eval-zx9cv", "n1", "nvidia.com/gpu", 2, started, **{ACTIVITY_ANNOTATION: "80"})]
+        time.sleep(RUN)
+        window = span(f"{WINDOW}s", datetime.now(UTC), 1)
+
+        def ask(promql: str, start: datetime, end: datetime, step: int) -> list[dict[str, Any]]:
+            return query_range(url, promql, start, end, step)
+
+        yield Drawn(url, model, started, read(model, "lab", window, ask))
+
+
+def of(found: Drawn, kind: str, name: str) -> History:
+    return next(h for h in found.histories if h.kind == kind and h.name == name)
+
+
+def promql_sum(url: str, expr: str, label: str, name: str, h: History, over: str = "sum_over_time") -> Decimal:
+    """What PromQL sums over the chart's instants: a subquery of one-second steps over (since, until]."""
+    answer = query(url, f"{over}(({expr})[{h.span.seconds}s:{h.span.step}s] @ {h.span.until.timestamp():.0f})")
+    return sum((Decimal(s["value"][1]) for s in answer if s["metric"].get(label) == name), Decimal(0))
+
+
+@pytest.mark.parametrize(("kind", "name"), [("tenant", "nlp"), ("tenant", "vision"), ("pool", "h100")])
+def test_the_charts_numbers_are_what_promql_sums_over_the_same_instants(drawn: Drawn, kind: str, name: str) -> None:
+    h = of(drawn, kind, name)
+    held = promql_sum(drawn.url, ALLOCATED.format(by=kind), kind, name, h)
+    quiet = promql_sum(drawn.url, IDLE.format(by=kind), kind, name, h)
+    busy = promql_sum(drawn.url, ACTIVITY.format(by=kind), kind, name, h)
+    measured = promql_sum(drawn.url, REPORTING, "pool", "h100", h, "count_over_time")
+    assert held > 0 and measured > 0
+    assert h.device_seconds == held
+    assert h.idle_device_seconds == quiet
+    assert h.activity is not None and abs(h.activity - busy / held) < Decimal("1e-12")
+    assert h.unknown_seconds == h.span.seconds - measured
+    text = charts.svg(h)
+    assert Decimal(re.search(r'data-device-seconds="([0-9.]+)"', text)[1]) == held.quantize(Decimal("0.000001"))
+    assert Decimal(re.search(r'data-idle-device-seconds="([0-9.]+)"', text)[1]) == quiet.quantize(Decimal("0.000001"))
+    assert text == charts.svg(h)
+
+
+def test_what_was_not_measured_is_a_gap_and_what_was_is_drawn(drawn: Drawn) -> None:
+    h = of(drawn, "tenant", "nlp")
+    reported = {round(float(at)) for series in query_range(drawn.url, REPORTING, h.span.since + timedelta(seconds=1),
+                                                           h.span.until, 1)
+                if series["metric"].get("pool") == "h100" for at, _ in series["values"]}
+    assert h.unknown_hours > 0, "the window should reach back before Prometheus' first evaluation"
+    for bucket in h.buckets:  # one-second buckets: each is its instant
+        if round(bucket.end.timestamp()) in reported:
+            assert bucket.devices is not None
+        else:
+            assert bucket.devices is None and bucket.idle is None
+    text = charts.svg(h)
+    assert text.count('class="unknown"') == sum(b.devices is None for b in h.buckets) > 0
+    # nlp's two GPUs, idle, once the pods run: drawn as held and idle, never as a gap
+    running = [b for b in h.buckets if b.start >= drawn.started + timedelta(seconds=3)]
+    assert running and {(b.devices, b.idle) for b in running} == {(Decimal(2), Decimal(2))}
+    assert of(drawn, "tenant", "vision").idle_device_hours == 0
+
+
+def test_the_idle_device_seconds_are_the_ledgers(drawn: Drawn) -> None:
+    h = of(drawn, "tenant", "nlp")
+    since, until = drawn.started, h.span.until
+    workload = from_object(raw_workload("train", "nlp", pods=2, admitted=since, cluster_queue="nlp", flavor="h100"))
+    found, _ = segments([workload], Window(since, until), until, lambda w: "nlp", lambda w, r: ["h100"])
+    series = utilisation_series(drawn.url, since, until, 1)
+    ledger = idle([workload], found, series, timedelta(seconds=1), drawn.model.limits.idle_below_percent, until)
+    [(key, device_seconds)] = ledger.seconds.items()
+    assert key == ("nlp", "h100", "nvidia.com/gpu")
+    chart = h.idle_device_seconds
+    # both count 2 devices for every measured second; they may differ by the seconds around the first scrape
+    assert abs(chart - device_seconds) <= 4, (chart, device_seconds)
