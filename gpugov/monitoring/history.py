@@ -4,8 +4,9 @@ compiles (gpugov.monitoring.rules) with Prometheus range queries (gpugov.sources
 Every STEP seconds of the window (aligned to whole multiples of STEP since the epoch, so the same window reads
 the same instants) four sums are read: the devices held (gpugov:tenant_devices:count), the idle devices
 (gpugov:tenant_idle_devices:count) and the activity (gpugov:tenant_device_activity:ratio) summed per tenant
-or per pool, and the devices the exporter reports on each pool's declared nodes. A pool is measured at an
-instant where its nodes report devices; a tenant where every pool of its quotas is measured. At a measured
+or per pool, and the devices the exporter reports on each node of a pool. A pool is measured at an
+instant where every one of its declared nodes reports devices (a node whose exporter is not scraped leaves
+its pool unknown, not emptier); a tenant where every pool of its quotas is measured. At a measured
 instant a subject without series holds 0 devices; at an unmeasured one it is unknown, never 0 and never
 idle (the coverage rule of gpugov.sources.coverage). Buckets average over their measured instants only;
 a bucket without any is a gap.
@@ -33,7 +34,8 @@ SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 ALLOCATED = "sum by ({by}) (gpugov:tenant_devices:count)"
 IDLE = "sum by ({by}) (gpugov:tenant_idle_devices:count)"
 ACTIVITY = "sum by ({by}) (gpugov:tenant_device_activity:ratio)"
-REPORTING = "count by (pool) (gpugov:device_activity:ratio * on (node) group_left (pool) gpugov:node_pool:info)"
+REPORTING = ("count by (pool, node) "
+             "(gpugov:device_activity:ratio * on (node) group_left (pool) gpugov:node_pool:info)")
 
 QueryRange = Callable[[str, datetime, datetime, int], list[dict]]  # (promql, start, end, step) -> matrix
 
@@ -138,11 +140,11 @@ def _number(text: object) -> Decimal:
     return value
 
 
-def _by_instant(matrix: Iterable[dict], label: str) -> dict[str, dict[int, Decimal]]:
-    """label value -> epoch second -> value, NaN samples dropped (they measure nothing)."""
+def _by_instant(matrix: Iterable[dict], *labels: str) -> dict[str, dict[int, Decimal]]:
+    """labels' values (joined by '/') -> epoch second -> value, NaN samples dropped (they measure nothing)."""
     out: dict[str, dict[int, Decimal]] = {}
     for series in matrix:
-        name = str(series["metric"].get(label, ""))
+        name = "/".join(str(series["metric"].get(label, "")) for label in labels)
         into = out.setdefault(name, {})
         for at, value in series["values"]:
             number = _number(value)
@@ -170,11 +172,16 @@ def read(model: Model, cluster: str, window: Span, query_range: QueryRange) -> l
     tenants, pools = subjects(model, cluster)
     start = window.since + timedelta(seconds=window.step)
 
-    def ask(promql: str, label: str) -> dict[str, dict[int, Decimal]]:
-        return _by_instant(query_range(promql, start, window.until, window.step), label)
+    def ask(promql: str, *labels: str) -> dict[str, dict[int, Decimal]]:
+        return _by_instant(query_range(promql, start, window.until, window.step), *labels)
 
-    reporting = ask(REPORTING, "pool")
-    measured_pools = {pool: {t for t, v in reporting.get(pool, {}).items() if v > 0} for pool in pools}
+    reporting = ask(REPORTING, "pool", "node")
+    declared = cluster_pools(model, cluster)
+    measured_pools = {}
+    for pool in pools:
+        nodes = [{t for t, v in reporting.get(f"{pool}/{node.name}", {}).items() if v > 0}
+                 for node in declared[pool].nodes]
+        measured_pools[pool] = set.intersection(*nodes) if nodes else set()
     out = []
     for kind, names in (("tenant", tenants), ("pool", {p: (p,) for p in pools})):
         allocated, idle, active = (ask(q.format(by=kind), kind) for q in (ALLOCATED, IDLE, ACTIVITY))

@@ -50,6 +50,7 @@ class FakePrometheus:
 
     def __init__(self, reporting: dict[str, dict[int, str]], per: dict[str, dict[str, dict[str, dict[int, str]]]]):
         self.reporting, self.per, self.asked = reporting, per, []
+        self.silent: set[tuple[str, str, int]] = set()  # (pool, node, instant) a node's exporter is not scraped
 
     def __call__(self, promql: str, start: datetime, end: datetime, step: int) -> list[dict[str, Any]]:
         self.asked.append((promql, start, end, step))
@@ -58,8 +59,13 @@ class FakePrometheus:
         def within(values: dict[str, dict[int, str]]) -> dict[str, dict[int, str]]:
             return {k: {t: v for t, v in pts.items() if low <= t <= high} for k, pts in values.items()}
 
-        if promql == REPORTING:
-            return matrix("pool", within(self.reporting))
+        if promql == REPORTING:  # every declared node of the pool reports what the test gives the pool
+            nodes = {"h100": ["n1", "n2", "n3", "n4"], "a100": ["m1", "m2", "m3"]}
+            given = within(self.reporting)
+            return [{"metric": {"pool": pool, "node": node},
+                     "values": [[t, v] for t, v in sorted(given.get(pool, {}).items())
+                                if (pool, node, t) not in self.silent]}
+                    for pool in sorted(given) for node in nodes[pool]]
         for kind in ("tenant", "pool"):
             for name, template in (("allocated", ALLOCATED), ("idle", IDLE), ("activity", ACTIVITY)):
                 if promql == template.format(by=kind):
@@ -144,6 +150,18 @@ def test_unmeasured_time_is_a_gap_never_idle_or_zero(model: Model) -> None:
     # solo: its pool a100 is measured all day, though h100 is not; idle all day, never a gap
     solo = by_name(found, "tenant", "solo")
     assert (solo.unknown_hours, solo.device_hours, solo.idle_share) == (0, 24, 1)
+
+
+def test_one_silent_node_leaves_its_pool_and_tenants_unknown(model: Model) -> None:
+    prometheus = lab_prometheus()
+    end = int(UNTIL.timestamp())
+    hour = range(end - 3 * 3600 + 60, end - 2 * 3600 + 1, 60)  # 09:00 to 10:00
+    prometheus.silent = {("a100", "m2", t) for t in hour}
+    found = read(model, "lab", span("24h", UNTIL, 60), prometheus)
+    a100, solo, h100 = by_name(found, "pool", "a100"), by_name(found, "tenant", "solo"), by_name(found, "pool", "h100")
+    assert (a100.unknown_hours, solo.unknown_hours, h100.unknown_hours) == (1, 1, 2)
+    assert [b.start for b in a100.buckets if b.devices is None][0] == UNTIL - timedelta(hours=3)
+    assert solo.device_hours == 23  # the silent hour is neither held nor idle: unknown
 
 
 def test_axes_and_labels_follow_the_window(model: Model) -> None:
