@@ -160,7 +160,7 @@ def test_one_silent_node_leaves_its_pool_and_tenants_unknown(model: Model) -> No
     found = read(model, "lab", span("24h", UNTIL, 60), prometheus)
     a100, solo, h100 = by_name(found, "pool", "a100"), by_name(found, "tenant", "solo"), by_name(found, "pool", "h100")
     assert (a100.unknown_hours, solo.unknown_hours, h100.unknown_hours) == (1, 1, 2)
-    assert [b.start for b in a100.buckets if b.devices is None][0] == UNTIL - timedelta(hours=3)
+    assert next(b.start for b in a100.buckets if b.devices is None) == UNTIL - timedelta(hours=3)
     assert solo.device_hours == 23  # the silent hour is neither held nor idle: unknown
 
 
