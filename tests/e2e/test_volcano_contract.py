@@ -275,3 +275,32 @@ def test_a_closed_queue_admits_nothing_new_and_keeps_what_runs(api: client.ApiCl
         _open_queue(api, "speech")
     eventually(lambda: queue(api, "speech").get("status", {}).get("state") == "Open", 60, "queue speech open again")
     eventually(lambda: len(bound(pods_of(api, "speech", later))) == 1, 90, "the new job bound once speech is open")
+
+
+def test_a_tenant_cannot_exempt_its_work_from_preemption_and_reclaim(api: client.ApiClient) -> None:
+    """Volcano's preempt and reclaim actions skip every pod annotated or labelled `volcano.sh/preemptable`
+    with a value that is not true (measured before the fix: llm-pretrain's four such jobs kept the whole pool
+    and speech, below its deserved 8, stayed unbound for 30 s). As a member of speech-team, through
+    impersonation: a pod that sets it to "false" (annotation or label) or to an unparsable value is refused;
+    "true" is accepted and runs; only a non-preemptible PriorityClass of its queue protects work."""
+    from gpugov.cluster.impersonate import impersonate
+    from gpugov.kube.names import VOLCANO_QUEUE_ANNOTATION
+
+    tenant = client.CoreV1Api(impersonate(client.ApiClient(api.configuration), "dave@example.com", ["speech-team"]))
+
+    def pod(notes: dict[str, str], labels: dict[str, str]) -> dict[str, Any]:
+        manifest = samples.job_manifest(samples.SampleJob("speech", "speech", "x", "speech", "speech", "ascend-910b",
+                                                          ASCEND, backend="volcano"), None, amount=8)
+        return {"apiVersion": "v1", "kind": "Pod", "spec": manifest["spec"]["template"]["spec"],
+                "metadata": {"name": f"p-{uuid.uuid4().hex[:6]}", "namespace": "speech", "labels": labels,
+                             "annotations": {VOLCANO_QUEUE_ANNOTATION: "speech", **notes}}}
+
+    key = "volcano.sh/preemptable"
+    for notes, labels in (({key: "false"}, {}), ({}, {key: "false"}), ({key: "no"}, {})):
+        with pytest.raises(ApiException) as refused:
+            tenant.create_namespaced_pod("speech", pod(notes, labels))
+        assert refused.value.status in (403, 422), refused.value.body
+        assert f"may not set {key} to anything but true" in str(refused.value.body)
+    honest = tenant.create_namespaced_pod("speech", pod({key: "true"}, {}))
+    eventually(lambda: client.CoreV1Api(api).read_namespaced_pod(honest.metadata.name, "speech").spec.node_name, 60,
+               "the pod that stays preemptable bound by Volcano")

@@ -3,7 +3,8 @@ Queue), gpugov-volcano-accelerators-need-volcano (accelerator pods are scheduled
 gpugov-volcano-pod-priority.
 
 Threat model: attack: submit to a department's or another tenant's Queue, schedule accelerator pods
-around Volcano, outrank others with a pod's PriorityClass; control: these policies; test:
+around Volcano, outrank others with a pod's PriorityClass or keep borrowed quota with
+volcano.sh/preemptable: "false"; control: these policies; test:
 tests/e2e/test_volcano_admission.py."""
 from __future__ import annotations
 
@@ -131,6 +132,17 @@ def volcano_need_volcano_policy(scope: Scope) -> Object:
 
 
 VOLCANO_POD_PRIORITY = "gpugov-volcano-pod-priority"
+# Volcano's preempt and reclaim actions skip every task whose pod (or PodGroup) carries this annotation or
+# label with a value that is not true (an unparsable one counts as false: pkg/scheduler/api/pod_info.go
+# GetPodPreemptable, job_info.go extractPreemptable), so a tenant writing it would keep what it borrowed.
+VOLCANO_PREEMPTABLE = "volcano.sh/preemptable"
+_TRUE = "['1', 't', 'T', 'true', 'TRUE', 'True']"  # Go's strconv.ParseBool true
+_IMMUNE = (
+    f"(has(object.metadata.annotations) && '{VOLCANO_PREEMPTABLE}' in object.metadata.annotations && "
+    f"!(object.metadata.annotations['{VOLCANO_PREEMPTABLE}'] in {_TRUE})) || "
+    f"(has(object.metadata.labels) && '{VOLCANO_PREEMPTABLE}' in object.metadata.labels && "
+    f"!(object.metadata.labels['{VOLCANO_PREEMPTABLE}'] in {_TRUE}))"
+)
 
 
 def volcano_priority_classes(scope: Scope) -> dict[str, list[str]]:
@@ -147,7 +159,9 @@ def volcano_pod_priority_policy(scope: Scope) -> Object:
     """Class 4 on Volcano: its scheduler orders and preempts by the PriorityClass of a Pod, a PodGroup
     or a Volcano Job (and its tasks). Every pod is checked itself (Volcano's controllers are not
     trusted here), so whatever creates it, a tenant namespace names only its queues' classes and any
-    other namespace only Guardrails.isolation.podPriorityClasses: never system-node-critical."""
+    other namespace only Guardrails.isolation.podPriorityClasses: never system-node-critical. Nor may
+    a Pod, a PodGroup or a Volcano Job declare itself beyond preemption and reclaim
+    (``volcano.sh/preemptable`` other than true): only a non-preemptible class protects work."""
     named = ("(has(object.spec.priorityClassName) ? [object.spec.priorityClassName] : []) + "
              "(object.kind == 'Job' && has(object.spec.tasks) ? object.spec.tasks.filter(t, has(t.template) && "
              "has(t.template.spec) && has(t.template.spec.priorityClassName)).map(t, t.template.spec.priorityClassName)"
@@ -164,6 +178,7 @@ def volcano_pod_priority_policy(scope: Scope) -> Object:
                 {"name": "allowed", "expression": "request.namespace in variables.perNamespace ? "
                  "variables.perNamespace[request.namespace] : variables.anywhere"},
                 {"name": "named", "expression": f"({named}).filter(n, !(n in variables.allowed))"},
+                {"name": "immune", "expression": _IMMUNE},
             ],
             "validations": [
                 {
@@ -174,7 +189,15 @@ def volcano_pod_priority_policy(scope: Scope) -> Object:
                     "classes of the namespace\\'s queues in tenants/, Guardrails.isolation.podPriorityClasses; "
                     f"ask {_team(scope)})'",
                     "reason": "Forbidden",
-                }
+                },
+                {
+                    "expression": "!(request.namespace in variables.perNamespace) || !variables.immune",
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
+                    f"' may not set {VOLCANO_PREEMPTABLE} to anything but true: Volcano would never preempt or reclaim "
+                    "it, and what it borrowed would never be given back (gpugov: work is protected by a "
+                    f"non-preemptible PriorityClass of its queue; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
             ],
         },
     )
