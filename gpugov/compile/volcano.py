@@ -29,7 +29,8 @@ flavors, so a pool is expressed as a node group):
   compares only what gpugov sets); deserved and guarantee = the children's sums plus the department's own quota,
   so the children's sums always fit within the parent. The proportion plugin has no
   hierarchy: departments then emit no queue and tenants sit under root.
-- PriorityClass -> PriorityClass (value, description; preemptionPolicy PreemptLowerPriority).
+- PriorityClass -> PriorityClass (value, description; preemptionPolicy PreemptLowerPriority, or Never
+  where SchedulingPolicy.preemption.withinClusterQueue is Never: Volcano's preempt action honours it).
   Non-preemptible classes carry the label gpugov.io/preemptible=false; jobs of those classes
   should also set the pod annotation volcano.sh/preemptable: "false".
 """
@@ -161,6 +162,10 @@ def _add(a: Amounts, b: Amounts) -> Amounts:
 
 
 def priority_classes(scope: Scope) -> list[Object]:
+    # Volcano's preempt action never lets a pod whose preemptionPolicy is Never preempt (actions/preempt
+    # taskEligibleToPreempt); the admission plugin copies it from the class, so withinClusterQueue: Never
+    # holds on Volcano too. Reclaim between queues does not read it (reclaimWithinCohort, reclaimable).
+    preemption = "Never" if scope.model.policy.within_cluster_queue == "Never" else "PreemptLowerPriority"
     objects = []
     for name, pc in sorted(scope.model.priority_classes.items()):
         labels = {LABEL_PRIORITY_CLASS: name}
@@ -171,7 +176,7 @@ def priority_classes(scope: Scope) -> list[Object]:
             "kind": "PriorityClass",
             "metadata": metadata(name, pc, labels),
             "value": pc.value,  # globalDefault left out: false is how the API server stores it (absent)
-            "preemptionPolicy": "PreemptLowerPriority",
+            "preemptionPolicy": preemption,
         }
         if pc.description:
             obj["description"] = pc.description

@@ -64,3 +64,16 @@ def test_gang_leaves_the_choice_of_victims_to_priority() -> None:
     conf = scheduler_configuration("capacity")
     assert plugin_names(conf)["gang"].get("enablePreemptable") is False
     assert configuration_problems(__import__("yaml").safe_dump(conf), "capacity") == []
+
+
+def test_within_cluster_queue_never_gives_every_volcano_class_preemption_policy_never(tmp_path: Path) -> None:
+    from gpugov.compile import compile
+    from tests.e2e.test_volcano_no_preemption import never_objects, never_repo
+
+    _, objects = never_objects(never_repo(tmp_path))
+    policies = {o["metadata"]["name"]: o["preemptionPolicy"] for o in objects if o["kind"] == "PriorityClass"}
+    assert policies and set(policies.values()) == {"Never"}
+    model = validate_repo(Path(__file__).resolve().parents[2]).model
+    assert model is not None
+    west = {o["preemptionPolicy"] for o in compile(model, cluster="west") if o["kind"] == "PriorityClass"}
+    assert west == {"PreemptLowerPriority"}
