@@ -28,6 +28,7 @@ from kubernetes import client
 from gpugov.cluster.rest import (
     APPLY_PATCH,
     FIELD_MANAGER,
+    MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
     Api,
     Rejected,
@@ -38,6 +39,7 @@ from gpugov.cluster.rest import (
     unserved,
     write,
 )
+from gpugov.compile.gpu_operator import is_clusterpolicy, merged_policy
 from gpugov.kube.kinds import KINDS, kind_of
 from gpugov.kube.names import VOLCANO_API
 from gpugov.kube.objects import ANNOTATION_TAINTS as TAINTS_ANNOTATION
@@ -92,7 +94,14 @@ def apply_objects(api_client: client.ApiClient, objects: list[dict[str, Any]], f
                     result.skipped_nodes.append(meta["name"])
                     continue
                 obj = without_taints(obj)
-            answer = server_side_apply(api, kind_of(obj), obj, force=force)
+            if is_clusterpolicy(obj):
+                patched = merge_clusterpolicy(api, obj)
+                if patched is None:
+                    result.skipped_nodes.append(f"ClusterPolicy {meta['name']}")
+                    continue
+                answer = patched
+            else:
+                answer = server_side_apply(api, kind_of(obj), obj, force=force)
         except Rejected as exc:
             raise ApplyError(f"{_label(obj)}: {exc}") from exc
         result.changes[applied] = change_of(obj["kind"], before[applied], answer)
@@ -145,7 +154,16 @@ def preview_changes(api_client: client.ApiClient, objects: list[dict[str, Any]])
         key = (obj["kind"], meta.get("namespace", ""), meta["name"])
         live = read_object(api, kind_of(obj), meta["name"], meta.get("namespace", ""))
         if live is None:
-            changes[key] = "skip" if obj["kind"] == "Node" else "create"
+            changes[key] = "skip" if obj["kind"] in ("Node", "ClusterPolicy") else "create"
+            continue
+        if is_clusterpolicy(obj):
+            try:
+                answer = write(api, "PATCH", kind_of(obj), meta["name"], "", merged_policy(live, obj), MERGE_PATCH,
+                               [("fieldManager", FIELD_MANAGER), ("dryRun", "All")])
+            except Rejected:
+                changes[key] = "apply"
+                continue
+            changes[key] = "unchanged" if _comparable(answer) == _comparable(live) else "configure"
             continue
         body = obj
         taints_change = False
@@ -183,6 +201,25 @@ def _in_apply_order(api: Api, objects: list[dict[str, Any]]) -> list[dict[str, A
     first = objects.index(queues[0])
     rest = [o for o in objects if not is_volcano_queue(o)]
     return rest[:first] + queue_apply_plan(queues, live) + rest[first:]
+
+
+def merge_clusterpolicy(api: Api, patch: dict[str, Any], attempts: int = 5) -> dict[str, Any] | None:
+    """Put the compiled settings on the GPU Operator's ClusterPolicy (compile.gpu_operator): never
+    created (None where it does not exist), its env lists merged by name under its resourceVersion,
+    read again on a conflict."""
+    kind = kind_of(patch)
+    name = patch["metadata"]["name"]
+    for attempt in range(attempts):
+        live = read_object(api, kind, name)
+        if live is None:
+            return None
+        try:
+            return write(api, "PATCH", kind, name, "", merged_policy(live, patch), MERGE_PATCH,
+                         [("fieldManager", FIELD_MANAGER)])
+        except Rejected as exc:
+            if exc.answer.status != _CONFLICT or attempt == attempts - 1:
+                raise
+    return None
 
 
 def _taint_key(taint: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from gpugov.compile.admission import admission_objects
 from gpugov.compile.common import BACKENDS, Backend, CompileError, Object, Scope, select
 from gpugov.compile.core import compile_core
+from gpugov.compile.gpu_operator import gpu_operator_objects
 from gpugov.compile.kueue import compile_kueue
 from gpugov.compile.mig import mig_configmap
 from gpugov.compile.nodes import compile_nodes
@@ -37,6 +38,7 @@ def compile_scope(scope: Scope) -> list[Object]:
     objects += compile_kueue(scope) if scope.backend is Backend.KUEUE else compile_volcano(scope) + scheduler_configmap(scope)
     objects += admission_objects(scope)
     objects += compile_nodes(scope)
+    objects += gpu_operator_objects(scope)
     objects += operations_objects(scope, objects)
     mark_instant(scope.model, objects)
     rank = {kind: index for index, kind in enumerate(APPLY_ORDER)}

@@ -168,6 +168,10 @@ class Cluster(Decl):
     reclaim_schedule: str = "*/5 * * * *"  # spec.operations.reclaimSchedule
     budget_schedule: str = "*/10 * * * *"  # spec.operations.budgetSchedule
     adopt: tuple[AdoptEntry, ...] = ()  # spec.adopt: existing scheduler objects apply may take over
+    # spec.gpuOperator: the GPU Operator ClusterPolicy gpugov patches (None: not managed here) and how its
+    # device plugin hands devices once the toolkit refuses NVIDIA_VISIBLE_DEVICES (volume-mounts or cdi).
+    gpu_operator_policy: str | None = None
+    device_list_strategy: str = "volume-mounts"
 
 
 @dataclass(frozen=True, eq=False)
@@ -743,6 +747,8 @@ def cluster_from_spec(name: str, doc: Locator, declared_spec: dict[str, Any], de
         reclaim_schedule=operations["reclaimSchedule"],
         budget_schedule=operations["budgetSchedule"],
         adopt=tuple(AdoptEntry(e["kind"], e["name"], e.get("namespace", "")) for e in spec["adopt"]),
+        gpu_operator_policy=spec["gpuOperator"].get("clusterPolicy"),
+        device_list_strategy=spec["gpuOperator"]["deviceListStrategy"],
     )
 
 

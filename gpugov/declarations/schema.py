@@ -776,6 +776,33 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                     "the cluster's identity in the ConfigMap kube-system/gpugov-cluster-identity and later applies of "
                     "another declared cluster are refused there.",
                 },
+                "gpuOperator": {
+                    **_spec(
+                        {
+                            "clusterPolicy": {
+                                **_NAME,
+                                "description": "The name of the operator's ClusterPolicy (its Helm chart names it "
+                                "cluster-policy). gpugov apply patches it; it never creates or deletes one.",
+                            },
+                            "deviceListStrategy": {
+                                "enum": ["volume-mounts", "cdi"],
+                                "default": "volume-mounts",
+                                "description": "How the device plugin hands a container its allocated GPUs once the "
+                                "toolkit refuses NVIDIA_VISIBLE_DEVICES: volume-mounts (the toolkit reads the list "
+                                "from mounts only the device plugin makes) or cdi (CDI annotations and CRI fields, "
+                                "the operator's cdi.enabled).",
+                            },
+                        },
+                        ["clusterPolicy"],
+                    ),
+                    "description": "The platform team manages the NVIDIA GPU Operator on this cluster: compile emits "
+                    "a patch of its ClusterPolicy that makes the device plugin the only way to a GPU "
+                    "(toolkit.env ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED=false, and "
+                    "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS=true with devicePlugin.env "
+                    "DEVICE_LIST_STRATEGY=volume-mounts, or cdi.enabled with DEVICE_LIST_STRATEGY="
+                    "cdi-annotations,cdi-cri). Every other env entry of the ClusterPolicy is kept. doctor DR018 "
+                    "checks the result.",
+                },
                 "pruneLimit": {
                     **_spec(
                         {

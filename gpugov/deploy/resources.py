@@ -73,6 +73,10 @@ def typed_class(api_version: str, kind: str) -> Any:
 
 def kubernetes_resource(name: str, obj: Object, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
     """The pulumi-kubernetes resource for `obj`, its fields as compile wrote them."""
+    if (obj["apiVersion"], obj["kind"]) == ("nvidia.com/v1", "ClusterPolicy"):
+        # A CustomResource would own (and on destroy delete) the operator's ClusterPolicy.
+        raise DeployError("the GPU Operator's ClusterPolicy is patched by gpugov apply (env entries merged by "
+                          "name), not by Pulumi: run gpugov apply for spec.gpuOperator")
     if not is_builtin(obj["apiVersion"]):
         return CustomObject(name, obj, opts)
     cls = typed_class(obj["apiVersion"], obj["kind"])

@@ -23,6 +23,13 @@ from gpugov.compile.admission import API as ADMISSION_API
 from gpugov.compile.admission import SERVICE_EXPOSURE, WORKLOAD_KINDS
 from gpugov.compile.common import Scope
 from gpugov.compile.core import POD_SECURITY
+from gpugov.compile.gpu_operator import (
+    CDI_STRATEGIES,
+    DEVICE_LIST_STRATEGY,
+    TOOLKIT_REFUSES_ENVVAR,
+    TOOLKIT_VOLUME_MOUNTS,
+    VOLUME_MOUNTS,
+)
 from gpugov.compile.volcano_scheduler import CONFIG_KEY as VOLCANO_CONFIG_KEY
 from gpugov.compile.volcano_scheduler import CONFIGMAP_NAME as VOLCANO_CONFIGMAP
 from gpugov.compile.volcano_scheduler import CONFIGMAP_NAMESPACE as VOLCANO_CONFIG_NAMESPACE
@@ -786,11 +793,8 @@ def check_dcgm_pod_labels(s: Situation) -> Outcome:
 
 
 # What makes the device plugin the only way to a GPU (NVIDIA Container Toolkit and device plugin settings,
-# as the GPU Operator's ClusterPolicy sets them in spec.toolkit.env and spec.devicePlugin.env).
-TOOLKIT_REFUSES_ENVVAR = ("ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "false")
-TOOLKIT_VOLUME_MOUNTS = ("ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "true")
-DEVICE_LIST_STRATEGY = "DEVICE_LIST_STRATEGY"
-CDI_STRATEGIES = ("cdi-annotations", "cdi-cri")
+# as the GPU Operator's ClusterPolicy sets them in spec.toolkit.env and spec.devicePlugin.env; compile.gpu_operator
+# emits them where a Cluster declares spec.gpuOperator).
 # The GPU Operator deploys the toolkit on a node unless the node says otherwise: there its runtime is the node's own.
 TOOLKIT_DEPLOY_LABEL = "nvidia.com/gpu.deploy.container-toolkit"
 
@@ -801,7 +805,12 @@ def _env(component: Obj) -> dict[str, str]:
 
 def runtime_problems(policy: Obj) -> list[str]:
     """Why a ClusterPolicy's toolkit would still honour NVIDIA_VISIBLE_DEVICES from an unprivileged
-    container, or its device plugin would hand devices through that variable (empty: neither)."""
+    container, or its device plugin would hand devices through that variable (empty: neither).
+
+    The device plugin's strategy is its env DEVICE_LIST_STRATEGY (a comma-separated list), else what the
+    operator sets itself: cdi-annotations,cdi-cri where cdi.enabled is true (the operator's
+    controllers/object_controls.go), envvar otherwise. cdi.enabled absent counts as false: the CRDs that
+    default it to true write it into the stored object."""
     spec = policy.get("spec") or {}
     toolkit, plugin = spec.get("toolkit") or {}, spec.get("devicePlugin") or {}
     problems = []
@@ -812,16 +821,19 @@ def runtime_problems(policy: Obj) -> list[str]:
     if toolkit_env.get(key, "").lower() != wanted:
         problems.append(Text("toolkit.env {key} is {value}, not {wanted}", key=key, value=toolkit_env.get(key) or NONE,
                              wanted=wanted))
-    strategy = plugin_env.get(DEVICE_LIST_STRATEGY, "envvar")
+    cdi = (spec.get("cdi") or {}).get("enabled") is True
+    strategy = plugin_env.get(DEVICE_LIST_STRATEGY) or (",".join(CDI_STRATEGIES) if cdi else "envvar")
+    strategies = {part.strip() for part in strategy.split(",") if part.strip()}
     mounts_key, mounts = TOOLKIT_VOLUME_MOUNTS
-    cdi = bool((spec.get("cdi") or {}).get("enabled"))
-    if strategy == "volume-mounts":
-        if toolkit_env.get(mounts_key, "").lower() != mounts:
-            problems.append(Text("devicePlugin.env {key}=volume-mounts without toolkit.env {mounts_key}={mounts}",
-                                 key=DEVICE_LIST_STRATEGY, mounts_key=mounts_key, mounts=mounts))
-    elif not (strategy in CDI_STRATEGIES and cdi):
+    if not strategies or not strategies <= {VOLUME_MOUNTS, *CDI_STRATEGIES}:
         problems.append(Text("devicePlugin.env {key} is {value}: the device plugin hands devices through the "
                              "variable", key=DEVICE_LIST_STRATEGY, value=strategy))
+    elif VOLUME_MOUNTS in strategies and toolkit_env.get(mounts_key, "").lower() != mounts:
+        problems.append(Text("devicePlugin.env {key}=volume-mounts without toolkit.env {mounts_key}={mounts}",
+                             key=DEVICE_LIST_STRATEGY, mounts_key=mounts_key, mounts=mounts))
+    elif strategies & set(CDI_STRATEGIES) and not cdi:
+        problems.append(Text("devicePlugin.env {key} is {value} but cdi.enabled is not true",
+                             key=DEVICE_LIST_STRATEGY, value=strategy))
     return problems
 
 

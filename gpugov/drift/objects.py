@@ -148,7 +148,9 @@ def quota_location(model: Model | None, obj: Object, path: Path) -> Location | N
 
 def object_findings(desired: list[Object], live: LiveState, model: Model | None = None) -> list[Finding]:
     findings: list[Finding] = []
-    wanted = {object_key(o): o for o in desired if o["kind"] != "Node"}
+    # Node patches are judged by drift.hardware; the GPU Operator's ClusterPolicy (a patch of env entries
+    # inside lists gpugov does not own whole) by doctor DR018.
+    wanted = {object_key(o): o for o in desired if o["kind"] not in ("Node", "ClusterPolicy")}
     for key, obj in wanted.items():
         _, kind, namespace, name = key
         label = f"{kind} {namespace + '/' if namespace else ''}{name}"

@@ -60,6 +60,8 @@ KINDS: dict[tuple[str, str], Kind] = {
         Kind(KUEUE_API, "LocalQueue", "localqueues", True),
         Kind(KUEUE_API, "WorkloadPriorityClass", "workloadpriorityclasses", False),
         Kind(VOLCANO_API, "Queue", "queues", False),
+        # The GPU Operator's: gpugov patches its env settings (compile.gpu_operator), never owns it.
+        Kind("nvidia.com/v1", "ClusterPolicy", "clusterpolicies", False),
     )
 }
 
@@ -92,6 +94,7 @@ APPLY_ORDER = (
     "ValidatingAdmissionPolicy",
     "ValidatingAdmissionPolicyBinding",
     "Node",
+    "ClusterPolicy",
 )
 
 

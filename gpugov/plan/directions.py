@@ -223,6 +223,9 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         "spec.operations.reclaimSchedule": widens("changed", CLUSTER_CHANGED),  # how often reclaim acts
         "spec.operations.budgetSchedule": widens("changed", CLUSTER_CHANGED),  # how soon a spent budget holds
         "spec.identity.kubeSystemUID": widens("changed", CLUSTER_CHANGED),  # which cluster apply may write to
+        # which ClusterPolicy refuses NVIDIA_VISIBLE_DEVICES, and how devices reach a container (issue #38)
+        "spec.gpuOperator.clusterPolicy": widens("changed", CLUSTER_CHANGED),
+        "spec.gpuOperator.deviceListStrategy": widens("changed", CLUSTER_CHANGED),
         "spec.pruneLimit.objects": widens("up", CLUSTER_CHANGED),  # how much apply may delete at once (unset: default)
         "spec.pruneLimit.fraction": widens("up", CLUSTER_CHANGED),
         "spec.adopt[]": widens("added", OBJECTS_ADOPTED),  # apply takes over an object it did not make
