@@ -161,9 +161,9 @@ def _legend(series: Sequence[str]) -> str:
 
 
 def _history(report: ClusterReport, found: Sequence[History]) -> str:
-    """Per tenant, then per pool, its charts over each window (gpugov.monitoring.charts: static SVG, no
+    """Per tenant, then per pool, its charts over each window (gpugov.capacity.charts: static SVG, no
     script), the ledger's efficiency figures under each."""
-    from gpugov.monitoring.charts import ledger_notes, svg
+    from gpugov.capacity.charts import ledger_notes, svg
 
     parts = [_tag("h3", _("History: GPU allocation and activity")),
              _tag("p", _("From Prometheus' recording rules (gpugov monitoring); hatched: unknown, no measurement "

@@ -1,5 +1,5 @@
 """`gpugov history`: GPU allocation and activity per tenant and per pool over 24 h, 7 d and 30 d, as SVG
-charts (gpugov.monitoring.charts) read from the recording rules `gpugov monitoring` compiles."""
+charts (gpugov.capacity.charts) read from the recording rules `gpugov monitoring` compiles."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def read_histories(state: DesiredState, url: str, windows: str, step: int,
 
 
 def cmd_history(args: argparse.Namespace) -> ExitCode:
-    from gpugov.monitoring.charts import ledger_notes, svg
+    from gpugov.capacity.charts import ledger_notes, svg
 
     state = desired(args)
     report = _report(state, args.usage) if args.usage else None

@@ -12,7 +12,7 @@ idle (the coverage rule of gpugov.sources.coverage). Buckets average over their 
 a bucket without any is a gap.
 
 Numbers are Decimals summed exactly from Prometheus' decimal strings: the same answers give the same
-History, and the same SVG (gpugov.monitoring.charts).
+History, and the same SVG (gpugov.capacity.charts).
 """
 
 from __future__ import annotations

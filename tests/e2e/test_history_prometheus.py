@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from gpugov.app.pipeline import validate_repo
+from gpugov.capacity import charts
 from gpugov.declarations.model import Model
-from gpugov.monitoring import charts
 from gpugov.monitoring.history import ACTIVITY, ALLOCATED, IDLE, History, read, span
 from gpugov.monitoring.rules import recording_rules
 from gpugov.queueing.workload import from_object

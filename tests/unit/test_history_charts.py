@@ -16,8 +16,8 @@ import pytest
 
 from gpugov import i18n
 from gpugov.app.pipeline import validate_repo
+from gpugov.capacity import charts
 from gpugov.declarations.model import Model
-from gpugov.monitoring import charts
 from gpugov.monitoring.history import ACTIVITY, ALLOCATED, IDLE, REPORTING, HistoryError, history, read, span
 from tests.helpers.repos import FIXTURES
 
