@@ -47,10 +47,12 @@ def _env(*pairs: tuple[str, str]) -> list[dict[str, str]]:
 
 def runtime_spec(strategy: str) -> dict[str, Any]:
     """The ClusterPolicy spec fields for a device-list strategy (volume-mounts or cdi)."""
+    # Volume mounts are accepted under CDI too: gpugov's node agent asks for every device by a mount
+    # at the device-list path (compile.operations), which the toolkit reads in both of its modes.
     if strategy == "cdi":
         return {"cdi": {"enabled": True},
                 "devicePlugin": {"env": _env((DEVICE_LIST_STRATEGY, ",".join(CDI_STRATEGIES)))},
-                "toolkit": {"env": _env(TOOLKIT_REFUSES_ENVVAR)}}
+                "toolkit": {"env": _env(TOOLKIT_REFUSES_ENVVAR, TOOLKIT_VOLUME_MOUNTS)}}
     return {"devicePlugin": {"env": _env((DEVICE_LIST_STRATEGY, VOLUME_MOUNTS))},
             "toolkit": {"env": _env(TOOLKIT_REFUSES_ENVVAR, TOOLKIT_VOLUME_MOUNTS)}}
 

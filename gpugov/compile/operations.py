@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpugov.compile.admission.device_sources import DEVICE_LIST_MOUNT
 from gpugov.compile.common import Backend, Object, Scope, metadata
 from gpugov.kube.kinds import KINDS, WORKLOAD
 from gpugov.kube.names import KUEUE_API, VOLCANO_API
@@ -46,6 +47,7 @@ from gpugov.kube.objects import LABEL_COMPONENT, LABEL_TENANT
 DRIFT = "gpugov-drift"
 AGENT = "gpugov-agent"
 AGENT_PORT = 9402
+AGENT_DEVICES = "all-gpus"  # the agent's volume naming every device to the NVIDIA runtime
 AGENT_NODE_SELECTOR = {"nvidia.com/gpu.present": "true"}  # GPU Feature Discovery's label
 AGENT_URL = f"http://{{node_ip}}:{AGENT_PORT}/snapshot.json"  # drift's --agent-url for the DaemonSet below
 NOTIFY_SECRET = "gpugov-notify"  # optional: GPUGOV_NOTIFY and the sinks' GPUGOV_* settings
@@ -280,6 +282,9 @@ def agent_objects(scope: Scope) -> list[Object]:
         # hostPort: the agent answers on the node's own address, where drift reads it (AGENT_URL)
         "ports": [{"name": "metrics", "containerPort": AGENT_PORT, "hostPort": AGENT_PORT}],
         "resources": {"requests": {"cpu": "20m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+        # Where the toolkit refuses the variable from unprivileged containers (compile.gpu_operator), it
+        # reads the device list from mounts of the host's /dev/null under its device-list path: "all".
+        "volumeMounts": [{"name": AGENT_DEVICES, "mountPath": f"{DEVICE_LIST_MOUNT}/all", "readOnly": True}],
     }
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(scope, AGENT, "agent")},
@@ -292,6 +297,7 @@ def agent_objects(scope: Scope) -> list[Object]:
                 "nodeSelector": dict(AGENT_NODE_SELECTOR),
                 "tolerations": [{"operator": "Exists"}],  # GPU pools are tainted for their tenants
                 "containers": [_hardened(container)],
+                "volumes": [{"name": AGENT_DEVICES, "hostPath": {"path": "/dev/null", "type": "CharDevice"}}],
             }},
         }},
     ]

@@ -77,7 +77,8 @@ def test_cdi_patch(tmp_path: Path) -> None:
     assert policy["spec"] == {
         "cdi": {"enabled": True},
         "devicePlugin": {"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "cdi-annotations,cdi-cri"}]},
-        "toolkit": {"env": [{"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"}]}}
+        "toolkit": {"env": [{"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"},
+                            {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "value": "true"}]}}
     assert runtime_problems(policy) == []
 
 
@@ -106,7 +107,8 @@ def test_merge_patch_carries_the_resource_version_and_whole_lists() -> None:
     body = merged_policy(live, patch)
     assert body["metadata"] == {"resourceVersion": "42", "annotations": {"gpugov.io/source": "policies/clusters.yaml:3"}}
     assert body["spec"]["toolkit"] == {"env": [{"name": "X", "value": "1"}, {
-        "name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"}]}
+        "name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"}, {
+        "name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "value": "true"}]}
     assert body["spec"]["cdi"] == {"enabled": True}
     assert "enabled" not in body["spec"]["toolkit"]  # a merge patch leaves the fields it does not name
 
@@ -133,3 +135,41 @@ def test_runtime_problems(spec: dict[str, Any], expected: str) -> None:
 def test_cdi_on_by_the_operator_with_the_toolkit_refusing_passes() -> None:
     spec = {"cdi": {"enabled": True}, "toolkit": runtime_spec("cdi")["toolkit"], "devicePlugin": {}}
     assert runtime_problems({"spec": spec}) == []
+
+
+def runtime_devices(pod: dict[str, Any], toolkit_env: dict[str, str]) -> list[str]:
+    """The devices the NVIDIA container runtime gives a pod's first container, by the toolkit's own rule
+    (nvidia-container-toolkit, getDevices): the device list from mounts of the host's /dev/null under
+    /var/run/nvidia-container-devices when ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS is true, else
+    NVIDIA_VISIBLE_DEVICES only for a privileged container or where the toolkit accepts it unprivileged
+    (its default)."""
+    root = "/var/run/nvidia-container-devices/"
+    container = pod["containers"][0]
+    if toolkit_env.get("ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "false") == "true":
+        null_volumes = {v["name"] for v in pod.get("volumes", []) if v.get("hostPath", {}).get("path") == "/dev/null"}
+        mounted = [m["mountPath"].removeprefix(root) for m in container.get("volumeMounts", [])
+                   if m["name"] in null_volumes and m["mountPath"].startswith(root)]
+        if mounted:
+            return mounted
+    env = {e["name"]: e.get("value", "") for e in container.get("env", [])}
+    privileged = container.get("securityContext", {}).get("privileged") is True
+    accepted = toolkit_env.get("ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "true") == "true"
+    return env.get("NVIDIA_VISIBLE_DEVICES", "").split(",") if env.get("NVIDIA_VISIBLE_DEVICES") and (
+        privileged or accepted) else []
+
+
+@pytest.mark.parametrize("strategy", [None, "volume-mounts", "cdi"])
+def test_the_node_agent_gets_every_device_the_way_the_settings_allow(tmp_path: Path, strategy: str | None) -> None:
+    """gpugov's own agent reads NVML for every GPU of its node without privilege: under the operator's
+    defaults through the variable, under gpugov's settings (either strategy) through its /dev/null mount
+    at the device-list path, which tenants cannot write (gpugov-device-env-sources, Pod Security)."""
+    block = f"  gpuOperator:\n    clusterPolicy: cluster-policy\n    deviceListStrategy: {strategy}\n" if strategy else ""
+    objects = compiled(declaring(tmp_path, block))
+    [agent] = [o for o in objects if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "gpugov-agent"]
+    pod = agent["spec"]["template"]["spec"]
+    assert pod["containers"][0]["securityContext"].get("privileged") is not True
+    toolkit_env = {e["name"]: e["value"] for p in policies(objects) for e in p["spec"]["toolkit"]["env"]}
+    assert runtime_devices(pod, toolkit_env) == ["all"]
+    # the same pod without the mount sees nothing where gpugov's settings hold
+    bare = {**pod, "volumes": []}
+    assert runtime_devices(bare, toolkit_env) == ([] if strategy else ["all"])
