@@ -1,6 +1,6 @@
 """What a Kueue scheduler object means, canonically, and where two sets of them differ.
 
-The views keep only what decides admission: a ClusterQueue's cohort, namespace selector,
+The views keep only what decides admission: a ResourceFlavor's nodeLabels and nodeTaints, a ClusterQueue's cohort, namespace selector,
 queueing strategy, preemption, fair-sharing weight, flavor fungibility, flavors in order and each flavor and
 resource's nominal/borrowing/lending quota (quantities as Decimals, so "8", 8 and "8000m" are
 equal); a Cohort's parent, quotas and weight; a LocalQueue's ClusterQueue. Kueue's defaults
@@ -81,6 +81,13 @@ def cohort_view(obj: Obj) -> dict[str, Any]:
             "flavors": flavors, "quotas": quotas}
 
 
+def flavor_view(obj: Obj) -> dict[str, Any]:
+    """What picks a flavor's nodes: its nodeLabels (none: every node) and nodeTaints."""
+    spec = obj.get("spec") or {}
+    taints = sorted((t.get("key", ""), t.get("value", ""), t.get("effect", "")) for t in spec.get("nodeTaints") or [])
+    return {"nodeLabels": dict(sorted((spec.get("nodeLabels") or {}).items())), "nodeTaints": taints}
+
+
 @dataclass(frozen=True)
 class Difference:
     object: str
@@ -116,11 +123,15 @@ def _compare(label: str, before: dict[str, Any], after: dict[str, Any]) -> list[
 
 
 def differences(before: Inventory, after: Inventory) -> list[Difference]:
-    """Every semantic difference of ClusterQueues, Cohorts and LocalQueues between two inventories.
+    """Every semantic difference of ResourceFlavors (the nodes they pick), ClusterQueues, Cohorts and LocalQueues
+    between two inventories.
 
     A Cohort that only one side declares as an object compares against an empty one: Kueue
     treats a cohort named by a ClusterQueue but never created as an empty Cohort."""
     found: list[Difference] = []
+    for name in sorted(set(before.flavors) & set(after.flavors)):
+        found.extend(_compare(f"ResourceFlavor {name}", flavor_view(before.flavors[name]),
+                              flavor_view(after.flavors[name])))
     for name in sorted(set(before.cluster_queues) | set(after.cluster_queues)):
         label = f"ClusterQueue {name}"
         old, new = before.cluster_queues.get(name), after.cluster_queues.get(name)

@@ -2,7 +2,7 @@
 
 The mapping is the inverse of gpugov.compile.kueue, keeping the cluster's names:
 ResourceFlavor -> GPUPool (its nodeLabels as the pool's nodeSelector, so the compiled flavor
-selects the same nodes; the model from the nodes' GPU Feature Discovery product label),
+selects the same nodes; none as nodeSelector {}, every node; the model from the nodes' GPU Feature Discovery product label),
 ClusterQueue -> Tenant (namespaces from its namespaceSelector and its LocalQueues, quotas per
 flavor and resource), Cohort -> Department (parent, quotas), WorkloadPriorityClass ->
 PriorityClass, and the queues' common preemption and queueing strategy -> SchedulingPolicy.
@@ -149,10 +149,10 @@ class Converter:
         spec = flavor.get("spec") or {}
         label = f"ResourceFlavor {name}"
         labels = dict(spec.get("nodeLabels") or {})
-        if not labels:
-            self.report.gap(label, "spec.nodeLabels", "empty: the flavor matches every node, but gpugov's flavor of a "
-                            f"pool selects its nodes (here by gpugov.io/pool={name}, which it would add to none)")
-        nodes = self._nodes_of(labels) if labels else []
+        # No nodeLabels: the flavor matches every node. The pool declares that (nodeSelector {}) and compiles back to
+        # a flavor without nodeLabels; validate says what gpugov cannot govern there (GG056). Its nodes are those
+        # that advertise its devices (capacity.nodes.pool_nodes), so nodeCount counts no control plane.
+        nodes = self._nodes_of(labels)
         used = self._resources_on(name)
         known = {m.resource for m in MODELS.values()}
         # A resource the catalog knows is the pool's device first; the others are gaps on their queues.
@@ -188,7 +188,9 @@ class Converter:
                             _gpu_count(n) if model is not None and model.vendor == "nvidia" else 0)
                         for n in nodes), default=0)
         layouts, node_layouts = self._mig(label, name, model, nodes)
-        node_count: int | None = len(nodes) if per_node else None
+        members = nodes if labels else [n for n in nodes if quantity(
+            ((n.get("status") or {}).get("allocatable") or {}).get(resource, 0))]
+        node_count: int | None = len(members) if per_node else None
         pool = _Pool(name, model, model_name, min(max(per_node, 1), 64), node_count)
         self.pools[name] = pool
         pool_spec: Obj = {"description": f"Imported from ResourceFlavor {name}.", "cluster": self.cluster,
@@ -201,8 +203,8 @@ class Converter:
             self.report.gap(label, "spec.nodeLabels", f"{_show_labels(labels)}: a MIG pool declares its nodes (each "
                             f"with its layout), whose flavor selects them by {LABEL_POOL}={name} (added to the same "
                             "nodes)")
-        if labels and not by_name:
-            pool_spec["nodeSelector"] = {"matchLabels": labels}
+        if not by_name:
+            pool_spec["nodeSelector"] = {"matchLabels": labels} if labels else {}
         taints = self._taints(label, spec)
         if taints:
             pool_spec["taints"] = taints

@@ -1,7 +1,9 @@
 """Which live Nodes belong to a declared pool, and what they report (GFD labels, allocatable).
 
 A pool's nodes are the ones it lists by name, any node labelled with the pool (what
-`gpugov apply` writes), or, for a selector-only pool, the nodes its nodeSelector matches.
+`gpugov apply` writes), or, for a selector-only pool, the nodes its nodeSelector matches; a
+pool whose nodeSelector is empty selects every node, of which those that advertise its devices
+are its nodes (its nodeCount counts those, not the control plane's or CPU-only nodes).
 Shared by the capacity report and the doctor, so both count the same nodes.
 """
 
@@ -41,6 +43,8 @@ def pool_nodes(pool: GPUPool, nodes: list[Node]) -> list[Node]:
         if name(node) in listed or node_labels.get(LABEL_POOL) == pool.name:
             found.append(node)
         elif not pool.nodes and selector and all(node_labels.get(k) == v for k, v in selector.items()):
+            found.append(node)
+        elif pool.every_node and allocatable(node, pool.model.resource) > 0:
             found.append(node)
     return sorted(found, key=name)
 

@@ -2,7 +2,7 @@
 
 How declarations map to Kueue:
 - GPUPool -> ResourceFlavor (nodeLabels = the pool label, or the pool's nodeSelector for
-  selector-only pools; nodeTaints = pool taints, tolerations = the matching tolerations so
+  selector-only pools, none for a pool whose nodeSelector is empty: every node; nodeTaints = pool taints, tolerations = the matching tolerations so
   admitted pods tolerate the pool) and a Topology of the same name: the pool's topology
   levels, or kubernetes.io/hostname alone. Every flavor is topology-aware on purpose: Kueue
   refuses a TAS flavor to a workload without a topology request unless EVERY flavor of its
@@ -55,13 +55,18 @@ from gpugov.kube.quantity import format_quantity
 
 
 def flavor_node_labels(pool: GPUPool) -> dict[str, str]:
+    """The flavor's nodeLabels: none for a pool that selects every node (nodeSelector {})."""
+    if pool.every_node:
+        return {}
     if pool.nodes or not pool.node_selector:
         return {LABEL_POOL: pool.name}
     return dict(pool.node_selector)
 
 
 def resource_flavor(pool: GPUPool) -> Object:
-    spec: dict[str, Any] = {"nodeLabels": flavor_node_labels(pool)}
+    spec: dict[str, Any] = {}
+    if labels := flavor_node_labels(pool):  # none: Kueue's flavor matches every node
+        spec["nodeLabels"] = labels
     if pool.taints:
         spec["nodeTaints"] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints]
         spec["tolerations"] = [

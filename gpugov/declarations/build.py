@@ -120,6 +120,8 @@ def _build_pool(name: str, doc: SourceDoc, spec: dict[str, Any], accelerator: Ac
             for i, n in enumerate(spec.get("nodes", ()))
         ),
         node_selector=tuple(sorted(((spec.get("nodeSelector") or {}).get("matchLabels") or {}).items())),
+        every_node=("nodeSelector" in spec and not (spec["nodeSelector"] or {}).get("matchLabels")
+                    and not spec.get("nodes")),
         node_count=spec.get("nodeCount"),
         node_cpu=_optional_decimal(resources.get("cpu")),
         node_memory=_optional_decimal(resources.get("memory")),

@@ -191,6 +191,9 @@ class GPUPool(Decl):
     per_node: int = 1
     nodes: tuple[PoolNode, ...] = ()
     node_selector: tuple[tuple[str, str], ...] = ()
+    # spec.nodeSelector declared empty ({} or matchLabels {}) without nodes listed: the pool selects every node of
+    # its cluster, as a Kueue ResourceFlavor without nodeLabels does (GG056 says what gpugov cannot govern there).
+    every_node: bool = False
     node_count: int | None = None
     node_cpu: Decimal | None = None
     node_memory: Decimal | None = None

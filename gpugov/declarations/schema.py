@@ -457,7 +457,12 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                         ["name"],
                     ),
                 },
-                "nodeSelector": _spec({"matchLabels": _LABELS}),
+                "nodeSelector": {
+                    **_spec({"matchLabels": _LABELS}),
+                    "description": "The labels that pick the pool's nodes (with nodeCount), where it does not list "
+                    "them. Empty ({}): every node of the cluster, as a Kueue ResourceFlavor without nodeLabels "
+                    "(validate says what gpugov cannot govern there, GG056).",
+                },
                 "nodeCount": {"type": "integer", "minimum": 0, "description": "Node count of a selector-only pool."},
                 "taints": {"type": "array", "items": _TAINT},
                 "topology": _spec(

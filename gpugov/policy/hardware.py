@@ -61,6 +61,56 @@ VOLCANO_NODE_GROUP = rule(
     f"nodes that label (kubectl label nodes -l <selector> {VOLCANO_NODEGROUP_LABEL}=<group>); one node group per pool.",
 )
 
+EVERY_NODE = rule(
+    "GG056",
+    "pool-selects-every-node",
+    Level.WARNING,
+    "A pool's nodeSelector is empty ({}): like a Kueue ResourceFlavor without nodeLabels it selects every node of its "
+    "cluster, so gpugov cannot govern its nodes as a pool's: it labels and taints none of them, "
+    "gpugov-pool-placement cannot keep work that requests no accelerator off them (no node label picks them out), "
+    "and where the cluster has other pools their nodes are this pool's too (a workload admitted here can run there, "
+    "outside their quotas).",
+    "Give the pool's nodes a label of their own and select it (nodeSelector.matchLabels with nodeCount), or list "
+    "them by name (spec.nodes); declare taints only where the nodes carry them.",
+)
+
+
+@check
+def check_every_node(model: Model) -> Iterator[Finding]:
+    """What gpugov cannot govern of a pool that selects every node (an imported ResourceFlavor without nodeLabels)."""
+    for pool_name in sorted(model.pools):
+        pool = model.pools[pool_name]
+        if not pool.every_node:
+            continue
+        cluster = model.pool_cluster(pool) or ""
+        yield make(
+            EVERY_NODE,
+            Text("pool '{pool}' selects every node of cluster '{cluster}' (nodeSelector {{}}), as a Kueue ResourceFlavor "
+                 "without nodeLabels: gpugov labels none of its nodes, and gpugov-pool-placement cannot keep work that "
+                 "requests no accelerator off them, since no node label picks them out", pool=pool.name,
+                 cluster=cluster),
+            pool.at("nodeSelector"),
+        )
+        if pool.taints:
+            yield make(
+                EVERY_NODE,
+                Text("pool '{pool}' selects every node but declares taints ({taints}): gpugov taints none of its nodes "
+                     "(that would be every node of the cluster, the control plane's and other pools' too); its flavor "
+                     "admits only workloads that tolerate them, and those run on any node, tainted or not",
+                     pool=pool.name, taints=", ".join(t.key for t in pool.taints)),
+                pool.at("taints"),
+            )
+        others = [p for n, p in sorted(model.pools.items()) if n != pool.name and model.pool_cluster(p) == cluster]
+        if others:
+            yield make(
+                EVERY_NODE,
+                Text("pool '{pool}' selects every node of cluster '{cluster}', the nodes of {others} too: a workload "
+                     "admitted to it can run on theirs, outside their tenants' quotas, where their taints let it",
+                     pool=pool.name, cluster=cluster, others=Joined(", ", [f"'{p.name}'" for p in others])),
+                pool.at("nodeSelector"),
+                *(p.name_at() for p in others),
+            )
+
 
 @check
 def check_cpu_memory_known(model: Model) -> Iterator[Finding]:
@@ -134,13 +184,14 @@ def check_volcano_node_groups(model: Model) -> Iterator[Finding]:
         cluster = model.pool_cluster(pool)
         if cluster is None or model.cluster(cluster).backend != "volcano":
             continue
-        if pool.node_selector and not pool.nodes and VOLCANO_NODEGROUP_LABEL not in dict(pool.node_selector):
+        if (pool.node_selector or pool.every_node) and not pool.nodes and \
+                VOLCANO_NODEGROUP_LABEL not in dict(pool.node_selector):
             yield make(
                 VOLCANO_NODE_GROUP,
                 Text("pool '{pool}' of Volcano cluster '{cluster}' selects its nodes without {label}: its tenants' "
                      "Queues would require node group '{pool}', which no node carries", pool=pool.name, cluster=cluster,
                      label=VOLCANO_NODEGROUP_LABEL),
-                pool.at("nodeSelector", "matchLabels"),
+                pool.at("nodeSelector", "matchLabels") if pool.node_selector else pool.at("nodeSelector"),
             )
             continue
         group = node_group(pool)

@@ -2,7 +2,8 @@
 every hand-written shape of tests/helpers/adopt_shapes.py (a flat list of queues without cohorts, a
 two-level cohort tree with borrowing and lending limits, several flavors per queue, CPU-only queues,
 v1beta1 objects, names outside gpugov's scheme, a cohort's lending queue whose capacity the running Job
-borrows, Kueue's own flavor fungibility; the last two from issue #40).
+borrows, Kueue's own flavor fungibility, a flavor without nodeLabels that matches every node; the last three
+from issue #40).
 
 One living sandbox for the module holds one shape at a time: its objects applied as platform teams
 write them (field manager `kubectl`, in the apiVersion they are written in, never labelled by

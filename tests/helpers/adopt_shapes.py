@@ -378,6 +378,41 @@ spec:
       - {name: memory, nominalQuota: 256Gi}
 """
 
+# Kueue's own "default-flavor": a ResourceFlavor without nodeLabels, matching every node (issue #40: a GPUPool with
+# nodeSelector {}, compiled back to a flavor without nodeLabels); a CPU-only node beside the GPU node is not counted.
+EVERY_NODE = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default-flavor}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cluster-queue}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: homogeneous}}
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: default-flavor
+      resources:
+      - {name: cpu, nominalQuota: 96}
+      - {name: memory, nominalQuota: 768Gi}
+      - {name: nvidia.com/gpu, nominalQuota: 8}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: user-queue, namespace: homogeneous}
+spec: {clusterQueue: cluster-queue}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: cpu-1
+  labels: {node-role: cpu}
+status:
+  allocatable: {cpu: "64", memory: 256Gi}
+""" + "---" + GFD_NODE.format(name="gpu-1", pool="any", product="NVIDIA-H100-80GB-HBM3")
+
 SHAPES = {
     "flat": FLAT,
     "cohort-tree": COHORT_TREE,
@@ -387,6 +422,7 @@ SHAPES = {
     "foreign-names": FOREIGN_NAMES,
     "lending": LENDING,
     "stop-search": STOP_SEARCH,
+    "every-node": EVERY_NODE,
 }
 
 
@@ -408,6 +444,7 @@ RUNS = {
     "foreign-names": Run("proj-0042", "lq-main"),
     "lending": Run("borrower", "jobs"),  # admitted on capacity borrowed from the slack queue
     "stop-search": Run("search", "default"),
+    "every-node": Run("homogeneous", "user-queue"),  # admitted to the flavor without nodeLabels
 }
 
 
@@ -432,7 +469,7 @@ def namespaces(shape: str) -> list[str]:
 def kwok_nodes(shape: str) -> list[dict[str, Any]]:
     """The shape's Nodes as a kubelet would report them (capacity, pods), tainted as the flavors selecting them say."""
     docs = documents(shape)
-    flavors = [d["spec"] for d in docs if d["kind"] == "ResourceFlavor"]
+    flavors = [d.get("spec") or {} for d in docs if d["kind"] == "ResourceFlavor"]
     nodes = []
     for doc in (d for d in docs if d["kind"] == "Node"):
         name, labels = doc["metadata"]["name"], dict(doc["metadata"].get("labels") or {})
