@@ -44,6 +44,10 @@ POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")  # most permissiv
 # Namespaces a tenant may never claim (policy.naming): the built-in ones and the default cluster's.
 RESERVED = (*RESERVED_NAMESPACES, "gpugov-system")
 HOSTNAME_LEVEL = "kubernetes.io/hostname"  # the lowest topology level gpugov accepts
+# Why a namespace two ClusterQueues serve is declared as one tenant's (validate: GG012).
+ONE_TENANT = ("a namespace is one tenant's: access is per namespace (gpugov-queue-access lets a workload name any "
+              "queue of its namespace, and a tenant's RoleBindings let its owners and members submit there), so two "
+              "tenants' queues in one namespace would let each tenant's members spend the other's quota (GG012)")
 CPU_ONLY_MODEL = "cpu-only"
 CPU_ONLY_RESOURCE = "gpugov.io/no-accelerator"  # advertised by no node: the pool holds no devices
 
@@ -500,8 +504,9 @@ class Converter:
             if any(fnmatch.fnmatchcase(namespace, pattern) for pattern in RESERVED):
                 self.report.gap(label, f"namespaces[{namespace}]", "a reserved namespace no tenant may claim: left out")
             elif owner.get(namespace) != name:
-                self.report.gap(label, f"namespaces[{namespace}]", f"also ClusterQueue {owner[namespace]}'s; a "
-                                "namespace belongs to one tenant: left to that one")
+                self.report.gap(label, f"namespaces[{namespace}]", f"also ClusterQueue {owner[namespace]}'s, whose "
+                                f"tenant declares it; {ONE_TENANT}. Apply would drop {namespace} from this queue's "
+                                "namespaceSelector, so Kueue admits no more of its workloads through this queue")
             else:
                 namespaces.append(namespace)
                 if selected is not None and namespace not in selected:
@@ -511,8 +516,12 @@ class Converter:
         for namespace, queue in queues:
             where = f"LocalQueue {namespace}/{queue}"
             if namespace not in namespaces:
-                self.report.gap(where, "metadata.namespace", f"namespace {namespace} is not ClusterQueue {name}'s "
-                                "tenant's: the queue is not imported")
+                other = owner.get(namespace)
+                why = (f"is ClusterQueue {other}'s tenant's, and {ONE_TENANT}" if other not in (None, name)
+                       else f"is not ClusterQueue {name}'s tenant's")
+                self.report.gap(where, "metadata.namespace", f"namespace {namespace} {why}: the queue is not imported; "
+                                f"once apply drops {namespace} from ClusterQueue {name}'s namespaceSelector, the "
+                                "workloads it holds are not admitted")
                 continue
             if not is_label(queue):
                 self.report.gap(where, "metadata.name", "not a DNS-1123 label: the queue is not imported")

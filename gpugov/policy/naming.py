@@ -27,7 +27,10 @@ SHARED_NAMESPACE = rule(
     Level.ERROR,
     "A namespace is claimed by more than one tenant. With the base revision known (plan, validate --base) it is "
     "reported at the claim the change added, the older claim related; without one at every claim, each naming the others.",
-    "A namespace belongs to exactly one tenant.",
+    "A namespace belongs to exactly one tenant: access is per namespace (the tenant's RoleBindings let its owners and "
+    "members submit there, and gpugov-queue-access lets a workload name any queue of its namespace), so two tenants' "
+    "queues in one namespace would let each tenant's members spend the other's quota, and reclaim, the queue view and "
+    "the namespace's gpugov.io/tenant label know one tenant per namespace. Give each tenant a namespace of its own.",
 )
 QUEUE_NAMESPACE = rule(
     "GG013",

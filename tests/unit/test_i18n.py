@@ -29,8 +29,15 @@ LOCALES = REPO / "gpugov" / "locale"
 PO = LOCALES / "zh_CN" / "LC_MESSAGES" / "gpugov.po"
 MO = PO.with_suffix(".mo")
 GG012_CASE = REPO / "tests" / "examples" / "negative" / "GG012-namespace-in-two-tenants"
-GG012_HINT_EN = "A namespace belongs to exactly one tenant."
-GG012_HINT_ZH = "一个命名空间只能属于一个租户。"
+GG012_HINT_EN = ("A namespace belongs to exactly one tenant: access is per namespace (the tenant's RoleBindings let "
+                 "its owners and members submit there, and gpugov-queue-access lets a workload name any queue of its "
+                 "namespace), so two tenants' queues in one namespace would let each tenant's members spend the other's "
+                 "quota, and reclaim, the queue view and the namespace's gpugov.io/tenant label know one tenant per "
+                 "namespace. Give each tenant a namespace of its own.")
+GG012_HINT_ZH = ("一个命名空间只能属于一个租户：访问控制以命名空间为单位（租户的 RoleBinding 允许其负责人和成员在那里提交工作，"
+                 "gpugov-queue-access 允许工作负载使用其命名空间中的任何队列），因此两个租户的队列在同一个命名空间中会让"
+                 "每个租户的成员花掉另一个租户的配额；回收、队列视图和命名空间的 gpugov.io/tenant 标签也都是每个命名空间"
+                 "只认一个租户。给每个租户一个自己的命名空间。")
 KEYWORDS = {"_": None, "ngettext": (1, 2), "Text": None, "Joined": None, "rule": None}  # as `make messages`
 
 
