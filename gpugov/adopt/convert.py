@@ -333,6 +333,13 @@ class Converter:
 
     def _topology(self, label: str, name: str, spec: Obj) -> list[str]:
         topology_name = spec.get("topologyName")
+        if any(not (f.get("spec") or {}).get("nodeLabels") for f in self.inv.flavors.values()):
+            # A flavor matches every node: Kueue refuses it a topology, so gpugov makes no flavor here TAS (GG057).
+            if topology_name:
+                self.report.gap(label, "spec.topologyName", f"{topology_name}: a flavor of this cluster has no "
+                                "nodeLabels (every node), which Kueue refuses a topology, so gpugov makes none of "
+                                "the cluster's flavors topology-aware")
+            return []
         if not topology_name:
             self.report.note(label, "spec.topologyName", f"none: gpugov makes every flavor topology-aware (Topology "
                              f"{name} at {HOSTNAME_LEVEL}), which ordinary jobs do not notice")

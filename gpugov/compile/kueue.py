@@ -8,7 +8,9 @@ How declarations map to Kueue:
   refuses a TAS flavor to a workload without a topology request unless EVERY flavor of its
   ClusterQueue is a TAS flavor (flavorassigner checkPodSetAndFlavorMatchForTAS, "supports only
   TopologyAwareScheduling"); with all of them TAS, ordinary jobs get implied TAS and use any
-  pool, and topology-aware jobs can still ask for a block.
+  pool, and topology-aware jobs can still ask for a block. Kueue refuses a TAS flavor without
+  nodeLabels, so in a cluster with a pool that selects every node no flavor is TAS (no Topology;
+  a declared topology there is an error, GG057).
 - Department -> Cohort (parentName = parent department; the department's own quotas are the
   cohort's resourceGroups, i.e. extra shared quota, with their share of the pools' cpu/memory as
   for tenants; fairSharing.weight).
@@ -63,7 +65,14 @@ def flavor_node_labels(pool: GPUPool) -> dict[str, str]:
     return dict(pool.node_selector)
 
 
-def resource_flavor(pool: GPUPool) -> Object:
+def topology_aware(scope: Scope) -> bool:
+    """Whether the cluster's flavors are topology-aware: not where a pool selects every node, whose flavor Kueue
+    refuses a topology without nodeLabels ("at least one nodeLabel is required when topology is set"), since a
+    queue mixing TAS and other flavors would give ordinary workloads only the others (GG057)."""
+    return not any(pool.every_node for pool in scope.pools.values())
+
+
+def resource_flavor(pool: GPUPool, tas: bool = True) -> Object:
     spec: dict[str, Any] = {}
     if labels := flavor_node_labels(pool):  # none: Kueue's flavor matches every node
         spec["nodeLabels"] = labels
@@ -72,7 +81,8 @@ def resource_flavor(pool: GPUPool) -> Object:
         spec["tolerations"] = [
             {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in pool.taints
         ]
-    spec["topologyName"] = pool.name
+    if tas:
+        spec["topologyName"] = pool.name
     return {
         "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
@@ -294,9 +304,11 @@ def workload_priority_classes(scope: Scope) -> list[Object]:
 
 def compile_kueue(scope: Scope) -> list[Object]:
     objects: list[Object] = []
+    tas = topology_aware(scope)
     for pool in scope.pools.values():
-        objects.append(resource_flavor(pool))
-        objects.append(topology(pool))
+        objects.append(resource_flavor(pool, tas))
+        if tas:
+            objects.append(topology(pool))
     objects.extend(cohort(scope, name) for name in scope.departments)
     for tenant in scope.tenants.values():
         objects.append(cluster_queue(scope, tenant))

@@ -73,6 +73,16 @@ EVERY_NODE = rule(
     "Give the pool's nodes a label of their own and select it (nodeSelector.matchLabels with nodeCount), or list "
     "them by name (spec.nodes); declare taints only where the nodes carry them.",
 )
+EVERY_NODE_TOPOLOGY = rule(
+    "GG057",
+    "every-node-topology",
+    Level.ERROR,
+    "A pool of a Kueue cluster declares topology levels while a pool of the same cluster selects every node: Kueue "
+    "refuses a topology-aware flavor without nodeLabels, and a queue mixing topology-aware flavors with others gives "
+    "workloads that ask for no topology only the others, so gpugov compiles no flavor of that cluster "
+    "topology-aware and the levels would not hold.",
+    "Select the every-node pool's nodes by a label of their own (nodeSelector.matchLabels), or drop topology.levels.",
+)
 
 
 @check
@@ -101,6 +111,18 @@ def check_every_node(model: Model) -> Iterator[Finding]:
                 pool.at("taints"),
             )
         others = [p for n, p in sorted(model.pools.items()) if n != pool.name and model.pool_cluster(p) == cluster]
+        if cluster and model.cluster(cluster).backend == "kueue":
+            for other in [pool, *others]:
+                if other.topology_levels:
+                    yield make(
+                        EVERY_NODE_TOPOLOGY,
+                        Text("pool '{other}' declares topology levels, but pool '{pool}' of cluster '{cluster}' "
+                             "selects every node: Kueue refuses a topology-aware flavor without nodeLabels, so no "
+                             "flavor of that cluster is topology-aware", other=other.name, pool=pool.name,
+                             cluster=cluster),
+                        other.at("topology", "levels"),
+                        pool.at("nodeSelector"),
+                    )
         if others:
             yield make(
                 EVERY_NODE,

@@ -43,6 +43,8 @@ def test_a_flavor_without_node_labels_is_a_pool_that_selects_every_node(tmp_path
     compiled = compile(validation.model, cluster="lab")
     flavor = next(o for o in compiled if o["kind"] == "ResourceFlavor")
     assert "nodeLabels" not in flavor["spec"]  # Kueue's flavor matches every node, as before
+    # Kueue refuses a topology to a flavor without nodeLabels: no flavor of the cluster is topology-aware
+    assert "topologyName" not in flavor["spec"] and not [o for o in compiled if o["kind"] == "Topology"]
     assert not [o for o in compiled if o["kind"] == "Node"]  # no node patched with a pool label
     assert pool_keys(select(validation.model, cluster="lab"))[0] == ["kubernetes.io/hostname"]  # no pool label
     [(file, _, message)] = _findings(out, "GG056")
@@ -93,3 +95,29 @@ def test_the_live_nodes_of_an_every_node_pool_are_those_with_its_devices(tmp_pat
     assert model is not None
     nodes = [d for d in documents("every-node") if d["kind"] == "Node"]
     assert [n["metadata"]["name"] for n in pool_nodes(model.pools["default-flavor"], nodes)] == ["gpu-1"]
+
+
+def test_no_topology_where_a_pool_selects_every_node(tmp_path: Path) -> None:
+    """A topology declared beside a pool that selects every node cannot hold (GG057); import does not declare one."""
+    text = EVERY_NODE + """---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata: {name: racks}
+spec: {levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: a100}
+spec: {nodeLabels: {node-pool: a100}, topologyName: racks}
+---""" + GFD_NODE.format(name="a100-1", pool="a100", product="NVIDIA-A100-SXM4-80GB")
+    source = tmp_path / "cluster"
+    source.mkdir()
+    (source / "objects.yaml").write_text(text)
+    out = tmp_path / "repo"
+    report = import_inventory(read_folder(source), "lab", out)
+    assert [(g.object, g.field) for g in report.gaps] == [("ResourceFlavor a100", "spec.topologyName")]
+    assert "topology" not in yaml.safe_load((out / "hardware" / "a100.yaml").read_text())["spec"]
+    path = out / "hardware" / "a100.yaml"
+    path.write_text(path.read_text() + "  topology: {levels: [rack, kubernetes.io/hostname]}\n")
+    assert [(f.rule, f.location.file) for f in validate_repo(out).errors if f.location] == [
+        ("GG057", "hardware/a100.yaml")]
