@@ -561,6 +561,7 @@ class Converter:
         cost_center = (obj["metadata"].get("labels") or {}).get(LABEL_COST_CENTER)
         if cost_center:  # a queue gpugov wrote carries its tenant's cost centre
             tenant["costCenter"] = cost_center
+        tenant.update(self._personas(name, namespaces))
         tenant["namespaces"] = namespaces
         self.tenant_namespaces.extend(namespaces)
         existing = [n for n in namespaces if n in self.inv.namespaces] if self.inv.namespaces else namespaces
@@ -575,6 +576,38 @@ class Converter:
         if fungibility:
             tenant["flavorFungibility"] = fungibility
         self.out.files[f"tenants/{name}.yaml"] = [document("Tenant", name, tenant)]
+
+    def _personas(self, name: str, namespaces: list[str]) -> Obj:
+        """spec.owners, members and viewers from gpugov's tenant RoleBindings in the tenant's namespaces (what an
+        earlier gpugov apply bound): the users and groups of each, gpugov binding the same in every namespace."""
+        found: Obj = {}
+        for persona, key in (("owner", "owners"), ("member", "members"), ("viewer", "viewers")):
+            binding = f"gpugov-tenant-{persona}s"
+            held = {ns: self.inv.role_bindings[(ns, binding)] for ns in namespaces
+                    if (ns, binding) in self.inv.role_bindings}
+            if not held:
+                continue
+            per_namespace: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+            for namespace, obj in sorted(held.items()):
+                subjects = obj.get("subjects") or []
+                for subject in subjects:
+                    if subject.get("kind") not in ("User", "Group"):
+                        self.report.gap(f"RoleBinding {namespace}/{binding}", "subjects", f"{subject.get('kind')} "
+                                        f"{subject.get('name')}: gpugov binds a tenant's {key} as users and groups; "
+                                        "apply would drop it")
+                per_namespace[namespace] = (
+                    tuple(sorted({str(s["name"]) for s in subjects if s.get("kind") == "User"})),
+                    tuple(sorted({str(s["name"]) for s in subjects if s.get("kind") == "Group"})))
+            users = sorted({u for us, _ in per_namespace.values() for u in us})
+            groups = sorted({g for _, gs in per_namespace.values() for g in gs})
+            for namespace in namespaces:
+                if per_namespace.get(namespace) != (tuple(users), tuple(groups)):
+                    self.report.gap(f"RoleBinding {namespace}/{binding}", "subjects", f"gpugov binds tenant {name}'s "
+                                    f"{key} alike in each of its namespaces, so apply would bind "
+                                    f"{', '.join([*users, *groups])} here")
+            if users or groups:
+                found[key] = {**({"users": users} if users else {}), **({"groups": groups} if groups else {})}
+        return found
 
     # -- departments ------------------------------------------------------------------------------
     def _departments(self) -> None:
@@ -708,6 +741,8 @@ class Converter:
             cluster["identity"] = {"kubeSystemUID": uid}
         self.out.files = {"policies/clusters.yaml": [document("Cluster", self.cluster, cluster)], **self.out.files}
         guardrails: Obj = {"requireOwner": False, "requireCostCenter": False}
+        if self.inv.platform_team:  # the team gpugov's admission messages name (and code owners of the files)
+            guardrails["platformTeam"] = self.inv.platform_team
         if ratios:
             guardrails["poolCapacityRatios"] = ratios
         if (isolation := self._pod_security()) is not None:

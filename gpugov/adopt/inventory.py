@@ -37,6 +37,11 @@ class Inventory:
     # the ConfigMap with its parsed config under "mig-parted"; nodes select one of its mig-configs by
     # their nvidia.com/mig.config label.
     mig_parted: dict[tuple[str, str], Obj] = field(default_factory=dict)
+    # gpugov's tenant RoleBindings (gpugov-tenant-owners, -members, -viewers), (namespace, name) -> RoleBinding:
+    # the subjects a tenant's spec.owners, members and viewers bind.
+    role_bindings: dict[tuple[str, str], Obj] = field(default_factory=dict)
+    # Guardrails.platformTeam as gpugov's admission messages name it (gpugov-pool-placement); None: not read.
+    platform_team: list[str] | None = None
     unsupported: list[str] = field(default_factory=list)  # "AdmissionCheck name"
     nodes_known: bool = False  # the source lists nodes (a live cluster, or a folder with Node objects)
 
@@ -52,6 +57,39 @@ def _to_v1beta2(obj: Obj) -> Obj:
             if fungibility.get(key) in ("Borrow", "Preempt"):
                 fungibility[key] = "MayStopSearch"
     return obj
+
+
+RBAC = "rbac.authorization.k8s.io"
+TENANT_PERSONAS = ("owner", "member", "viewer")  # gpugov.compile.roles: binding gpugov-tenant-<persona>s
+
+
+def tenant_binding(obj: Obj) -> str | None:
+    """The persona of one of gpugov's tenant RoleBindings (gpugov-tenant-<persona>s binding ClusterRole
+    gpugov-tenant-<persona>), else None."""
+    ref = obj.get("roleRef") or {}
+    for persona in TENANT_PERSONAS:
+        if obj["metadata"]["name"] == f"gpugov-tenant-{persona}s" and ref.get("kind") == "ClusterRole" and \
+                ref.get("name") == f"gpugov-tenant-{persona}":
+            return persona
+    return None
+
+
+ADMISSION = "admissionregistration.k8s.io/v1"
+PLACEMENT = "gpugov-pool-placement"  # gpugov.compile.admission.placement
+NO_TEAM = "the platform team"  # what gpugov's messages say where Guardrails.platformTeam names nobody
+
+
+def platform_team(obj: Obj) -> list[str] | None:
+    """Guardrails.platformTeam from gpugov-pool-placement's messages ("...; ask <team, team>)"); [] where they ask
+    the platform team unnamed, None where no message says."""
+    from gpugov.compile.admission.placement import ASK
+
+    for validation in (obj.get("spec") or {}).get("validations") or []:
+        text = str(validation.get("messageExpression") or "")
+        if ASK in text and text.endswith(")'"):
+            team = text.split(ASK, 1)[1][:-2]
+            return [] if team == NO_TEAM else team.split(", ")
+    return None
 
 
 def mig_parted_config(obj: Obj) -> Obj | None:
@@ -110,6 +148,10 @@ def inventory(objects: list[Any], nodes_known: bool | None = None) -> Inventory:
             inv.nodes[name] = obj
         elif obj.get("apiVersion") == "v1" and kind == "Namespace":
             inv.namespaces[name] = obj
+        elif obj.get("apiVersion") == f"{RBAC}/v1" and kind == "RoleBinding" and tenant_binding(obj):
+            inv.role_bindings[(obj["metadata"].get("namespace") or "default", name)] = obj
+        elif obj.get("apiVersion") == ADMISSION and kind == "ValidatingAdmissionPolicy" and name == PLACEMENT:
+            inv.platform_team = platform_team(obj)
         elif obj.get("apiVersion") == "v1" and kind == "ConfigMap" and (config := mig_parted_config(obj)) is not None:
             inv.mig_parted[(obj["metadata"].get("namespace") or "default", name)] = {**obj, "mig-parted": config}
     inv.nodes_known = bool(inv.nodes) if nodes_known is None else nodes_known

@@ -8,8 +8,17 @@ from typing import Any
 
 import yaml
 
-from gpugov.adopt.inventory import KUEUE_GROUP, Inventory, inventory, mig_parted_config
+from gpugov.adopt.inventory import (
+    ADMISSION,
+    KUEUE_GROUP,
+    PLACEMENT,
+    RBAC,
+    Inventory,
+    inventory,
+    mig_parted_config,
+)
 from gpugov.kube.kinds import Kind
+from gpugov.kube.objects import MANAGED_BY, MANAGER
 
 SUFFIXES = (".yaml", ".yml", ".json")
 # Read from a cluster, newest Kueue version the server serves first.
@@ -45,7 +54,8 @@ def read_folder(folder: Path) -> Inventory:
 
 
 def read_cluster(api_client: Any) -> Inventory:
-    """Kueue's objects (v1beta2, else v1beta1), Nodes, Namespaces and mig-parted ConfigMaps of a live cluster.
+    """Kueue's objects (v1beta2, else v1beta1), Nodes, Namespaces, mig-parted ConfigMaps, gpugov's tenant
+    RoleBindings and its placement policy of a live cluster.
 
     CheckIncomplete (exit 3) when the cluster cannot be read or serves no Kueue version;
     a Kueue kind the served version lacks (Cohort, Topology on an old Kueue) reads as none."""
@@ -62,6 +72,12 @@ def read_cluster(api_client: Any) -> Inventory:
         objects.extend(list_all(api, kind))
     # The mig-parted configs the nodes' nvidia.com/mig.config labels name (only those ConfigMaps are kept).
     objects.extend(c for c in list_all(api, Kind("v1", "ConfigMap", "configmaps", True)) if mig_parted_config(c))
+    # gpugov's placement policy, whose messages name the platform team (Guardrails.platformTeam).
+    objects.extend(list_all(api, Kind(ADMISSION, "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False),
+                            field_selector=f"metadata.name={PLACEMENT}"))
+    # gpugov's tenant RoleBindings: the owners, members and viewers of the tenants it applied before.
+    objects.extend(list_all(api, Kind(f"{RBAC}/v1", "RoleBinding", "rolebindings", True),
+                            label_selector=f"{MANAGED_BY}={MANAGER}"))
     group_version = f"{KUEUE_GROUP}/{version}"
     answer = api.call("GET", f"/apis/{group_version}")
     if not answer.ok or answer.body is None or not isinstance(answer.body.get("resources"), list):

@@ -4,9 +4,9 @@ non-preemptible inference), imported with `gpugov import --kubeconfig` validates
 scheduler objects, node labels and mig-parted config, and `gpugov drift` and `apply --dry-run` of the
 imported repository find nothing to change on them.
 
-What import cannot read from Kueue's objects (tenant owners and cost centres, the in-cluster operations,
-the platform team named in admission messages) is not compared here: the org's owner RoleBindings and
-operations objects are gpugov's and stay out of the imported declarations.
+The tenants' owners, members and viewers come back from gpugov's tenant RoleBindings and the platform team
+from gpugov's admission messages: drift finds nothing on those bindings, the per-tenant ClusterRoleBindings or
+the admission policies. What import cannot read (the in-cluster operations) is not compared here.
 """
 
 from __future__ import annotations
@@ -70,15 +70,19 @@ def test_import_of_the_example_org_validates_and_changes_nothing(living: Sandbox
     # The cluster agrees: drift finds nothing on what schedules, apply --dry-run changes none of it.
     code, out, err = gpugov(capsys, "drift", str(repo), "--cluster", "east", "--kubeconfig", kubeconfig,
                             "--format", "json")
+    bindings = {shown(object_key(o)) for o in living_org if o["kind"] in ("RoleBinding", "ClusterRoleBinding")
+                and o["metadata"]["name"].startswith("gpugov-tenant-")}
+    assert len(bindings) > 10
     watched = {shown(key) for key in original} | {shown(object_key(o)) for o in living_org if o["kind"] == "Namespace"
-                                                   and LABEL_TENANT in (o["metadata"].get("labels") or {})}
+                                                   and LABEL_TENANT in (o["metadata"].get("labels") or {})} | bindings
     findings = [f for f in json.loads(out)["findings"] if f["level"] != "info"]
     assert [f for f in findings if f.get("object") in watched] == []
-    # What import cannot read from the scheduler objects: the platform team the admission policies name, and
-    # the in-cluster operations (drift CronJob, agent) with their RBAC.
+    # The admission policies name the same platform team.
+    assert [f for f in findings if f["object"].startswith("ValidatingAdmissionPolicy")] == []
+    # What import cannot read: the in-cluster operations (drift CronJob, agent) with their RBAC.
     assert {f["object"].split(" ")[0] for f in findings} <= {
-        "ValidatingAdmissionPolicy", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding",
-        "ConfigMap", "CronJob", "DaemonSet"}, findings
+        "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding", "ConfigMap", "CronJob",
+        "DaemonSet"}, findings
     code, out, err = gpugov(capsys, "apply", str(repo), "--cluster", "east", "--kubeconfig", kubeconfig, "--dry-run")
     assert code == 0, out + err
     verbs = {}
@@ -93,3 +97,6 @@ def test_import_of_the_example_org_validates_and_changes_nothing(living: Sandbox
     for key in original:
         allowed = ("unchanged", "would configure") if key[1] in ("Cohort", "WorkloadPriorityClass") else ("unchanged",)
         assert verbs.get(shown(key)) in allowed, (shown(key), verbs.get(shown(key)), out)
+    # The tenants' bindings: the same subjects and roles; at most gpugov.io/source (the imported tenant file's line).
+    for name in bindings:
+        assert verbs.get(name) in ("unchanged", "would configure"), (name, verbs.get(name), out)

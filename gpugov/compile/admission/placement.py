@@ -30,6 +30,8 @@ from gpugov.compile.common import Object, Scope
 from gpugov.compile.kueue import flavor_node_labels
 
 PLACEMENT = "gpugov-pool-placement"
+# Its messages end in the platform team to ask (Guardrails.platformTeam), which gpugov import reads back.
+ASK = "(gpugov: request accelerators through a queue, whose admission places the pods on its pool; ask "
 # Selecting a node by name is selecting its pool.
 NODE_NAME_KEYS = ("kubernetes.io/hostname",)
 
@@ -58,8 +60,7 @@ def placement_policy(scope: Scope) -> Object:
                  "has(p.preference.matchExpressions) && p.preference.matchExpressions.exists(e, "
                  "e.key in variables.labelKeys))")
     where = "object.kind + ' ' + request.namespace + '/' + object.metadata.name + "
-    ask = (f"(gpugov: request accelerators through a queue, whose admission places the pods on its pool; ask "
-           f"{_team(scope)})'")
+    ask = f"{ASK}{_team(scope)})'"
     return _policy(
         scope,
         PLACEMENT,
