@@ -28,7 +28,7 @@ from gpugov.catalog.spec import RESOURCE_PATTERN
 from gpugov.compile.mig import ALL_DISABLED
 from gpugov.compile.nodes import MIG_CONFIG_LABEL
 from gpugov.declarations.model import RESERVED_NAMESPACES
-from gpugov.declarations.schema import API_VERSION
+from gpugov.declarations.schema import API_VERSION, defaulted
 from gpugov.kube.canonical import DEFAULTS, quantity, selected_names
 from gpugov.kube.canonical import NAMESPACE_NAME_LABEL as NAME_LABEL
 from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES, LABEL_COST_CENTER, LABEL_MIG_CONFIG, LABEL_POOL
@@ -652,6 +652,32 @@ class Converter:
         return {"podSecurity": level, "podSecurityReason": f"imported: the tenant namespaces enforce {level} today "
                 "(pod-security.kubernetes.io/enforce); raise it once their pods comply"}
 
+    def _operations(self) -> Obj | None:
+        """Cluster spec.operations from the CronJobs and the agent DaemonSet gpugov applied before: the image and
+        namespace of its drift CronJob, each schedule, whether the agent runs, the reclaim CronJob's Prometheus;
+        only what differs from the defaults besides the image. None where gpugov runs no drift CronJob here."""
+        drift = self.inv.operations.get("gpugov-drift")
+        if drift is None:
+            return None
+
+        def pod(obj: Obj) -> Obj:
+            return ((((obj.get("spec") or {}).get("jobTemplate") or {}).get("spec") or {}).get("template") or {}).get(
+                "spec") or {}
+
+        containers = pod(drift).get("containers") or [{}]
+        read: Obj = {"image": containers[0].get("image", ""), "namespace": drift["metadata"].get("namespace"),
+                     "driftSchedule": (drift.get("spec") or {}).get("schedule"),
+                     "agent": "gpugov-agent" in self.inv.operations}
+        for name, key in (("gpugov-reclaim", "reclaimSchedule"), ("gpugov-budget", "budgetSchedule")):
+            if name in self.inv.operations:
+                read[key] = (self.inv.operations[name].get("spec") or {}).get("schedule")
+        if "gpugov-reclaim" in self.inv.operations:
+            args = list((pod(self.inv.operations["gpugov-reclaim"]).get("containers") or [{}])[0].get("args") or [])
+            if "--prometheus" in args[:-1]:
+                read["prometheus"] = args[args.index("--prometheus") + 1]
+        defaults = defaulted("Cluster", {"operations": {"image": read["image"]}})["operations"]
+        return {k: v for k, v in read.items() if v is not None and (k == "image" or v != defaults.get(k))}
+
     def _threshold(self) -> int | None:
         """The borrowWithinCohort.maxPriorityThreshold every borrowing-preempting queue shares, where the priority
         classes reproduce it (gpugov: the highest value of the preemptible classes, those above are not)."""
@@ -735,6 +761,8 @@ class Converter:
         cluster: Obj = {"description": "Imported by gpugov import.", "backend": "kueue"}
         if self.mig_config is not None:
             cluster["migConfig"] = {"name": self.mig_config[1], "namespace": self.mig_config[0]}
+        if (operations := self._operations()) is not None:
+            cluster["operations"] = operations
         # Read from a live cluster: pin the declaration to it (kube-system's uid), so apply refuses any other.
         uid = ((self.inv.namespaces.get("kube-system") or {}).get("metadata") or {}).get("uid")
         if uid:

@@ -40,6 +40,9 @@ class Inventory:
     # gpugov's tenant RoleBindings (gpugov-tenant-owners, -members, -viewers), (namespace, name) -> RoleBinding:
     # the subjects a tenant's spec.owners, members and viewers bind.
     role_bindings: dict[tuple[str, str], Obj] = field(default_factory=dict)
+    # gpugov's in-cluster operations it applied before (Cluster spec.operations), name -> CronJob or DaemonSet:
+    # gpugov-drift, gpugov-agent, gpugov-reclaim, gpugov-budget.
+    operations: dict[str, Obj] = field(default_factory=dict)
     # Guardrails.platformTeam as gpugov's admission messages name it (gpugov-pool-placement); None: not read.
     platform_team: list[str] | None = None
     unsupported: list[str] = field(default_factory=list)  # "AdmissionCheck name"
@@ -74,6 +77,9 @@ def tenant_binding(obj: Obj) -> str | None:
     return None
 
 
+# gpugov.compile.operations: the CronJobs and the agent DaemonSet spec.operations compiles to.
+OPERATIONS = ("gpugov-drift", "gpugov-agent", "gpugov-reclaim", "gpugov-budget")
+OPERATION_KINDS = (("batch/v1", "CronJob"), ("apps/v1", "DaemonSet"))
 ADMISSION = "admissionregistration.k8s.io/v1"
 PLACEMENT = "gpugov-pool-placement"  # gpugov.compile.admission.placement
 NO_TEAM = "the platform team"  # what gpugov's messages say where Guardrails.platformTeam names nobody
@@ -150,6 +156,9 @@ def inventory(objects: list[Any], nodes_known: bool | None = None) -> Inventory:
             inv.namespaces[name] = obj
         elif obj.get("apiVersion") == f"{RBAC}/v1" and kind == "RoleBinding" and tenant_binding(obj):
             inv.role_bindings[(obj["metadata"].get("namespace") or "default", name)] = obj
+        elif (obj.get("apiVersion"), kind) in OPERATION_KINDS and name in OPERATIONS and \
+                (obj["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") == "gpugov":
+            inv.operations[name] = obj
         elif obj.get("apiVersion") == ADMISSION and kind == "ValidatingAdmissionPolicy" and name == PLACEMENT:
             inv.platform_team = platform_team(obj)
         elif obj.get("apiVersion") == "v1" and kind == "ConfigMap" and (config := mig_parted_config(obj)) is not None:

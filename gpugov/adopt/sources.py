@@ -55,7 +55,7 @@ def read_folder(folder: Path) -> Inventory:
 
 def read_cluster(api_client: Any) -> Inventory:
     """Kueue's objects (v1beta2, else v1beta1), Nodes, Namespaces, mig-parted ConfigMaps, gpugov's tenant
-    RoleBindings and its placement policy of a live cluster.
+    RoleBindings, its placement policy and its operations (CronJobs, the agent's DaemonSet) of a live cluster.
 
     CheckIncomplete (exit 3) when the cluster cannot be read or serves no Kueue version;
     a Kueue kind the served version lacks (Cohort, Topology on an old Kueue) reads as none."""
@@ -75,6 +75,9 @@ def read_cluster(api_client: Any) -> Inventory:
     # gpugov's placement policy, whose messages name the platform team (Guardrails.platformTeam).
     objects.extend(list_all(api, Kind(ADMISSION, "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False),
                             field_selector=f"metadata.name={PLACEMENT}"))
+    # gpugov's in-cluster operations (Cluster spec.operations): its CronJobs and the agent's DaemonSet.
+    for kind in (Kind("batch/v1", "CronJob", "cronjobs", True), Kind("apps/v1", "DaemonSet", "daemonsets", True)):
+        objects.extend(list_all(api, kind, label_selector=f"{MANAGED_BY}={MANAGER}"))
     # gpugov's tenant RoleBindings: the owners, members and viewers of the tenants it applied before.
     objects.extend(list_all(api, Kind(f"{RBAC}/v1", "RoleBinding", "rolebindings", True),
                             label_selector=f"{MANAGED_BY}={MANAGER}"))

@@ -2,7 +2,8 @@
 on the example org's cluster east as `gpugov apply` left it, the imported tenants compile back to the same
 RoleBindings and per-tenant ClusterRoleBindings, so drift finds nothing to change on them; what gpugov cannot
 bind again (a ServiceAccount subject, namespaces bound unlike each other) is listed with what apply would do.
-Guardrails.platformTeam comes back from the team gpugov's admission messages name, so the policies compile the same."""
+Guardrails.platformTeam comes back from the team gpugov's admission messages name, so the policies compile the same,
+and the Cluster's spec.operations from gpugov's CronJobs and agent DaemonSet, so apply deletes none of them."""
 
 from __future__ import annotations
 
@@ -87,3 +88,44 @@ def test_the_platform_team_comes_back_from_the_admission_messages(tmp_path: Path
     import_inventory(inventory([o for o in held if o["kind"] != "ValidatingAdmissionPolicy"], nodes_known=True),
                      "east", plain)
     assert "platformTeam" not in yaml.safe_load((plain / "policies" / "guardrails.yaml").read_text())["spec"]
+
+
+OPERATION_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding", "ConfigMap",
+                   "CronJob", "DaemonSet")
+
+
+def test_the_operations_come_back_from_the_cronjobs_and_the_agent(tmp_path: Path) -> None:
+    compiled, held = example_east()
+    out = tmp_path / "repo"
+    assert import_inventory(inventory(held, nodes_known=True), "east", out).gaps == []
+    cluster = yaml.safe_load((out / "policies" / "clusters.yaml").read_text())["spec"]
+    assert cluster["operations"] == {"image": "registry.example.com/platform/gpugov-config:main"}  # the rest default
+    validation = validate_repo(out)
+    assert validation.model is not None and not validation.errors
+    again = compile(validation.model, backend="kueue", cluster="east")
+    operations = _bindings(compiled, OPERATION_KINDS, "gpugov-")
+    assert {k[1] for k in operations} >= {"CronJob", "DaemonSet", "ServiceAccount", "ClusterRole"}
+    assert _bindings(again, OPERATION_KINDS, "gpugov-") == operations
+
+
+def test_schedules_the_agent_and_reclaims_prometheus_are_read_as_they_run(tmp_path: Path) -> None:
+    _, held = example_east()
+    drift = next(o for o in held if o["kind"] == "CronJob" and o["metadata"]["name"] == "gpugov-drift")
+    drift["spec"]["schedule"] = "0 * * * *"
+    reclaim = copy.deepcopy(drift)
+    reclaim["metadata"]["name"] = "gpugov-reclaim"
+    reclaim["spec"]["schedule"] = "*/7 * * * *"
+    reclaim["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"] = [
+        "reclaim", "/config", "--cluster", "east", "--prometheus", "http://prometheus.monitoring:9090", "--apply"]
+    held = [o for o in held if o["kind"] != "DaemonSet"] + [reclaim]
+    out = tmp_path / "repo"
+    import_inventory(inventory(held, nodes_known=True), "east", out)
+    cluster = yaml.safe_load((out / "policies" / "clusters.yaml").read_text())["spec"]
+    assert cluster["operations"] == {"image": "registry.example.com/platform/gpugov-config:main",
+                                     "driftSchedule": "0 * * * *", "agent": False, "reclaimSchedule": "*/7 * * * *",
+                                     "prometheus": "http://prometheus.monitoring:9090"}
+    # a cluster gpugov runs nothing on declares no operations
+    plain = tmp_path / "plain"
+    import_inventory(inventory([o for o in held if o["kind"] not in ("CronJob", "DaemonSet")], nodes_known=True),
+                     "east", plain)
+    assert "operations" not in yaml.safe_load((plain / "policies" / "clusters.yaml").read_text())["spec"]
