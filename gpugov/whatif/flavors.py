@@ -11,7 +11,8 @@ that fits or keep looking for a better one (whenCanBorrow / whenCanPreempt: TryN
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from gpugov.reach import cq_available, potential_available
@@ -96,8 +97,54 @@ def flavor_matches(flavor: Flavor, allowed: frozenset[str] | None) -> bool:
     return not flavor.untolerated_taints and (allowed is None or flavor.name in allowed)
 
 
-def assign(wl: Workload, cq: ClusterQueue, flavors: dict[str, Flavor], oracle: Oracle, fair_sharing: bool) -> Assignment:
-    """The flavors Kueue would give the workload now, and how (fit, preempt, no fit)."""
+Grader = Callable[[FR, int], tuple[int, int]]
+Grades = list[tuple[FR, int, tuple[int, int]]]  # ((flavor, resource), quantity, its grade), in the order read
+
+
+@dataclass
+class Made:
+    """An assignment and the grades it was made of, ((flavor, resource), quantity, grade) in the order
+    they were read: for workloads asking the same of the same queue, with the same objects (`epoch`)."""
+
+    epoch: int
+    grades: Grades = field(default_factory=list)
+    assignment: Assignment | None = None
+    marks: tuple[tuple[int, FR], ...] | None = None  # where the caller counts changes for it (Simulator's quiet)
+
+
+
+def assign(wl: Workload, cq: ClusterQueue, flavors: dict[str, Flavor], oracle: Oracle, fair_sharing: bool,
+           grader: Grader | None = None, made: Made | None = None,
+           same: Callable[[Grades], bool] | None = None) -> Assignment:
+    """The flavors Kueue would give the workload now, and how (fit, preempt, no fit). `grader`, when
+    given, is grade_resource for this workload and queue as things are now (the caller may keep its
+    answers for workloads that would get the same). `made`: the last assignment of a workload that
+    asks the same of the same queue under the same objects; when every grade it was made of is the
+    same now, so is the assignment (nothing else assign reads changes), and it is the answer.
+    Otherwise `made` records the new one. `same`: whether every grade of such a list is the same now
+    (by default, `grader` is asked each in turn)."""
+    def plain(fr: FR, value: int) -> tuple[int, int]:
+        return grade_resource(wl, cq, fr, value, oracle, fair_sharing)
+
+    grade = grader or plain
+    if made is None:
+        return _assign(wl, cq, flavors, grade)
+    if made.assignment is not None and (same(made.grades) if same is not None else
+                                        all(grade(fr, value) == answer for fr, value, answer in made.grades)):
+        return made.assignment
+    grades: Grades = []
+
+    def recorded(fr: FR, value: int) -> tuple[int, int]:
+        answer = grade(fr, value)
+        grades.append((fr, value, answer))
+        return answer
+
+    made.assignment = _assign(wl, cq, flavors, recorded)
+    made.grades = grades
+    return made.assignment
+
+
+def _assign(wl: Workload, cq: ClusterQueue, flavors: dict[str, Flavor], grader: Grader) -> Assignment:
     groups: dict[int, dict[str, int]] = {}
     for resource in sorted(wl.requests):
         index = cq.rg_of.get(resource)
@@ -120,7 +167,7 @@ def assign(wl: Workload, cq: ClusterQueue, flavors: dict[str, Flavor], oracle: O
             grade = (FIT, 0)
             graded: dict[str, tuple[int, int]] = {}
             for resource, value in requests.items():
-                mode = grade_resource(wl, cq, (name, resource), value, oracle, fair_sharing)
+                mode = grader((name, resource), value)
                 if is_preferred(grade, mode, fungibility):
                     grade = mode
                 if grade[0] == NO_FIT:

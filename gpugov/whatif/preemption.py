@@ -232,6 +232,17 @@ class Preemptor:
         self.searched = self.searched or outer
         return found
 
+    def nothing_to_take(self, wl: Workload, cq: ClusterQueue, frs: frozenset[FR]) -> bool:
+        """With fair sharing, whether no queue of the tree holds a candidate for frs: then `targets`
+        is [] whatever the preemptor asks (its search ends before reading any share)."""
+        if not self.fair_sharing:
+            return False
+        policy = cq.spec.preemption
+        age = wl.created_s if "LowerOrNewerEqualPriority" in (policy.within_cluster_queue,
+                                                               policy.reclaim_within_cohort) else 0
+        reach = self._reach(wl, cq, frs, age)
+        return not reach.own and not reach.others
+
     # -- fair sharing ---------------------------------------------------------------------------
 
     @staticmethod

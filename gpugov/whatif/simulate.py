@@ -33,11 +33,23 @@ import heapq
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from gpugov.kube.objects import selector_matches
-from gpugov.reach import QuotaNode, add_all, cq_available, remove_all
+from gpugov.reach import QuotaNode, add_all, cq_available, potential_available, remove_all
 from gpugov.whatif.fairsharing import fair_order
-from gpugov.whatif.flavors import MODE_FIT, MODE_NO_FIT, MODE_PREEMPT, Assignment, assign
+from gpugov.whatif.flavors import (
+    FIT,
+    MODE_FIT,
+    MODE_NO_FIT,
+    MODE_PREEMPT,
+    Assignment,
+    Grader,
+    Grades,
+    Made,
+    assign,
+    grade_resource,
+)
 from gpugov.whatif.preemption import Preemptor, Target
 from gpugov.whatif.quota import relink, set_quotas
 from gpugov.whatif.setup import DEFAULT_PLACEMENT, FR, NAMESPACE_NAME_LABEL, Placement, Setup, SetupError
@@ -54,6 +66,7 @@ from gpugov.whatif.state import (
 )
 from gpugov.whatif.trace import WHOLE, Job
 
+FIT_NOW = (FIT, 0)  # a grade: fits now, within nominal quota
 PROGRESS_EVERY = 4096  # replay loop steps between two calls of run()'s progress callback
 
 # Entry outcomes within one cycle.
@@ -221,6 +234,16 @@ def order_of(wl: Workload) -> tuple[int, int, int, int]:
     return wl.order
 
 
+def fit_within_nominal(node: QuotaNode, fr: FR) -> int:
+    """The most of fr a workload may ask that grade_resource grades (FIT, borrowing level 0) now, without
+    asking the oracle: what is available to the queue, within what it may ever get and, in a cohort, within
+    its nominal quota (more would borrow)."""
+    most = min(potential_available(node, fr), cq_available(node, fr))
+    if node.parent is not None:
+        most = min(most, node.nominal.get(fr, 0) - node.usage.get(fr, 0))
+    return most
+
+
 def heap_top(heap: list[tuple[int, int, int, int, int, Workload]]) -> tuple[int, int, int, int, int, Workload] | None:
     """The heap's first live entry (stale ones, whose workload was popped or pushed again, go)."""
     while heap:
@@ -266,10 +289,17 @@ class Simulator:
         # A hopeless nomination that found no preemption candidate reads only the usage of the
         # resources the kind asks for, in its flavors, and which workloads use them: it holds until
         # a lasting usage change of one of them in its cohort tree (marks) or a quota boundary
-        # (epoch). By kind: (epoch, those (flavor, resource), their marks then).
-        self.quiet: list[tuple[int, tuple[FR, ...], tuple[int, ...]] | None] = [None] * len(kinds)
+        # (epoch). By kind: (epoch, those (root id, (flavor, resource)), their marks' sum then).
+        self.quiet: list[tuple[int, tuple[tuple[int, FR], ...], int] | None] = [None] * len(kinds)
+        # Each kind's last assignment and the grades it was made of (assign reuses it while they hold),
+        # within one epoch of the quota timeline.
+        self.made: list[Made | None] = [None] * len(kinds)
         self.marks: dict[tuple[int, FR], int] = {}  # (cohort tree root id, (flavor, resource)) -> changes
         self.epoch = 0
+        # (queue, priority, age, (flavor, resource), quantity) -> (its root's version, grade, whether it searched)
+        self.grades: dict[tuple[int, int, int, FR, int], tuple[int, tuple[int, int], bool]] = {}
+        # (queue, (flavor, resource)) -> (its root's version, the most of it that fits now within nominal quota)
+        self.room: dict[tuple[int, FR], tuple[int, int]] = {}
         self.outcome = Outcome(self.workloads, self.queues, 0, 0)
 
     # -- queues -------------------------------------------------------------------------------
@@ -496,32 +526,101 @@ class Simulator:
     def _nomination(self, wl: Workload, cq: ClusterQueue) -> Nomination:
         kind = wl.kind
         cached = self.assignments[kind]
+        quiet_marks: tuple[tuple[tuple[int, FR], ...], int] | None = None
         if cached is not None:
             if cached[0] == cq.root.version:
                 return cached
             quiet = self.quiet[kind]
-            if quiet is not None and quiet[0] == self.epoch and quiet[2] == self._marks(cq, quiet[1]):
-                cached = self.assignments[kind] = (cq.root.version, *cached[1:])
-                return cached
+            if quiet is not None and quiet[0] == self.epoch:
+                marks = self._marks(cq, quiet[1])
+                if quiet[2] == marks:
+                    cached = self.assignments[kind] = (cq.root.version, *cached[1:])
+                    return cached
+                quiet_marks = (quiet[1], marks)  # as they are now: nothing changes before they are kept again
         self.preemptor.searched = False
-        assignment = assign(wl, cq, self.setup.flavors, self.preemptor, self.options.fair_sharing)
+        made = self.made[kind]
+        if made is None or made.epoch != self.epoch:
+            made = self.made[kind] = Made(self.epoch)
+        grade, same = self._grader(wl, cq)
+        assignment = assign(wl, cq, self.setup.flavors, self.preemptor, self.options.fair_sharing, grade, made, same)
         targets: list[Target] = []
-        if assignment.mode == MODE_PREEMPT:
+        if assignment.mode == MODE_PREEMPT and not self.preemptor.nothing_to_take(wl, cq, assignment.needs_preemption):
             targets = self.preemptor.targets(wl, cq, assignment.needs_preemption, assignment.usage)
-        cached = self.assignments[kind] = (
-            cq.root.version, assignment, targets, hopeless(assignment, targets), nominated_reason(assignment, targets),
-            self._holds(cq, assignment))
+        if cached is not None and cached[1] is assignment and not targets and not cached[2]:
+            cached = self.assignments[kind] = (cq.root.version, *cached[1:])
+        else:
+            cached = self.assignments[kind] = (
+                cq.root.version, assignment, targets, hopeless(assignment, targets),
+                nominated_reason(assignment, targets), self._holds(cq, assignment))
         quiet = None
         if cached[3] and not self.preemptor.searched:
-            frs = tuple((flavor, resource) for group in cq.spec.groups for flavor in group.flavors
-                        for resource in sorted(wl.requests))
-            quiet = (self.epoch, frs, self._marks(cq, frs))
+            keys = made.marks
+            if keys is None:
+                root = id(cq.root)
+                keys = made.marks = tuple((root, (flavor, resource)) for group in cq.spec.groups
+                                          for flavor in group.flavors for resource in sorted(wl.requests))
+            quiet = (self.epoch, keys, quiet_marks[1] if quiet_marks is not None and quiet_marks[0] is keys
+                     else self._marks(cq, keys))
         self.quiet[kind] = quiet
         return cached
 
-    def _marks(self, cq: ClusterQueue, frs: tuple[FR, ...]) -> tuple[int, ...]:
-        root, marks = id(cq.root), self.marks
-        return tuple(marks.get((root, fr), 0) for fr in frs)
+    def _grader(self, wl: Workload, cq: ClusterQueue) -> tuple[Grader, Callable[[Grades], bool]]:
+        """grade_resource for wl in cq, its answers kept per cohort-tree version for every workload of
+        the queue with the same priority (and age, where the queue's preemption reads it) asking the
+        same quantity of the same (flavor, resource): that is all a grade reads of the workload (its
+        victims are found by the same; see Preemptor.targets), and nothing it reads of the tree
+        changes within a version. A backlog's kinds differ mostly in what else they ask (cpu,
+        memory), so a change of usage costs a grade per distinct request, not per kind and flavor.
+        With it, whether every grade of a list is the same now: what the grader would say, read
+        where it keeps it (a list is mostly quantities that fit within nominal quota)."""
+        policy = cq.spec.preemption
+        age = wl.created_s if "LowerOrNewerEqualPriority" in (policy.within_cluster_queue,
+                                                               policy.reclaim_within_cohort) else 0
+        version, memo, preemptor, fair_sharing = cq.root.version, self.grades, self.preemptor, self.options.fair_sharing
+        queue, priority, node, room = id(cq), wl.priority, cq.node, self.room
+
+        def grade(fr: FR, value: int) -> tuple[int, int]:
+            fits = room.get((queue, fr))
+            if fits is None or fits[0] != version:
+                fits = room[queue, fr] = (version, fit_within_nominal(node, fr))
+            if value <= fits[1]:
+                return FIT_NOW
+            key = (queue, priority, age, fr, value)
+            known = memo.get(key)
+            if known is not None and known[0] == version:
+                if known[2]:
+                    preemptor.searched = True
+                return known[1]
+            outer, preemptor.searched = preemptor.searched, False
+            result = grade_resource(wl, cq, fr, value, preemptor, fair_sharing)
+            memo[key] = (version, result, preemptor.searched)
+            preemptor.searched = preemptor.searched or outer
+            return result
+
+        def same(grades: Grades) -> bool:
+            for fr, value, answer in grades:
+                if answer is FIT_NOW:
+                    fits = room.get((queue, fr))
+                    if fits is not None and fits[0] == version and value <= fits[1]:
+                        continue
+                else:
+                    known = memo.get((queue, priority, age, fr, value))
+                    if known is not None and known[0] == version:
+                        if known[1] != answer:
+                            return False
+                        if known[2]:
+                            preemptor.searched = True
+                        continue
+                if grade(fr, value) != answer:
+                    return False
+            return True
+
+        return grade, same
+
+    def _marks(self, cq: ClusterQueue, keys: tuple[tuple[int, FR], ...]) -> int:
+        """How many lasting changes of usage there were of the (cohort tree root id, (flavor, resource))
+        pairs `keys` (of cq's tree): it grows with each, so an equal count means none changed."""
+        return sum(map(self.marks.get, keys, repeat(0)))
 
     def _changed(self, cq: ClusterQueue, usage: dict[FR, int]) -> None:
         """A lasting change of usage in cq's cohort tree: quiet nominations that read it are retried."""
