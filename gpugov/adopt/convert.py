@@ -103,6 +103,9 @@ class Converter:
         self.tenant_namespaces: list[str] = []  # every namespace a tenant declares
         self.threshold: int | None = None  # maxPriorityThreshold the priority classes reproduce
         self.mig_config: tuple[str, str] | None = None  # (namespace, name) of the mig-parted ConfigMap the pools use
+        # Whether any flavor is topology-aware: if none is, the Cluster keeps Kueue admitting by quota alone
+        # (spec.topologyAwareScheduling false), since a TAS flavor also checks that the pods fit the nodes.
+        self.topology_aware = any((f.get("spec") or {}).get("topologyName") for f in inv.flavors.values())
 
     # -- resources in use ---------------------------------------------------------------------
     def _holders(self) -> list[tuple[str, Obj]]:
@@ -341,8 +344,13 @@ class Converter:
                                 "the cluster's flavors topology-aware")
             return []
         if not topology_name:
-            self.report.note(label, "spec.topologyName", f"none: gpugov makes every flavor topology-aware (Topology "
-                             f"{name} at {HOSTNAME_LEVEL}), which ordinary jobs do not notice")
+            if self.topology_aware:  # another flavor has one: gpugov makes every flavor TAS, this one too
+                self.report.gap(label, "spec.topologyName", f"none, while other flavors of this cluster have one: "
+                                f"gpugov makes every flavor of a cluster topology-aware (Topology {name} at "
+                                f"{HOSTNAME_LEVEL}), so Kueue admits a job to this flavor only where its pods fit the "
+                                "nodes' free capacity (a job larger than a node waits although its queue has quota), "
+                                "and ordinary jobs of a queue that mixes this flavor with topology-aware ones are no "
+                                "longer held to this flavor")
             return []
         topology = self.inv.topologies.get(topology_name)
         if topology is None:
@@ -759,6 +767,8 @@ class Converter:
         self._scheduling()
         ratios = self._capacity()
         cluster: Obj = {"description": "Imported by gpugov import.", "backend": "kueue"}
+        if not self.topology_aware:  # no flavor had a topologyName: none becomes topology-aware
+            cluster["topologyAwareScheduling"] = False
         if self.mig_config is not None:
             cluster["migConfig"] = {"name": self.mig_config[1], "namespace": self.mig_config[0]}
         if (operations := self._operations()) is not None:

@@ -10,7 +10,9 @@ How declarations map to Kueue:
   TopologyAwareScheduling"); with all of them TAS, ordinary jobs get implied TAS and use any
   pool, and topology-aware jobs can still ask for a block. Kueue refuses a TAS flavor without
   nodeLabels, so in a cluster with a pool that selects every node no flavor is TAS (no Topology;
-  a declared topology there is an error, GG057).
+  a declared topology there is an error, GG057). A Cluster with topologyAwareScheduling: false
+  (what `gpugov import` writes for a cluster whose flavors have no topologyName) has no TAS flavor
+  either: Kueue then admits by quota alone, as it did before import (declared levels: GG058).
 - Department -> Cohort (parentName = parent department; the department's own quotas are the
   cohort's resourceGroups, i.e. extra shared quota, with their share of the pools' cpu/memory as
   for tenants; fairSharing.weight).
@@ -69,7 +71,7 @@ def topology_aware(scope: Scope) -> bool:
     """Whether the cluster's flavors are topology-aware: not where a pool selects every node, whose flavor Kueue
     refuses a topology without nodeLabels ("at least one nodeLabel is required when topology is set"), since a
     queue mixing TAS and other flavors would give ordinary workloads only the others (GG057)."""
-    return not any(pool.every_node for pool in scope.pools.values())
+    return scope.cluster.topology_aware_scheduling and not any(pool.every_node for pool in scope.pools.values())
 
 
 def resource_flavor(pool: GPUPool, tas: bool = True) -> Object:

@@ -172,6 +172,7 @@ class Cluster(Decl):
     # device plugin hands devices once the toolkit refuses NVIDIA_VISIBLE_DEVICES (volume-mounts or cdi).
     gpu_operator_policy: str | None = None
     device_list_strategy: str = "volume-mounts"
+    topology_aware_scheduling: bool = True  # spec.topologyAwareScheduling: Kueue flavors TAS (a Topology per pool)
 
 
 @dataclass(frozen=True, eq=False)
@@ -752,6 +753,7 @@ def cluster_from_spec(name: str, doc: Locator, declared_spec: dict[str, Any], de
         adopt=tuple(AdoptEntry(e["kind"], e["name"], e.get("namespace", "")) for e in spec["adopt"]),
         gpu_operator_policy=spec["gpuOperator"].get("clusterPolicy"),
         device_list_strategy=spec["gpuOperator"]["deviceListStrategy"],
+        topology_aware_scheduling=spec["topologyAwareScheduling"],
     )
 
 

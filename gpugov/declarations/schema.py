@@ -728,6 +728,16 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             {
                 "description": {"type": "string"},
                 "backend": {"enum": ["kueue", "volcano"]},
+                "topologyAwareScheduling": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "Kueue: make every pool's ResourceFlavor topology-aware (spec.topologyName and a "
+                    "Topology per pool: the pool's topology levels, or kubernetes.io/hostname alone). Kueue's TAS then "
+                    "places each pod set on nodes with room for it, so a job larger than its nodes waits although "
+                    "its queue has quota. false: no Topology and no flavor topologyName in this cluster (what "
+                    "`gpugov import` writes for a cluster whose flavors have none); a pool may then declare no "
+                    "topology levels (GG058).",
+                },
                 "migConfig": _spec(
                     {
                         "name": {**_NAME, "default": "gpugov-mig-parted-config"},

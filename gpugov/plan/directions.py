@@ -213,6 +213,8 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         **_METADATA,
         "spec.description": NEUTRAL,
         "spec.backend": widens("changed", CLUSTER_CHANGED),
+        # every flavor topology-aware or none: Kueue's TAS checks that a job's pods fit the nodes (issue #40)
+        "spec.topologyAwareScheduling": widens("changed", CLUSTER_CHANGED),
         "spec.migConfig.name": widens("changed", CLUSTER_CHANGED),
         "spec.migConfig.namespace": widens("changed", CLUSTER_CHANGED),
         "spec.operations.image": widens("changed", CLUSTER_CHANGED),  # runs with the drift ServiceAccount's rights

@@ -84,6 +84,35 @@ EVERY_NODE_TOPOLOGY = rule(
     "Select the every-node pool's nodes by a label of their own (nodeSelector.matchLabels), or drop topology.levels.",
 )
 
+TOPOLOGY_OFF = rule(
+    "GG058",
+    "topology-without-tas",
+    Level.ERROR,
+    "A pool of a Kueue cluster declares topology levels while its Cluster sets topologyAwareScheduling: false: gpugov "
+    "then compiles no Topology and no topology-aware flavor for that cluster, so the levels would not hold.",
+    "Drop the pool's topology.levels, or set topologyAwareScheduling: true on the Cluster (every flavor of the "
+    "cluster becomes topology-aware: Kueue then places each job on nodes with room for it).",
+)
+
+
+@check
+def check_topology_without_tas(model: Model) -> Iterator[Finding]:
+    """Topology levels on a pool whose cluster turns topology-aware scheduling off."""
+    for pool_name in sorted(model.pools):
+        pool = model.pools[pool_name]
+        cluster = model.pool_cluster(pool)
+        if not pool.topology_levels or not cluster:
+            continue
+        declared = model.cluster(cluster)
+        if declared.backend == "kueue" and not declared.topology_aware_scheduling:
+            yield make(
+                TOPOLOGY_OFF,
+                Text("pool '{pool}' declares topology levels, but cluster '{cluster}' sets topologyAwareScheduling: "
+                     "false: no flavor of that cluster is topology-aware", pool=pool.name, cluster=cluster),
+                pool.at("topology", "levels"),
+                declared.at("topologyAwareScheduling"),
+            )
+
 
 @check
 def check_every_node(model: Model) -> Iterator[Finding]:

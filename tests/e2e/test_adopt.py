@@ -20,10 +20,11 @@ and what it may borrow (WAITS), and where the queue has a second flavor a runnin
 Kueue's own view of every Workload is recorded before import (admitted: UID and flavor per resource;
 pending: QuotaReserved False with Kueue's message and the position in the visibility API) and must be
 the same after apply, for a while; then the running Job is deleted, and the waiting one is admitted,
-to the flavor the hand-written queue gives it. Where apply is known to change that decision (Wait.known:
-the CPU-only shape, whose waiting Job fits its queue's quota but not its node, which Kueue's topology-aware
-scheduling refuses once apply makes the flavor topology-aware), the test says so as an expected failure,
-with Kueue's message checked, and fails once the decision no longer changes.
+to the flavor the hand-written queue gives it. The CPU-only shape's waiting Job fits its queue's quota but
+not its node: Kueue's topology-aware scheduling would refuse it, so import keeps the cluster's flavors as they
+were (topologyAwareScheduling false: none had a topologyName). Where apply is known to change a decision
+(Wait.known: none now), the test says so as an expected failure, with Kueue's message checked, and fails once
+the decision no longer changes.
 """
 
 from __future__ import annotations
@@ -85,11 +86,9 @@ WAITS = {
     "cohort-tree": Wait(12, "a100"),  # nlp: 8 nominal + borrowingLimit 4 (vision lends 4, org-root holds 2)
     "several-flavors": Wait(8, "h100-spot", filler=8),  # the filler takes a100-ondemand's 8
     # etl: 200 cpu on one node of 64; the running Job holds 1, so the waiting one cannot fit that node.
-    "cpu-only": Wait(4, "cpu-nodes", cpu="50", known=(
-        "issue #40: apply makes the adopted flavor topology-aware (spec.topologyName, a Topology at "
-        "kubernetes.io/hostname), and Kueue's TAS then admits only what the nodes hold: the waiting Job "
-        "(4 pods x 50 cpu, within the queue's 200 cpu) was admitted to cpu-nodes once train was gone before "
-        "import, and after apply waits: 'topology \"cpu-nodes\" allows to fit only 1 out of 4 pod(s)'")),
+    # Before issue #40 apply made its flavor topology-aware and Kueue's TAS then refused the waiting Job
+    # ('topology "cpu-nodes" allows to fit only 1 out of 4 pod(s)'); import now keeps TAS off (no flavor had it).
+    "cpu-only": Wait(4, "cpu-nodes", cpu="50"),
     "v1beta1": Wait(4, "gpu"),  # ml-cq: 4 GPUs, alone in its cohort
     "foreign-names": Wait(16, "rf-gpu-pool-01"),
     "lending": Wait(8, "gpu-nodes"),  # borrows all 8 of the slack queue's GPUs
@@ -326,7 +325,8 @@ def test_import_drift_and_take_over_keep_the_running_workload(shape: str, lab: S
     assert (gpugov(capsys, "validate", str(repo))[0]) == 0
 
     # Drift straight after import. What it may report is only what gpugov adds to the cluster:
-    # - objects missing: a Topology per pool (gpugov makes every flavor topology-aware), the tenant
+    # - objects missing: a Topology per pool where a flavor was topology-aware (none in these shapes: import
+    #   then writes topologyAwareScheduling false), the tenant
     #   admission policies and their bindings, the tenant roles, and a Cohort a queue names that
     #   nobody created (Kueue runs such a cohort implicitly; gpugov declares it as a department);
     # - on Namespaces, ClusterQueues, Cohorts, LocalQueues and ResourceFlavors: gpugov's own labels

@@ -395,3 +395,14 @@ def test_another_tenants_lending_limit_changes_what_a_tenant_can_reach(tmp_path:
     assert "reach lab alpha h100 nvidia.com/gpu: 12 -> 10" in text
     markdown = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD")[1]
     assert "| lab | `alpha` | h100 | nvidia.com/gpu | 12 | 10 |" in markdown
+
+
+def test_turning_topology_aware_scheduling_off_or_on_is_a_cluster_change(tmp_path: Path, capsys) -> None:
+    """Every flavor topology-aware or none (issue #40): Kueue's TAS decides differently, so either way is a risk."""
+    off = make_repo(tmp_path / "off", lambda r: edit(r, "policies/clusters.yaml", "  backend: kueue\n",
+                                                     "  backend: kueue\n  topologyAwareScheduling: false\n"))
+    # off: also a flavor's topologyName removed, which Kueue refuses to change in place
+    assert set(risk_ids(capsys, off)) == {"cluster-changed", "kueue-immutable"}
+    commit(off, lambda r: edit(r, "policies/clusters.yaml", "topologyAwareScheduling: false",
+                               "topologyAwareScheduling: true"))
+    assert "cluster-changed" in risk_ids(capsys, off)
