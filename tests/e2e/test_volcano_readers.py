@@ -129,8 +129,21 @@ def gpugov_view(api: client.ApiClient) -> View:
                 read.jobs, read.failed_create)
 
 
+def listed(api: client.ApiClient, namespace: str, name: str) -> Entry | None:
+    """gpugov's entry for the job, or None while its view does not list it yet (a Job just created)."""
+    return next((e for e in gpugov_view(api).entries if e.job.namespace == namespace and e.job.job == name), None)
+
+
 def entry_of(api: client.ApiClient, namespace: str, name: str) -> Entry:
-    return next(e for e in gpugov_view(api).entries if e.job.namespace == namespace and e.job.job == name)
+    entry = listed(api, namespace, name)
+    assert entry is not None, f"gpugov's view does not list {namespace}/{name}"
+    return entry
+
+
+def refused(api: client.ApiClient, namespace: str, name: str) -> Entry | None:
+    """The job's entry once gpugov tells a refusal for it."""
+    entry = listed(api, namespace, name)
+    return entry if entry is not None and entry.verdict.refusal else None
 
 
 def condition(api: client.ApiClient, namespace: str, name: str) -> str:
@@ -225,7 +238,7 @@ def test_a_pod_the_tenants_quota_refuses_is_told_by_how_much(
     jobs = [job(api, "recsys") for _ in range(3)]
     eventually(lambda: sum(len(bound(pods_of(api, "recsys", j))) for j in jobs) == 2, 90, "recsys at 16")
     waiting = next(j for j in jobs if not pods_of(api, "recsys", j))
-    e = eventually(lambda: (x := entry_of(api, "recsys", waiting)).verdict.refusal and x, 60, "the FailedCreate event")
+    e = eventually(lambda: refused(api, "recsys", waiting), 60, "the FailedCreate event")
     events = client.CoreV1Api(api).list_namespaced_event(
         "recsys", field_selector=f"involvedObject.name={waiting},reason=FailedCreate").items
     apiserver = refusal(events[-1].message)
@@ -234,7 +247,7 @@ def test_a_pod_the_tenants_quota_refuses_is_told_by_how_much(
     assert e.verdict.refusal.more == apiserver.used + apiserver.requested - apiserver.limited == 8
     assert e.job.podgroup == ""
     gang = job(api, "llm-pretrain", pods=5)
-    g = eventually(lambda: (x := entry_of(api, "llm-pretrain", gang)).verdict.refusal and x, 60, "the gang's refusal")
+    g = eventually(lambda: refused(api, "llm-pretrain", gang), 60, "the gang's refusal")
     assert g.verdict.why == Why.NEVER_FITS and g.job.pods == 4 and g.job.asks[ASCEND] == 40
     code, out = cli(west, capsys, "queue")
     assert code == 1 and f"recsys/{waiting}" in out and f"llm-pretrain/{gang}" in out
