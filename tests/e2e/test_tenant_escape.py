@@ -365,6 +365,19 @@ def test_class3_no_accelerator_without_a_resource_request(cluster: Sandbox) -> N
     deployment["metadata"]["name"] = unique("nodedep")
     deployment["spec"]["template"]["spec"] = {"containers": [gpu_container(1)], "nodeName": node}
     assert "names its node" in refused(lambda: apps.create_namespaced_deployment(NS, deployment))
+    # The runtime's device-list path (where gpugov's own agent asks for every device, compile.operations):
+    # no tenant volume may sit there, whatever its source or depth, nor a key named as a device variable.
+    for path in ("/var/run/nvidia-container-devices/all", "/var/run/nvidia-container-devices",
+                 "/var/run/nvidia-container-devices/GPU-0"):
+        for source in ({"emptyDir": {}}, {"configMap": {"name": "x"}}):
+            mounted = pod(unique("devlist"), [cpu_container(volumeMounts=[{"name": "v", "mountPath": path}])],
+                          queued, volumes=[{"name": "v", **source}])
+            message = refused(lambda mounted=mounted: core.create_namespaced_pod(NS, mounted))
+            assert "mounts a volume at /var/run/nvidia-container-devices" in message, message
+    for kind, create in (("ConfigMap", core.create_namespaced_config_map), ("Secret", core.create_namespaced_secret)):
+        body = {"metadata": {"name": unique("devvar")}, "data": {"NVIDIA_VISIBLE_DEVICES": "YWxs"}}
+        message = refused(lambda body=body, create=create: create(NS, body))
+        assert "carries a key named as a device runtime variable" in message, (kind, message)
     # honest: a queued GPU pod on the nvidia RuntimeClass
     honest = pod(unique("honest"), [gpu_container(1)], queued, runtimeClassName="nvidia")
     core.create_namespaced_pod(NS, honest, dry_run="All")
