@@ -1,4 +1,4 @@
-"""What a Kueue scheduler object means, canonically, and where two sets of them differ.
+"""What a Kueue or Volcano scheduler object means, canonically, and where two sets of them differ.
 
 The views keep only what decides admission: a ResourceFlavor's nodeLabels and nodeTaints, a ClusterQueue's cohort, namespace selector,
 queueing strategy, preemption, fair-sharing weight, flavor fungibility, flavors in order and each flavor and
@@ -143,10 +143,76 @@ def differences(before: Inventory, after: Inventory) -> list[Difference]:
     for name in sorted(set(before.cohorts) | set(after.cohorts)):
         old, new = before.cohorts.get(name, empty), after.cohorts.get(name, empty)
         found.extend(_compare(f"Cohort {name}", cohort_view(old), cohort_view(new)))
+    found.extend(queue_differences(before, after))
     for key in sorted(set(before.local_queues) | set(after.local_queues)):
         old_lq, new_lq = before.local_queues.get(key), after.local_queues.get(key)
         old_cq = (old_lq or {}).get("spec", {}).get("clusterQueue") if old_lq else None
         new_cq = (new_lq or {}).get("spec", {}).get("clusterQueue") if new_lq else None
         if old_cq != new_cq:
             found.append(Difference(f"LocalQueue {key[0]}/{key[1]}", "spec.clusterQueue", old_cq, new_cq))
+    return found
+
+
+# -- Volcano ------------------------------------------------------------------------------------
+VOLCANO_ROOT = "root"  # the capacity plugin's root queue, which vc-scheduler makes and gpugov never declares
+
+
+def _amounts(value: Any, zero_is_absent: bool) -> dict[str, Decimal | None]:
+    """A ResourceList as Decimals; deserved and guarantee read a missing resource as 0, so 0 compares as absent."""
+    found = {str(k): quantity(v) for k, v in (value or {}).items()}
+    return {k: v for k, v in sorted(found.items()) if not (zero_is_absent and v == 0)}
+
+
+def queue_view(obj: Obj) -> dict[str, Any]:
+    """What a Volcano Queue means to the scheduler: a missing parent is root, a missing weight 1, a missing
+    reclaimable true (Volcano's defaults), capability absent for a resource means no ceiling on it."""
+    spec = obj.get("spec") or {}
+    affinity = spec.get("affinity") or {}
+    reclaimable = spec.get("reclaimable")
+    return {
+        "parent": spec.get("parent") or VOLCANO_ROOT,
+        "weight": int(spec.get("weight") or 1),
+        "reclaimable": True if reclaimable is None else bool(reclaimable),
+        "deserved": _amounts(spec.get("deserved"), True),
+        "guarantee.resource": _amounts((spec.get("guarantee") or {}).get("resource"), True),
+        "capability": _amounts(spec.get("capability"), False),
+        "affinity": json.dumps(_affinity_view(affinity), sort_keys=True),
+        "type": spec.get("type") or None,
+        "priority": int(spec.get("priority") or 0),
+        "extendClusters": json.dumps(spec.get("extendClusters") or [], sort_keys=True),
+        "dequeueStrategy": spec.get("dequeueStrategy") or "traverse",
+    }
+
+
+def _affinity_view(affinity: Obj) -> dict[str, list[str]]:
+    found = {}
+    for kind in ("nodeGroupAffinity", "nodeGroupAntiAffinity"):
+        for mode in ("requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"):
+            groups = sorted(str(g) for g in (affinity.get(kind) or {}).get(mode) or [])
+            if groups:
+                found[f"{kind}.{mode.split('During')[0]}"] = groups
+    return found
+
+
+def _shown_amounts(value: dict[str, Decimal | None]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
+
+
+def queue_differences(before: Inventory, after: Inventory) -> list[Difference]:
+    """Every semantic difference of Volcano Queues (root aside, which Volcano makes itself)."""
+    found: list[Difference] = []
+    for name in sorted((set(before.volcano_queues) | set(after.volcano_queues)) - {VOLCANO_ROOT}):
+        label = f"Queue {name}"
+        old, new = before.volcano_queues.get(name), after.volcano_queues.get(name)
+        if old is None or new is None:
+            found.append(Difference(label, "", "present" if old else "absent", "present" if new else "absent"))
+            continue
+        was, now = queue_view(old), queue_view(new)
+        for key in was:
+            if was[key] == now[key]:
+                continue
+            if key in ("deserved", "guarantee.resource", "capability"):
+                found.append(Difference(label, f"spec.{key}", _shown_amounts(was[key]), _shown_amounts(now[key])))
+            else:
+                found.append(Difference(label, f"spec.{key}", was[key], now[key]))
     return found

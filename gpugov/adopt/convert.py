@@ -92,6 +92,8 @@ class _Pool:
 
 
 class Converter:
+    POOL_SOURCE = "ResourceFlavor"  # what a pool is imported from, as the report names it
+
     def __init__(self, inv: Inventory, cluster: str) -> None:
         self.inv = inv
         self.cluster = cluster
@@ -737,10 +739,10 @@ class Converter:
                 count = math.ceil(held / pool.per_node) if held else 0
                 doc["nodeCount"] = count
                 if self.inv.nodes_known and held:
-                    self.report.note(f"ResourceFlavor {name}", "nodes", f"no node with its labels advertises its "
+                    self.report.note(f"{self.POOL_SOURCE} {name}", "nodes", f"no node with its labels advertises its "
                                      f"devices: nodeCount {count} covers the {held} its quotas hold")
                 elif held:
-                    self.report.note(f"ResourceFlavor {name}", "nodes", f"nodes not known: nodeCount {count} "
+                    self.report.note(f"{self.POOL_SOURCE} {name}", "nodes", f"nodes not known: nodeCount {count} "
                                      f"(x {pool.per_node}) covers the {held} its quotas hold; set the real ones")
                 continue
             doc["nodeCount"] = pool.node_count
@@ -748,7 +750,7 @@ class Converter:
             if held > capacity and capacity:
                 ratio = math.ceil(held / capacity * 100) / 100
                 ratios[name] = ratio
-                self.report.note(f"ResourceFlavor {name}", "nominalQuota", f"quotas hold {held} of {capacity} "
+                self.report.note(f"{self.POOL_SOURCE} {name}", "nominalQuota", f"quotas hold {held} of {capacity} "
                                  f"devices: Guardrails.poolCapacityRatios[{name}] = {ratio}")
         return ratios
 

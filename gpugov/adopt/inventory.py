@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from gpugov.kube.names import KUEUE_GROUP
+from gpugov.kube.names import KUEUE_GROUP, SCHEDULING_API, VOLCANO_API
 
 KUEUE_VERSIONS = ("v1beta1", "v1beta2")
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Topology")
@@ -21,6 +21,8 @@ KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "Worklo
 UNSUPPORTED_KUEUE_KINDS = ("AdmissionCheck", "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster")
 
 Obj = dict[str, Any]
+POD_PRIORITY_API = SCHEDULING_API  # scheduling.k8s.io/v1: the PriorityClasses Volcano orders jobs by
+VOLCANO_CONF = "volcano-scheduler.conf"  # gpugov.compile.volcano_scheduler.CONFIG_KEY
 
 
 @dataclass
@@ -47,6 +49,21 @@ class Inventory:
     platform_team: list[str] | None = None
     unsupported: list[str] = field(default_factory=list)  # "AdmissionCheck name"
     nodes_known: bool = False  # the source lists nodes (a live cluster, or a folder with Node objects)
+    # Volcano (gpugov.adopt.volcano): its Queues by name, the scheduling.k8s.io PriorityClasses, the PodGroups
+    # (whose spec.queue says which namespaces submit to which Queue) and the scheduler's configuration ConfigMap.
+    volcano_queues: dict[str, Obj] = field(default_factory=dict)
+    pod_priority_classes: dict[str, Obj] = field(default_factory=dict)
+    podgroups: dict[tuple[str, str], Obj] = field(default_factory=dict)  # (namespace, name)
+    volcano_conf: Obj | None = None  # the ConfigMap holding volcano-scheduler.conf
+
+    @property
+    def has_kueue(self) -> bool:
+        return bool(self.cluster_queues or self.flavors or self.cohorts or self.local_queues)
+
+    @property
+    def has_volcano(self) -> bool:
+        """Volcano Queues besides the two its controllers make alone (root, default)."""
+        return bool(set(self.volcano_queues) - {"root", "default"})
 
 
 def _to_v1beta2(obj: Obj) -> Obj:
@@ -163,5 +180,13 @@ def inventory(objects: list[Any], nodes_known: bool | None = None) -> Inventory:
             inv.platform_team = platform_team(obj)
         elif obj.get("apiVersion") == "v1" and kind == "ConfigMap" and (config := mig_parted_config(obj)) is not None:
             inv.mig_parted[(obj["metadata"].get("namespace") or "default", name)] = {**obj, "mig-parted": config}
+        elif obj.get("apiVersion") == "v1" and kind == "ConfigMap" and VOLCANO_CONF in (obj.get("data") or {}):
+            inv.volcano_conf = obj
+        elif obj.get("apiVersion") == VOLCANO_API and kind == "Queue":
+            inv.volcano_queues[name] = obj
+        elif obj.get("apiVersion") == VOLCANO_API and kind == "PodGroup":
+            inv.podgroups[(obj["metadata"].get("namespace") or "default", name)] = obj
+        elif obj.get("apiVersion") == POD_PRIORITY_API and kind == "PriorityClass":
+            inv.pod_priority_classes[name] = obj
     inv.nodes_known = bool(inv.nodes) if nodes_known is None else nodes_known
     return inv

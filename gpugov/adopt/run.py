@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpugov.adopt.canonical import differences
 from gpugov.adopt.convert import convert
-from gpugov.adopt.inventory import Inventory, Obj, inventory, mig_parted_config
+from gpugov.adopt.inventory import VOLCANO_CONF, Inventory, Obj, inventory, mig_parted_config
 from gpugov.adopt.report import ImportReport
 from gpugov.adopt.write import check_target, commit, discard, render, render_all, stage
 from gpugov.app.pipeline import validate_repo
@@ -45,7 +45,8 @@ def take_over(inv: Inventory, compiled: list[Obj]) -> list[tuple[str, str, str]]
     the objects apply will write, which it takes over only where the Cluster's spec.adopt names them."""
     read = {(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"])
             for group in (inv.flavors, inv.cohorts, inv.cluster_queues, inv.local_queues, inv.priority_classes,
-                          inv.topologies, inv.mig_parted)
+                          inv.topologies, inv.mig_parted, inv.volcano_queues, inv.pod_priority_classes,
+                          {"conf": inv.volcano_conf} if inv.volcano_conf else {})
             for o in group.values()}
     return sorted({(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]) for o in compiled} & read)
 
@@ -65,7 +66,27 @@ def verify(inv: Inventory, root: Path, cluster: str, report: ImportReport) -> li
         report.gap(diff.object, diff.field or "(object)",
                    f"the cluster has {_show(diff.before)}, the declarations compile to {_show(diff.after)}")
     compare_mig(inv, compiled, report)
+    compare_volcano_conf(inv, compiled, report)
     return []
+
+
+def compare_volcano_conf(inv: Inventory, compiled: list[Obj], report: ImportReport) -> None:
+    """Where the scheduler configuration apply would write differs from the one the cluster runs."""
+    from gpugov.adopt.volcano import conf_differences
+
+    mine = next((o for o in compiled if o["kind"] == "ConfigMap" and VOLCANO_CONF in (o.get("data") or {})), None)
+    if mine is None or inv.volcano_conf is None:
+        return
+    have = inv.volcano_conf["metadata"]
+    meta = mine["metadata"]
+    label = f"ConfigMap {meta.get('namespace')}/{meta['name']}"
+    if (have.get("namespace"), have["name"]) != (meta.get("namespace"), meta["name"]):
+        report.gap(f"ConfigMap {have.get('namespace')}/{have['name']}", "metadata.name", f"the scheduler reads this "
+                   f"one; gpugov writes {label}, which this scheduler does not read")
+        return
+    for where, before, after in conf_differences(inv.volcano_conf["data"][VOLCANO_CONF], mine["data"][VOLCANO_CONF]):
+        report.gap(label, f"data[{VOLCANO_CONF}].{where}", f"the cluster has {_show(before)}, the declarations "
+                   f"compile to {_show(after)}")
 
 
 def compare_mig(inv: Inventory, compiled: list[Obj], report: ImportReport) -> None:
@@ -105,14 +126,34 @@ def declare_adoption(files: dict[str, list[Obj]], staging: Path, take: list[tupl
     (staging / CLUSTER_FILE).write_text(render(CLUSTER_FILE, documents), encoding="utf-8")
 
 
-def import_inventory(inv: Inventory, cluster: str, out: Path, force: bool = False) -> ImportReport:
+class BothBackends(Exception):
+    """The input holds both Kueue's and Volcano's queues, and no backend was chosen (exit 2)."""
+
+
+def backend_of(inv: Inventory, backend: str | None) -> str:
+    """The scheduler the import reads: the one asked for, else the one whose queues the input holds."""
+    if backend:
+        return backend
+    if inv.has_kueue and inv.has_volcano:
+        raise BothBackends("the input holds both Kueue objects (ClusterQueues, ResourceFlavors) and Volcano Queues; "
+                           "a Cluster declaration has one backend: choose it with --backend kueue or --backend volcano")
+    return "volcano" if inv.has_volcano or (inv.volcano_conf is not None and not inv.has_kueue) else "kueue"
+
+
+def import_inventory(inv: Inventory, cluster: str, out: Path, force: bool = False,
+                     backend: str | None = None) -> ImportReport:
     """Write the declarations of `inv` to `out` (OutputError when it is not empty and not forced).
 
     Never a repository that does not validate: the files are staged beside `out` and validated with
     `gpugov validate`'s validate_repo first; on any error the staging is removed, `out` (an existing
     one too) is left as it was, and InvalidImport carries the findings."""
     check_target(out, force)
-    declarations = convert(inv, cluster)
+    if backend_of(inv, backend) == "volcano":
+        from gpugov.adopt.volcano import convert_volcano
+
+        declarations = convert_volcano(inv, cluster)
+    else:
+        declarations = convert(inv, cluster)
     texts = render_all(declarations.files)
     staging = stage(texts, out)
     report = declarations.report

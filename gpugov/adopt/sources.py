@@ -1,5 +1,5 @@
 """Where import reads objects from: a folder of YAML (a GitOps repository, a kustomize build)
-or a live cluster through the raw, checked API reads of gpugov.cluster.rest."""
+or a live cluster (Kueue's objects, or Volcano's) through the raw, checked API reads of gpugov.cluster.rest."""
 
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ from gpugov.adopt.inventory import (
     ADMISSION,
     KUEUE_GROUP,
     PLACEMENT,
+    POD_PRIORITY_API,
     RBAC,
+    VOLCANO_CONF,
     Inventory,
     inventory,
     mig_parted_config,
 )
 from gpugov.kube.kinds import Kind
+from gpugov.kube.names import VOLCANO_API
 from gpugov.kube.objects import MANAGED_BY, MANAGER
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -53,11 +56,16 @@ def read_folder(folder: Path) -> Inventory:
     return inventory(objects)
 
 
-def read_cluster(api_client: Any) -> Inventory:
+def read_cluster(api_client: Any, backend: str | None = None) -> Inventory:
     """Kueue's objects (v1beta2, else v1beta1), Nodes, Namespaces, mig-parted ConfigMaps, gpugov's tenant
     RoleBindings, its placement policy and its operations (CronJobs, the agent's DaemonSet) of a live cluster.
 
-    CheckIncomplete (exit 3) when the cluster cannot be read or serves no Kueue version;
+    Or, on a cluster that serves Volcano's scheduling.volcano.sh/v1beta1 and no Kueue (or with backend
+    "volcano"): its Queues, PodGroups, PriorityClasses and the scheduler's configuration ConfigMap besides
+    the Nodes, Namespaces and gpugov's own objects.
+
+    CheckIncomplete (exit 3) when the cluster cannot be read or serves neither Kueue nor Volcano;
+    BothBackends (exit 2) when it serves both and no backend was chosen;
     a Kueue kind the served version lacks (Cohort, Topology on an old Kueue) reads as none."""
     from gpugov.cluster.rest import Api, list_all, served_versions
     from gpugov.sources import CheckIncomplete
@@ -65,13 +73,26 @@ def read_cluster(api_client: Any) -> Inventory:
     api = Api(api_client)
     served = served_versions(api)
     version = next((v for v in ("v1beta2", "v1beta1") if f"{KUEUE_GROUP}/{v}" in served), None)
-    if version is None:
-        raise CheckIncomplete(f"GET {api.host}/apis: the server serves no {KUEUE_GROUP} version (is Kueue installed?)")
+    volcano = VOLCANO_API in served
+    if backend is None and version is not None and volcano:
+        from gpugov.adopt.run import BothBackends
+
+        raise BothBackends(f"{api.host} serves both Kueue ({KUEUE_GROUP}/{version}) and Volcano ({VOLCANO_API}); a "
+                           "Cluster declaration has one backend: choose it with --backend kueue or --backend volcano")
+    if backend == "volcano" or (backend is None and version is None and volcano):
+        if not volcano:
+            raise CheckIncomplete(f"GET {api.host}/apis: the server serves no {VOLCANO_API} (is Volcano installed?)")
+        version = None
+    elif version is None:
+        raise CheckIncomplete(f"GET {api.host}/apis: the server serves no {KUEUE_GROUP} version nor {VOLCANO_API} "
+                              "(is Kueue or Volcano installed?)")
     objects: list[Any] = []
     for kind in (Kind("v1", "Node", "nodes", False), Kind("v1", "Namespace", "namespaces", False)):
         objects.extend(list_all(api, kind))
-    # The mig-parted configs the nodes' nvidia.com/mig.config labels name (only those ConfigMaps are kept).
-    objects.extend(c for c in list_all(api, Kind("v1", "ConfigMap", "configmaps", True)) if mig_parted_config(c))
+    # The mig-parted configs the nodes' nvidia.com/mig.config labels name (only those ConfigMaps are kept), and
+    # Volcano's scheduler configuration.
+    objects.extend(c for c in list_all(api, Kind("v1", "ConfigMap", "configmaps", True))
+                   if mig_parted_config(c) or (version is None and VOLCANO_CONF in (c.get("data") or {})))
     # gpugov's placement policy, whose messages name the platform team (Guardrails.platformTeam).
     objects.extend(list_all(api, Kind(ADMISSION, "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False),
                             field_selector=f"metadata.name={PLACEMENT}"))
@@ -81,6 +102,11 @@ def read_cluster(api_client: Any) -> Inventory:
     # gpugov's tenant RoleBindings: the owners, members and viewers of the tenants it applied before.
     objects.extend(list_all(api, Kind(f"{RBAC}/v1", "RoleBinding", "rolebindings", True),
                             label_selector=f"{MANAGED_BY}={MANAGER}"))
+    if version is None:
+        for kind in (Kind(VOLCANO_API, "Queue", "queues", False), Kind(VOLCANO_API, "PodGroup", "podgroups", True),
+                     Kind(POD_PRIORITY_API, "PriorityClass", "priorityclasses", False)):
+            objects.extend(list_all(api, kind))
+        return inventory(objects, nodes_known=True)
     group_version = f"{KUEUE_GROUP}/{version}"
     answer = api.call("GET", f"/apis/{group_version}")
     if not answer.ok or answer.body is None or not isinstance(answer.body.get("resources"), list):

@@ -1,4 +1,4 @@
-"""`gpugov import`: a declarations repository from a cluster (or a folder of YAML) that already runs Kueue."""
+"""`gpugov import`: a declarations repository from a cluster (or a folder of YAML) that already runs Kueue or Volcano."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from gpugov.cli.common import fail, kubeconfig_args
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "import",
-        help="write declarations for a cluster that already runs Kueue (adopting it)",
+        help="write declarations for a cluster that already runs Kueue or Volcano (adopting it)",
         description="Read ResourceFlavors, ClusterQueues, Cohorts, LocalQueues, WorkloadPriorityClasses and "
-        "Topologies (Kueue v1beta2, or v1beta1), Nodes and Namespaces from a cluster (--kubeconfig) or a folder of "
+        "Topologies (Kueue v1beta2, or v1beta1), or Volcano's Queues, PodGroups, PriorityClasses and scheduler "
+        "ConfigMap, Nodes and Namespaces from a cluster (--kubeconfig) or a folder of "
         "YAML (--from), and write a declarations repository to --out that keeps the cluster's names. The result is "
         "validated and compiled back; what the declarations cannot express, or express differently, is listed in "
         "the report with its object and field. A repository that would not validate (`gpugov validate` errors) is "
@@ -32,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="name of the Cluster declaration to write, a DNS-1123 label (default: default)")
     p.add_argument("--out", required=True, help="folder to write the repository to (empty, or replaced with --force)")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    p.add_argument("--backend", choices=("kueue", "volcano"), default=None,
+                   help="the scheduler to import from (default: the one the cluster or folder holds; one holding "
+                   "both must be told)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
     p.set_defaults(func=cmd_import)
 
@@ -45,6 +49,7 @@ def run_import(args: argparse.Namespace) -> tuple[ExitCode, bool]:
     from gpugov.adopt import InvalidImport, import_inventory
     from gpugov.adopt.convert import is_label
     from gpugov.adopt.report import render_json, render_text
+    from gpugov.adopt.run import BothBackends
     from gpugov.adopt.sources import SourceError, read_cluster, read_folder
     from gpugov.adopt.write import OutputError, check_target
     from gpugov.findings.report import text
@@ -53,6 +58,7 @@ def run_import(args: argparse.Namespace) -> tuple[ExitCode, bool]:
     if not is_label(args.cluster):
         return fail(f"import: --cluster {args.cluster!r} is not a DNS-1123 label"), False
     out = Path(args.out)
+    backend = getattr(args, "backend", None)  # init --from-cluster hands over without one
     try:
         check_target(out, args.force)  # before reading a cluster: a refused --out costs nothing
         if args.source:
@@ -60,9 +66,10 @@ def run_import(args: argparse.Namespace) -> tuple[ExitCode, bool]:
         else:
             from gpugov.cli.cluster import api_client
 
-            inv = read_cluster(api_client(args))
-        report = import_inventory(inv, args.cluster, out, force=args.force)
-    except (SourceError, OutputError) as exc:
+            api = api_client(args)
+            inv = read_cluster(api, backend=backend) if backend else read_cluster(api)
+        report = import_inventory(inv, args.cluster, out, force=args.force, backend=backend)
+    except (SourceError, OutputError, BothBackends) as exc:
         return fail(f"import: {exc}"), False
     except CheckIncomplete as exc:
         return fail(f"import: could not read the cluster: {exc}", ExitCode.INCOMPLETE), False

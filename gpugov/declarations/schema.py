@@ -30,7 +30,7 @@ SCHEMA_BASE = "https://gpugov.io/schemas/v1alpha1/"
 # The scheduler objects a Cluster's spec.adopt may name: apply takes them over although they exist
 # on the cluster without gpugov's mark (gpugov.cluster.ownership).
 ADOPTABLE_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor", "LocalQueue", "WorkloadPriorityClass", "Topology",
-                   "Queue", "ConfigMap")
+                   "Queue", "ConfigMap", "PriorityClass")
 
 FUNGIBILITY = ("MayStopSearch", "TryNextFlavor")  # Kueue's ClusterQueue flavorFungibility values
 
