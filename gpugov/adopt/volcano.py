@@ -225,18 +225,35 @@ class VolcanoConverter(Converter):
                 self.report.gap(label, f"spec.capability[{resource}]", "absent (no ceiling) on a queue without a "
                                 "parent: in gpugov a tenant without a department never borrows (capability = "
                                 f"deserved, {deserved})")
-            for index, pool in enumerate(mine):
-                amounts: Obj = {"nominal": _number(deserved if index == 0 else Decimal(0))}
-                if capability is not None:
-                    amounts["borrowingLimit"] = _number(capability - deserved if index == 0 else Decimal(0))
-                if guarantee and index == 0:
-                    amounts["lendingLimit"] = _number(deserved - guarantee)
-                quotas[pool]["accelerators"] = amounts if len(amounts) > 1 else amounts["nominal"]
-                self.nominal[(pool, "accelerators")] += deserved if index == 0 else Decimal(0)
-        for pool in pools:  # a pool of its affinity holding none of its resources: a zero quota keeps the group
-            if not quotas[pool]:
-                quotas[pool]["accelerators"] = 0
-        return [{"pool": pool, "resources": quotas[pool]} for pool in pools]
+            if len(mine) > 1:
+                self.report.gap(label, f"spec.affinity.nodeGroupAffinity.{REQUIRED}", f"node groups "
+                                f"{', '.join(mine)} all hold {resource}: a Volcano Queue's deserved is one amount per "
+                                f"resource, so gpugov keeps a tenant's {resource} in one pool (GG036); imported on "
+                                f"{mine[0]} alone, the queue's jobs no longer run on {', '.join(mine[1:])}")
+                for pool in mine[1:]:
+                    quotas.pop(pool, None)
+            pool = mine[0]
+            amounts: Obj = {"nominal": _number(deserved)}
+            if capability is not None and department:
+                amounts["borrowingLimit"] = _number(capability - deserved)
+            if guarantee:
+                amounts["lendingLimit"] = _number(deserved - guarantee)
+            quotas[pool]["accelerators"] = amounts if len(amounts) > 1 else amounts["nominal"]
+            self.nominal[(pool, "accelerators")] += deserved
+        # A pool of its affinity holding none of its resources: a zero quota keeps the group, one pool per device.
+        held = {self.pool_resource[p] for p, q in quotas.items() if q}
+        for pool in list(quotas):
+            if quotas[pool]:
+                continue
+            if self.pool_resource[pool] in held:
+                self.report.gap(label, f"spec.affinity.nodeGroupAffinity.{REQUIRED}", f"node group {pool} holds "
+                                f"{self.pool_resource[pool]} as another group of the queue does: gpugov keeps a "
+                                "tenant's device in one pool (GG036); the queue's jobs no longer run there")
+                quotas.pop(pool)
+                continue
+            held.add(self.pool_resource[pool])
+            quotas[pool]["accelerators"] = 0
+        return [{"pool": pool, "resources": quotas[pool]} for pool in quotas]
 
     def _pools_of(self, name: str, spec: Obj) -> list[str]:
         groups = self._affinity(name, spec)
