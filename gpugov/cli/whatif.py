@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from gpugov.app.exit import ExitCode
 from gpugov.cli.common import CommandFailed, fail, kubeconfig_args
+from gpugov.i18n import _
 
 if TYPE_CHECKING:  # the commands import them when they run
     from gpugov.app.revision import Revision
@@ -51,24 +52,30 @@ def _valid(repo: Path, ref: str | None, what: Callable[[str], str]) -> tuple[Mod
     return revision.model, _label(revision)
 
 
-def _kueue_cluster(models: list[Model], wanted: str | None) -> str:
-    """The cluster to replay: --cluster, or the only Kueue cluster both revisions know."""
+def _cluster(models: list[Model], wanted: str | None, volcano: bool = True) -> str:
+    """The cluster to replay: --cluster, or the only cluster both revisions know (Kueue's replay, or
+    Volcano's where `volcano`)."""
     from gpugov.compile import Backend
 
     known = sorted(set.intersection(*(set(m.cluster_names()) for m in models)))
     if wanted is not None:
         if wanted not in known:
-            raise CommandFailed(f"cluster '{wanted}' is not declared in both revisions (both have: "
-                                f"{', '.join(known) or 'none'})")
-        backend = models[-1].cluster(wanted).backend
-        if backend != Backend.KUEUE:
-            raise CommandFailed(f"whatif simulates Kueue; cluster '{wanted}' is scheduled by {backend}")
+            raise CommandFailed(_("cluster '{cluster}' is not declared in both revisions (both have: {known})").format(
+                cluster=wanted, known=", ".join(known) or _("none")))
+        backends = {m.cluster(wanted).backend for m in models}
+        if not volcano and backends != {Backend.KUEUE}:
+            raise CommandFailed(_("this command reads Kueue's queues; cluster '{cluster}' is scheduled by {backend}")
+                                .format(cluster=wanted, backend=models[-1].cluster(wanted).backend))
+        if len(backends) > 1:
+            raise CommandFailed(_("cluster '{cluster}' changes its scheduler between the revisions ({backends}); "
+                                  "whatif replays one scheduler").format(
+                                      cluster=wanted, backends=", ".join(sorted(str(b) for b in backends))))
         return wanted
-    kueue = [name for name in known if all(m.cluster(name).backend == Backend.KUEUE for m in models)]
-    if len(kueue) != 1:
-        raise CommandFailed(f"choose a cluster with --cluster (Kueue clusters in both revisions: "
-                            f"{', '.join(kueue) or 'none'})")
-    return kueue[0]
+    if len(known) != 1:
+        described = ", ".join(f"{name} ({models[-1].cluster(name).backend})" for name in known) or _("none")
+        raise CommandFailed(_("choose a cluster with --cluster (clusters in both revisions: {clusters})").format(
+            clusters=described))
+    return _cluster(models, known[0], volcano)
 
 
 def _start(text: str | None, models: list[Model]) -> datetime:
@@ -130,7 +137,7 @@ class ProgressLine:
 
 
 def cmd_whatif(args: argparse.Namespace) -> ExitCode:
-    from gpugov.compile import CompileError
+    from gpugov.compile import Backend, CompileError
     from gpugov.whatif.replay import kueue_setup, replay
     from gpugov.whatif.report import compare, markdown, to_json
     from gpugov.whatif.setup import SetupError
@@ -141,7 +148,9 @@ def cmd_whatif(args: argparse.Namespace) -> ExitCode:
     repo = Path(args.repo)
     head, head_label = _valid(repo, args.head, lambda label: f"the head ({label})")
     base, base_label = _valid(repo, args.base, lambda label: f"the base {label}")
-    cluster = _kueue_cluster([base, head], args.cluster)
+    cluster = _cluster([base, head], args.cluster)
+    if head.cluster(cluster).backend == Backend.VOLCANO:
+        return _whatif_volcano(args, repo, base, head, base_label, head_label, cluster)
     options = Options(fair_sharing=not args.classical_preemption, seed=args.seed)
     start = _start(args.start, [base, head])
     try:
@@ -166,6 +175,45 @@ def cmd_whatif(args: argparse.Namespace) -> ExitCode:
         return fail(str(exc))
     comparison = compare(name, cluster, options, base_run, head_run)
     text = json.dumps(to_json(comparison), indent=2) + "\n" if args.format == "json" else markdown(comparison)
+    return _emit(text, args.out)
+
+
+def _whatif_volcano(args: argparse.Namespace, repo: Path, base: Model, head: Model, base_label: str,
+                    head_label: str, cluster: str) -> ExitCode:
+    """whatif on a cluster Volcano schedules: the trace replayed through vc-scheduler's sessions
+    (gpugov.whatif.volcano) over each revision's compiled Queues."""
+    from gpugov.compile import CompileError
+    from gpugov.whatif.setup import SetupError
+    from gpugov.whatif.trace import TraceError, read_trace
+    from gpugov.whatif.volcano import replay_volcano
+    from gpugov.whatif.volcano_report import VRun, markdown, to_json
+    from gpugov.whatif.volcano_setup import volcano_setup
+    from gpugov.whatif.volcano_synthetic import synthesize_volcano
+
+    try:
+        base_setup, head_setup = volcano_setup(base, cluster), volcano_setup(head, cluster)
+        if args.trace:
+            jobs = read_trace(Path(args.trace))
+            name = Path(args.trace).name
+        else:
+            jobs = synthesize_volcano(base_setup, args.synthetic_jobs, args.seed, head=head_setup)
+            if not jobs:
+                return fail(_("no tenant of cluster '{cluster}' holds accelerator quota to synthesize a trace from; "
+                              "give one with --trace").format(cluster=cluster))
+            name = _("a synthetic trace ({jobs} jobs, seed {seed})").format(jobs=f"{len(jobs):,}", seed=args.seed)
+        line = ProgressLine.on_terminal(sys.stderr)
+        try:
+            base_run = VRun(base_label, base_setup, replay_volcano(base_setup, jobs,
+                                                                   line.reporter("base") if line else None))
+            head_run = VRun(head_label, head_setup, replay_volcano(head_setup, jobs,
+                                                                   line.reporter("head") if line else None))
+        finally:
+            if line is not None:
+                line.clear()
+    except (TraceError, SetupError, CompileError) as exc:
+        return fail(str(exc))
+    text = (json.dumps(to_json(name, cluster, base_run, head_run), indent=2) + "\n" if args.format == "json"
+            else markdown(name, cluster, base_run, head_run))
     return _emit(text, args.out)
 
 
@@ -249,7 +297,7 @@ def cmd_trace_synth(args: argparse.Namespace) -> ExitCode:
     from gpugov.whatif.trace import dump_trace
 
     model, _ = _valid(Path(args.repo), None, lambda label: label)
-    cluster = _kueue_cluster([model], args.cluster)
+    cluster = _cluster([model], args.cluster, volcano=False)
     try:
         jobs: list[Job] = synthesize(kueue_setup(model, cluster), args.jobs, args.seed, args.load)
     except (SetupError, CompileError) as exc:

@@ -287,7 +287,7 @@ def test_whatif_refuses_what_it_cannot_replay(tmp_path: Path, capsys) -> None:
     clusters = repo / "policies/cluster.yaml"
     clusters.write_text(clusters.read_text().replace("backend: kueue", "backend: volcano"))
     code, _, err = run(capsys, "whatif", str(repo), "--base", "HEAD", "--cluster", "lab")
-    assert code == 2 and "whatif simulates Kueue; cluster 'lab' is scheduled by volcano" in err
+    assert code == 2 and "cluster 'lab' changes its scheduler between the revisions (kueue, volcano)" in err
     assert "Traceback" not in err
 
 
