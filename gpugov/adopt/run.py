@@ -9,6 +9,7 @@ to again are the ones apply will write over: the Cluster declaration adopts exac
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from gpugov.adopt.canonical import differences
@@ -140,6 +141,18 @@ def backend_of(inv: Inventory, backend: str | None) -> str:
     return "volcano" if inv.has_volcano or (inv.volcano_conf is not None and not inv.has_kueue) else "kueue"
 
 
+def only(inv: Inventory, backend: str) -> tuple[Inventory, list[str]]:
+    """`inv` without the other scheduler's queues, and those queues (Volcano's own root and default aside)."""
+    if backend == "volcano":
+        kueue = [f"{o['kind']} {n}" for group in (inv.flavors, inv.cluster_queues, inv.cohorts, inv.priority_classes,
+                                                   inv.topologies) for n, o in sorted(group.items())]
+        kueue += [f"LocalQueue {ns}/{n}" for ns, n in sorted(inv.local_queues)]
+        return replace(inv, flavors={}, cluster_queues={}, cohorts={}, local_queues={}, priority_classes={},
+                       topologies={}), kueue
+    volcano = [f"Queue {n}" for n in sorted(inv.volcano_queues) if n not in ("root", "default")]
+    return replace(inv, volcano_queues={}, podgroups={}, volcano_conf=None), volcano
+
+
 def import_inventory(inv: Inventory, cluster: str, out: Path, force: bool = False,
                      backend: str | None = None) -> ImportReport:
     """Write the declarations of `inv` to `out` (OutputError when it is not empty and not forced).
@@ -148,12 +161,17 @@ def import_inventory(inv: Inventory, cluster: str, out: Path, force: bool = Fals
     `gpugov validate`'s validate_repo first; on any error the staging is removed, `out` (an existing
     one too) is left as it was, and InvalidImport carries the findings."""
     check_target(out, force)
-    if backend_of(inv, backend) == "volcano":
+    chosen = backend_of(inv, backend)
+    inv, others = only(inv, chosen)
+    if chosen == "volcano":
         from gpugov.adopt.volcano import convert_volcano
 
         declarations = convert_volcano(inv, cluster)
     else:
         declarations = convert(inv, cluster)
+    for label in others:
+        declarations.report.gap(label, "(object)", f"the other scheduler's: the Cluster is imported with backend "
+                                f"{chosen}, so this is not declared (apply leaves it alone, gpugov does not govern it)")
     texts = render_all(declarations.files)
     staging = stage(texts, out)
     report = declarations.report

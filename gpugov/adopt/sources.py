@@ -60,12 +60,12 @@ def read_cluster(api_client: Any, backend: str | None = None) -> Inventory:
     """Kueue's objects (v1beta2, else v1beta1), Nodes, Namespaces, mig-parted ConfigMaps, gpugov's tenant
     RoleBindings, its placement policy and its operations (CronJobs, the agent's DaemonSet) of a live cluster.
 
-    Or, on a cluster that serves Volcano's scheduling.volcano.sh/v1beta1 and no Kueue (or with backend
-    "volcano"): its Queues, PodGroups, PriorityClasses and the scheduler's configuration ConfigMap besides
-    the Nodes, Namespaces and gpugov's own objects.
+    And, where it serves Volcano's scheduling.volcano.sh/v1beta1: its Queues, PodGroups, PriorityClasses and
+    the scheduler's configuration ConfigMap. A cluster serving both is read for both unless `backend` names
+    one; which one the import converts is then decided by what it holds (gpugov.adopt.run.backend_of, which
+    refuses a cluster holding queues of both without a backend).
 
-    CheckIncomplete (exit 3) when the cluster cannot be read or serves neither Kueue nor Volcano;
-    BothBackends (exit 2) when it serves both and no backend was chosen;
+    CheckIncomplete (exit 3) when the cluster cannot be read or serves neither Kueue nor the backend asked for;
     a Kueue kind the served version lacks (Cohort, Topology on an old Kueue) reads as none."""
     from gpugov.cluster.rest import Api, list_all, served_versions
     from gpugov.sources import CheckIncomplete
@@ -74,25 +74,22 @@ def read_cluster(api_client: Any, backend: str | None = None) -> Inventory:
     served = served_versions(api)
     version = next((v for v in ("v1beta2", "v1beta1") if f"{KUEUE_GROUP}/{v}" in served), None)
     volcano = VOLCANO_API in served
-    if backend is None and version is not None and volcano:
-        from gpugov.adopt.run import BothBackends
-
-        raise BothBackends(f"{api.host} serves both Kueue ({KUEUE_GROUP}/{version}) and Volcano ({VOLCANO_API}); a "
-                           "Cluster declaration has one backend: choose it with --backend kueue or --backend volcano")
-    if backend == "volcano" or (backend is None and version is None and volcano):
-        if not volcano:
-            raise CheckIncomplete(f"GET {api.host}/apis: the server serves no {VOLCANO_API} (is Volcano installed?)")
-        version = None
-    elif version is None:
+    if backend == "volcano" and not volcano:
+        raise CheckIncomplete(f"GET {api.host}/apis: the server serves no {VOLCANO_API} (is Volcano installed?)")
+    if backend == "kueue" and version is None:
+        raise CheckIncomplete(f"GET {api.host}/apis: the server serves no {KUEUE_GROUP} version (is Kueue installed?)")
+    if version is None and not volcano:
         raise CheckIncomplete(f"GET {api.host}/apis: the server serves no {KUEUE_GROUP} version nor {VOLCANO_API} "
                               "(is Kueue or Volcano installed?)")
+    version = None if backend == "volcano" else version
+    volcano = volcano and backend != "kueue"
     objects: list[Any] = []
     for kind in (Kind("v1", "Node", "nodes", False), Kind("v1", "Namespace", "namespaces", False)):
         objects.extend(list_all(api, kind))
     # The mig-parted configs the nodes' nvidia.com/mig.config labels name (only those ConfigMaps are kept), and
     # Volcano's scheduler configuration.
     objects.extend(c for c in list_all(api, Kind("v1", "ConfigMap", "configmaps", True))
-                   if mig_parted_config(c) or (version is None and VOLCANO_CONF in (c.get("data") or {})))
+                   if mig_parted_config(c) or (volcano and VOLCANO_CONF in (c.get("data") or {})))
     # gpugov's placement policy, whose messages name the platform team (Guardrails.platformTeam).
     objects.extend(list_all(api, Kind(ADMISSION, "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False),
                             field_selector=f"metadata.name={PLACEMENT}"))
@@ -102,10 +99,11 @@ def read_cluster(api_client: Any, backend: str | None = None) -> Inventory:
     # gpugov's tenant RoleBindings: the owners, members and viewers of the tenants it applied before.
     objects.extend(list_all(api, Kind(f"{RBAC}/v1", "RoleBinding", "rolebindings", True),
                             label_selector=f"{MANAGED_BY}={MANAGER}"))
-    if version is None:
+    if volcano:
         for kind in (Kind(VOLCANO_API, "Queue", "queues", False), Kind(VOLCANO_API, "PodGroup", "podgroups", True),
                      Kind(POD_PRIORITY_API, "PriorityClass", "priorityclasses", False)):
             objects.extend(list_all(api, kind))
+    if version is None:
         return inventory(objects, nodes_known=True)
     group_version = f"{KUEUE_GROUP}/{version}"
     answer = api.call("GET", f"/apis/{group_version}")

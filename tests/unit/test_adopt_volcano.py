@@ -249,3 +249,20 @@ def test_cli_import_from_a_volcano_folder(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert code == 0, out
     assert "everything was expressed" in out and "Queue research" in out
+
+
+def test_with_a_backend_chosen_the_other_schedulers_queues_are_gaps(tmp_path: Path) -> None:
+    kueue = yaml.safe_load("""
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team}
+spec: {namespaceSelector: {}}
+""")
+    documents = [kueue, *yaml.safe_load_all("\n---\n".join(HIERARCHY)), yaml.safe_load(queue("default"))]
+    report = import_inventory(inventory(documents), "gpu", tmp_path / "repo", backend="volcano")
+    assert {(g.object, g.field) for g in report.gaps} == {("ClusterQueue team", "(object)"),
+                                                         ("Queue default", "(object)")}
+    assert validate_repo(tmp_path / "repo").model.cluster("gpu").backend == "volcano"
+    report = import_inventory(inventory(documents), "gpu", tmp_path / "kueue", backend="kueue")
+    others = {g.object for g in report.gaps if "the other scheduler's" in g.why}
+    assert others == {"Queue research", "Queue nlp", "Queue vision", "Queue serving"}  # not root, not default
