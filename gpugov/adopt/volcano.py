@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 from collections import Counter, defaultdict
 from decimal import Decimal
 from typing import Any
@@ -51,6 +52,16 @@ UNSUPPORTED_FIELDS = {
     "extendClusters": "gpugov schedules within one cluster",
     "dequeueStrategy": "gpugov writes no dequeue strategy (Volcano's traverse)",
 }
+
+
+def _fair_sharing(report: Any, label: str, weight: int) -> Obj | None:
+    """fairSharing for a Queue's weight (Volcano: any int32), where gpugov's 1-65535 can say it."""
+    if weight == 1:
+        return None
+    if not 1 <= weight <= 65535:
+        report.gap(label, "spec.weight", f"{weight}: gpugov's weights are whole numbers 1-65535; imported as 1")
+        return None
+    return {"weight": weight}
 
 
 def _number(value: Decimal) -> int | str:
@@ -330,8 +341,8 @@ class VolcanoConverter(Converter):
         if existing:
             tenant["adoptNamespaces"] = existing
         tenant["quotas"] = quotas
-        if view["weight"] != 1:
-            tenant["fairSharing"] = {"weight": view["weight"]}
+        if (fair := _fair_sharing(self.report, label, view["weight"])) is not None:
+            tenant["fairSharing"] = fair
         self.out.files[f"tenants/{name}.yaml"] = [document("Tenant", name, tenant)]
 
     def _department(self, name: str, obj: Obj, children: list[str], parent: str) -> Obj:
@@ -381,8 +392,8 @@ class VolcanoConverter(Converter):
             self.nominal[(pools[0], "accelerators")] += deserved
         if quotas:
             department["quotas"] = quotas
-        if view["weight"] != 1:
-            department["fairSharing"] = {"weight": view["weight"]}
+        if (fair := _fair_sharing(self.report, label, view["weight"])) is not None:
+            department["fairSharing"] = fair
         return document("Department", name, department)
 
     def _queues(self) -> None:
@@ -404,6 +415,10 @@ class VolcanoConverter(Converter):
             elif parent not in queues:
                 self.report.gap(f"Queue {name}", "spec.parent", f"{parent}: no such queue; Volcano treats the queue "
                                 "as invalid, imported under root")
+                parent_of[name] = VOLCANO_ROOT
+            elif not is_label(parent):
+                self.report.gap(f"Queue {name}", "spec.parent", f"{parent}: not a DNS-1123 label, which a department's "
+                                "name is: imported under root")
                 parent_of[name] = VOLCANO_ROOT
             else:
                 children[parent].append(name)
@@ -441,6 +456,19 @@ class VolcanoConverter(Converter):
                 self.report.gap(f"Queue {name}", "spec.reclaimable", f"{not self.reclaimable}: gpugov sets one "
                                 f"reclaim policy for every queue (SchedulingPolicy preemption.reclaimWithinCohort), "
                                 f"imported as the most common, {self.reclaimable}")
+
+    def _capacity(self) -> dict[str, float]:
+        """Node counts and capacity ratios as for Kueue's flavors, pools that list their nodes included."""
+        listed = {name: pool.declared_nodes for name, pool in self.pools.items() if pool.declared_nodes}
+        ratios = super()._capacity()
+        for name, nodes in sorted(listed.items()):
+            held = self.nominal.get((name, "accelerators"), Decimal(0))
+            capacity = Decimal(nodes * self.pools[name].per_node)
+            if capacity and held > capacity:
+                ratios[name] = math.ceil(held / capacity * 100) / 100
+                self.report.note(f"{self.POOL_SOURCE} {name}", "deserved", f"queues hold {held} of {capacity} "
+                                 f"devices: Guardrails.poolCapacityRatios[{name}] = {ratios[name]}")
+        return ratios
 
     # -- priority classes and policy ------------------------------------------------------------------
     def _pod_priorities(self) -> str:

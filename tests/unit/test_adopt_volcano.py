@@ -266,3 +266,28 @@ spec: {namespaceSelector: {}}
     report = import_inventory(inventory(documents), "gpu", tmp_path / "kueue", backend="kueue")
     others = {g.object for g in report.gaps if "the other scheduler's" in g.why}
     assert others == {"Queue research", "Queue nlp", "Queue vision", "Queue serving"}  # not root, not default
+
+
+def test_nodes_gpugov_labelled_are_listed_and_an_oversubscribed_pool_gets_a_ratio(tmp_path: Path) -> None:
+    nodes = "\n---\n".join(f"""
+apiVersion: v1
+kind: Node
+metadata:
+  name: n{i}
+  labels: {{volcano.sh/nodegroup-name: big, gpugov.io/pool: big, nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}}
+status:
+  allocatable: {{nvidia.com/gpu: "8"}}
+""" for i in (1, 2))
+    big = {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": ["big"]}}
+    report, objects, inv = run(
+        tmp_path, nodes,
+        queue("all", weight=100000, deserved={"nvidia.com/gpu": "24"}),
+        queue("x", parent="all", deserved={"nvidia.com/gpu": "16"}, affinity=big),
+        queue("y", parent="all", deserved={"nvidia.com/gpu": "8"}, affinity=big),
+        podgroup("x", "x"), podgroup("y", "y"))
+    assert gaps(report) == {("Queue all", "spec.weight")}  # 100000 > 65535: imported as 1, and compared
+    assert [d.field for d in queue_differences(inv, inventory(objects))] == ["spec.weight"]
+    pool = yaml.safe_load((tmp_path / "repo/hardware/big.yaml").read_text().split("\n", 1)[1])["spec"]
+    assert pool["nodes"] == [{"name": "n1"}, {"name": "n2"}] and "nodeSelector" not in pool
+    guardrails = yaml.safe_load((tmp_path / "repo/policies/guardrails.yaml").read_text().split("\n", 1)[1])["spec"]
+    assert guardrails["poolCapacityRatios"] == {"big": 1.5}
