@@ -295,11 +295,16 @@ class Simulator:
         # within one epoch of the quota timeline.
         self.made: list[Made | None] = [None] * len(kinds)
         self.marks: dict[tuple[int, FR], int] = {}  # (cohort tree root id, (flavor, resource)) -> changes
+        self.changes = 0  # how many times marks changed: a sum of marks holds while it is the same
+        self.mark_sums: dict[int, tuple[int, int, tuple[tuple[int, FR], ...]]] = {}  # id(keys) -> (changes, sum, keys)
+        self.keysets: dict[tuple[tuple[int, FR], ...], tuple[tuple[int, FR], ...]] = {}  # one tuple per content
         self.epoch = 0
         # (queue, priority, age, (flavor, resource), quantity) -> (its root's version, grade, whether it searched)
         self.grades: dict[tuple[int, int, int, FR, int], tuple[int, tuple[int, int], bool]] = {}
         # (queue, (flavor, resource)) -> (its root's version, the most of it that fits now within nominal quota)
         self.room: dict[tuple[int, FR], tuple[int, int]] = {}
+        # queue id -> ((its root's id, the root's version, stop_at_holds), which kinds pass): _hopeless_run's
+        self.tables: dict[int, tuple[tuple[int, int, bool], bytearray]] = {}
         self.outcome = Outcome(self.workloads, self.queues, 0, 0)
 
     # -- queues -------------------------------------------------------------------------------
@@ -557,8 +562,9 @@ class Simulator:
             keys = made.marks
             if keys is None:
                 root = id(cq.root)
-                keys = made.marks = tuple((root, (flavor, resource)) for group in cq.spec.groups
-                                          for flavor in group.flavors for resource in sorted(wl.requests))
+                keys = tuple((root, (flavor, resource)) for group in cq.spec.groups
+                             for flavor in group.flavors for resource in sorted(wl.requests))
+                keys = made.marks = self.keysets.setdefault(keys, keys)  # kinds alike share it, and its sum
             quiet = (self.epoch, keys, quiet_marks[1] if quiet_marks is not None and quiet_marks[0] is keys
                      else self._marks(cq, keys))
         self.quiet[kind] = quiet
@@ -620,11 +626,17 @@ class Simulator:
     def _marks(self, cq: ClusterQueue, keys: tuple[tuple[int, FR], ...]) -> int:
         """How many lasting changes of usage there were of the (cohort tree root id, (flavor, resource))
         pairs `keys` (of cq's tree): it grows with each, so an equal count means none changed."""
-        return sum(map(self.marks.get, keys, repeat(0)))
+        known = self.mark_sums.get(id(keys))
+        if known is not None and known[0] == self.changes and known[2] is keys:
+            return known[1]
+        total = sum(map(self.marks.get, keys, repeat(0)))
+        self.mark_sums[id(keys)] = (self.changes, total, keys)
+        return total
 
     def _changed(self, cq: ClusterQueue, usage: dict[FR, int]) -> None:
         """A lasting change of usage in cq's cohort tree: quiet nominations that read it are retried."""
         root, marks = id(cq.root), self.marks
+        self.changes += 1
         for fr in usage:
             marks[root, fr] = marks.get((root, fr), 0) + 1
 
@@ -859,15 +871,25 @@ class Simulator:
         in this version, and only those places are nominated (a requeued backlog is scanned whole at
         each finish in its tree, and holds few kinds)."""
         cache, version, kinds = self.assignments, cq.root.version, cq.kinds
-        table = bytearray(b"\x01" * 256)
 
         def passes(nomination: Nomination | None) -> bool:
             return (nomination is not None and nomination[0] == version and nomination[3]
                     and not (stop_at_holds and nomination[5]))
 
-        for byte, kind in enumerate(kinds[:MANY_KINDS]):
-            if passes(cache[kind]):
-                table[byte] = 0
+        # The table is kept per queue for its tree's version: a kind's nomination, once made in a
+        # version, stays for it, so a 0 stays true; a kind nominated elsewhere since is looked up again.
+        key = (id(cq.root), version, stop_at_holds)
+        kept = self.tables.get(id(cq))
+        if kept is not None and kept[0] == key:
+            table = kept[1]
+        else:
+            table = bytearray(b"\x01" * 256)
+            self.tables[id(cq)] = (key, table)
+            for byte, kind in enumerate(kinds[:MANY_KINDS]):
+                nomination = cache[kind]
+                if (nomination is not None and nomination[0] == version and nomination[3]
+                        and not (stop_at_holds and nomination[5])):
+                    table[byte] = 0
         marked, base = cq.parked_kinds[start:end].translate(table), start
         at = marked.find(1)
         while at >= 0:
