@@ -12,6 +12,7 @@ with it, under the same rules (GG001, GG002, GG004).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,6 +39,7 @@ UNREADABLE = rule(
 )
 
 _CORE = "tag:yaml.org,2002:"
+_STR, _SEQ, _MAP, _MERGE = _CORE + "str", _CORE + "seq", _CORE + "map", _CORE + "merge"
 _constructor = yaml.constructor.SafeConstructor()
 
 try:
@@ -48,15 +50,18 @@ except AttributeError:  # pragma: no cover - pyyaml built without libyaml
 _TAGS: dict[tuple[str, tuple[bool, bool]], str] = {}  # (scalar text, implicit) -> its resolved tag
 _TAGS_MAX = 1 << 16
 _TAG_TEXT_MAX = 64  # only short scalars are remembered: keys and small values, which repeat
+_PLAIN: dict[str, str] = {}  # plain scalar text -> its resolved tag (no path resolvers)
+_BaseResolve = _Base.resolve
 
 
 class _Loader(_Base):  # type: ignore[misc, valid-type]
     """The safe loader whose implicit scalar tags are resolved once per distinct text.
 
-    Composing calls resolve() for every scalar, in Python, where it matches regular expressions: the
+    Composing calls resolve() for every node, in Python, where it matches regular expressions: the
     same keys and small values resolve the same way every time. The safe loader has no path resolvers
     (the only reason resolve() would look at where a node is), so the tag of a scalar depends on its
-    text and whether it was plain or quoted, nothing else."""
+    text and whether it was plain, nothing else: a quoted or block scalar is a string, and a
+    collection gets its kind's default tag (BaseResolver.resolve without path resolvers)."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
         if kind is yaml.ScalarNode and isinstance(value, str) and len(value) <= _TAG_TEXT_MAX:
@@ -70,11 +75,26 @@ class _Loader(_Base):  # type: ignore[misc, valid-type]
         return super().resolve(kind, value, implicit)
 
     if not _Base.yaml_path_resolvers:  # nothing to track on the way down or up: skip the calls
-        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-            return None
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> str:  # type: ignore[no-redef]
+            if kind is yaml.ScalarNode:
+                if not implicit[0]:  # quoted or a block: never an implicit tag
+                    return _STR
+                tag = _PLAIN.get(value)
+                if tag is None:
+                    tag = _BaseResolve(self, kind, value, implicit)
+                    if len(value) <= _TAG_TEXT_MAX and len(_PLAIN) < _TAGS_MAX:
+                        _PLAIN[value] = tag
+                return tag
+            if kind is yaml.MappingNode:
+                return _MAP
+            if kind is yaml.SequenceNode:
+                return _SEQ
+            return _BaseResolve(self, kind, value, implicit)
 
-        def ascend_resolver(self) -> None:
-            return None
+        # The C composer calls these around every node; builtins that take the same arguments and do
+        # nothing cost less than a Python method (a builtin is not bound: no self is passed).
+        descend_resolver = operator.is_  # (parent, index) -> a bool, dropped
+        ascend_resolver = tuple  # () -> the empty tuple, dropped
 
 
 class LoadError(Exception):
@@ -205,9 +225,6 @@ class _Budget:
 
 def _where(node: yaml.Node, rel: str) -> Location:
     return Location(rel, node.start_mark.line + 1, node.start_mark.column + 1)
-
-
-_STR, _SEQ, _MAP, _MERGE = _CORE + "str", _CORE + "seq", _CORE + "map", _CORE + "merge"
 
 
 def _convert(node: yaml.Node, rel: str, budget: _Budget, depth: int) -> Any:
