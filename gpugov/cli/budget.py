@@ -5,6 +5,10 @@ holder, period and threshold, and with --apply holds the ClusterQueues of a hold
 `action: hold` is spent (`spec.stopPolicy: Hold`, under its own field manager `gpugov-budget`:
 compile never declares stopPolicy, so `gpugov apply` never takes it back), and releases them when
 the budget is no longer spent (a new period, a larger budget).
+
+On a Volcano cluster the spend is the Volcano ledger's (the pods Volcano bound, gpugov.usage.volcano),
+and a hold closes the tenant's leaf Queue through Volcano's own CloseQueue Command, marked as gpugov's
+doing, and opens it again with OpenQueue (gpugov.cluster.volcano_budget).
 """
 
 from __future__ import annotations
@@ -66,6 +70,13 @@ def hold_queues(api_client: Any, objects: list[dict[str, Any]], held: frozenset[
         changes.append(Text("ClusterQueue {name} (tenant {tenant}): stopPolicy {current} -> {wanted}", name=name,
                             tenant=tenant, current=current, wanted=wanted))
     return changes
+
+
+def command_namespace(state: Any) -> str:
+    """Where a Volcano hold's Commands go: the operations namespace where gpugov runs in the cluster
+    (its budget CronJob may create Commands there only), else `default` (as vcctl sends them)."""
+    cluster = state.scope.cluster
+    return cluster.operations_namespace if cluster.operations_image else "default"
 
 
 def _text(statuses: list[Any]) -> str:
@@ -141,6 +152,7 @@ def cmd_budget(args: argparse.Namespace) -> ExitCode:
     from gpugov.cli.cluster import api_client
     from gpugov.cluster.queues import read_workloads
     from gpugov.cluster.rest import Rejected
+    from gpugov.cluster.volcano_budget import hold_volcano_queues, read_pods_and_nodes
     from gpugov.compile import Backend
     from gpugov.queueing.workload import WorkloadError, from_object
     from gpugov.sources import CheckIncomplete
@@ -152,12 +164,15 @@ def cmd_budget(args: argparse.Namespace) -> ExitCode:
         budget_statuses,
         held_tenants,
         period_rows,
+        volcano_period_rows,
     )
 
     now = datetime.now(UTC)
     state = desired(args)
-    if state.backend is not Backend.KUEUE:
-        return fail(f"budgets read Kueue's Workloads; cluster {state.cluster} is scheduled by {state.backend}")
+    if state.backend not in (Backend.KUEUE, Backend.VOLCANO):
+        return fail(f"budgets read Kueue's Workloads or Volcano's pods; cluster {state.cluster} is scheduled by "
+                    f"{state.backend}")
+    volcano = state.backend is Backend.VOLCANO
     model = state.model
     if not budget_holders(model) and not args.apply:
         sys.stdout.write(_json([], []) if args.format == "json" else _text([]))
@@ -166,11 +181,19 @@ def cmd_budget(args: argparse.Namespace) -> ExitCode:
     show, clear = progress_printer("budget")
     statuses: list[Any] = []
     try:
-        if budget_holders(model):  # without any (the last one removed), --apply only releases what it still holds
+        if budget_holders(model) and volcano:  # the pods Volcano bound, as `gpugov usage` counts them
+            pods, nodes = read_pods_and_nodes(api, state.objects, args.page_size, on_progress=show)
+            statuses = budget_statuses(model, volcano_period_rows(model, state.cluster, pods, nodes, now), now)
+        elif budget_holders(model):  # without any (the last one removed), --apply only releases what it still holds
             workloads = [from_object(raw) for raw in read_workloads(api, page_size=args.page_size, on_progress=show)]
             rows = period_rows(model, state.cluster, workloads, attribution(model, state.cluster, state.objects), now)
             statuses = budget_statuses(model, rows, now)
-        changes = hold_queues(api, state.objects, held_tenants(statuses)) if args.apply else []
+        if not args.apply:
+            changes = []
+        elif volcano:
+            changes = hold_volcano_queues(api, state.objects, held_tenants(statuses), command_namespace(state), now)
+        else:
+            changes = hold_queues(api, state.objects, held_tenants(statuses))
     except (CheckIncomplete, Rejected, WorkloadError, UnplacedAdmission, kube_config.ConfigException, OSError) as exc:
         clear()
         return fail(f"could not check the budgets of cluster {state.cluster}: {' '.join(str(exc).split())}",
@@ -191,14 +214,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "budget",
         help="GPU-hour budgets: spent this period, alerts once per threshold, hold at 100%%",
         description="Each Tenant's and Department's spec.budget against the accelerator-hours (a cost budget: their "
-        "cost) admitted since its period began (from Kueue's Workloads, as gpugov usage). --notify tells each "
-        "crossed threshold once per period; --apply sets stopPolicy Hold on the ClusterQueues of a spent budget with action hold (running "
-        "work finishes) and None again when it is no longer spent. "
+        "cost) admitted since its period began (from Kueue's Workloads, or on Volcano the pods it bound, as gpugov "
+        "usage). --notify tells each crossed threshold once per period; --apply sets stopPolicy Hold on the "
+        "ClusterQueues of a spent budget with action hold (on Volcano: closes its Queues with a CloseQueue "
+        "Command; running work finishes) and releases them when it is no longer spent. "
         "Exit 0 under every threshold, 1 a threshold crossed, 2 bad usage, 3 could not read the cluster.",
     )
     compile_target_args(p)
     kubeconfig_args(p, in_cluster=True)
-    p.add_argument("--apply", action="store_true", help="hold (and release) the ClusterQueues of hold budgets")
+    p.add_argument("--apply", action="store_true", help="hold (and release) the ClusterQueues (Volcano: Queues) of hold budgets")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--page-size", type=positive, default=500, metavar="N", help="objects per list request (default 500)")
     group = p.add_argument_group("notifications")

@@ -121,15 +121,15 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
 
 def _volcano_usage(args: argparse.Namespace, state: DesiredState, window: Window, now: datetime) -> ExitCode:
     """The ledger of a Volcano cluster, from the pods Volcano bound (gpugov.usage.volcano)."""
+    from dataclasses import replace
+
     from kubernetes import config as kube_config
 
     from gpugov.cli.cluster import api_client
-    from gpugov.cluster.queues import may
-    from gpugov.cluster.rest import Api, list_all
-    from gpugov.cluster.volcano_queues import NODE, POD, _core
-    from gpugov.kube.objects import LABEL_TENANT
+    from gpugov.cluster.volcano_budget import read_pods_and_nodes
     from gpugov.sources import CheckIncomplete
     from gpugov.usage import chart, formats
+    from gpugov.usage.budget import budget_holders, budget_statuses, volcano_period_rows
     from gpugov.usage.ledger import ledger
     from gpugov.usage.volcano import NOTE, pod_segments
 
@@ -137,20 +137,16 @@ def _volcano_usage(args: argparse.Namespace, state: DesiredState, window: Window
         return fail("idle hours are measured on Kueue clusters only: give --no-idle on a Volcano cluster")
     owners = state.model.tenant_of_namespace()
     try:
-        api = Api(api_client(args))
-        if not may(api, "list", "nodes", group=""):
-            raise CheckIncomplete("forbidden: list nodes: a pod's pool is its node's")
-        nodes = list(list_all(api, NODE, page_size=args.page_size))
-        pods: list[dict] = []
-        for namespace in sorted(o["metadata"]["name"] for o in state.objects if o["kind"] == "Namespace"
-                                and LABEL_TENANT in (o["metadata"].get("labels") or {})):
-            pods += list_all(api, _core(POD, namespace), page_size=args.page_size)
+        pods, nodes = read_pods_and_nodes(api_client(args), state.objects, args.page_size)
     except (CheckIncomplete, kube_config.ConfigException, OSError) as exc:
         return fail(f"could not read the usage of cluster {state.cluster}: {' '.join(str(exc).split())}",
                     ExitCode.INCOMPLETE)
     found = pod_segments(pods, nodes, window, now, owners)
     book = ledger(state.model, state.cluster, window, found, {}, [NOTE, "idle hours not measured (--no-idle): "
                                                                      "idle_hours are 0"])
+    if budget_holders(state.model):  # spent / budget of the current period, whatever the window
+        rows = volcano_period_rows(state.model, state.cluster, pods, nodes, now)
+        book = replace(book, budgets=tuple(s.line() for s in budget_statuses(state.model, rows, now)))
     _write(args.out, formats.RENDER[args.format](book))
     if args.chart:
         _write(args.chart, chart.svg(found, window, book_pools(state), state.cluster))

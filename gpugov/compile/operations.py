@@ -27,7 +27,9 @@ is nothing to deduplicate across runs.
 The budget CronJob (issue #27) runs `gpugov budget --apply` where a declared budget covers a tenant of
 a Kueue cluster, with drift's notification settings (the Secret) and an alert-state ConfigMap of its
 own. Its ServiceAccount may list Workloads, get and patch the tenants' ClusterQueues by name (the
-stopPolicy of a spent hold budget), and get and patch that ConfigMap: nothing else.
+stopPolicy of a spent hold budget), and get and patch that ConfigMap: nothing else. On Volcano it lists
+nodes and pods instead, gets and patches the tenants' Queues by name (gpugov-budget's mark) and creates
+Commands (CloseQueue, OpenQueue) in the operations namespace only.
 
 Each is a CronOperation: a ServiceAccount, its Grants (a ClusterRole bound cluster-wide or in some
 namespaces) and the CronJob.
@@ -247,12 +249,14 @@ def budget_queues(scope: Scope, objects: list[Object]) -> list[str]:
 def budget_objects(scope: Scope, objects: list[Object]) -> list[Object]:
     """The budget CronJob (issue #27): `gpugov budget --apply` with drift's notification settings, its
     ServiceAccount listing Workloads (the usage ledger needs all of them), getting and patching only the
-    tenants' ClusterQueues by name (stopPolicy), and writing only its own alert-state ConfigMap. None on
-    Volcano or where no declared budget covers a tenant of this cluster."""
-    if scope.backend is not Backend.KUEUE or not any(set(tenants) & set(scope.tenants)
-                                                     for _, _, tenants in scope.model.budget_holders()):
+    tenants' ClusterQueues by name (stopPolicy), and writing only its own alert-state ConfigMap (on Volcano:
+    _volcano_budget_objects). None where no declared budget covers a tenant of this cluster."""
+    if scope.backend not in (Backend.KUEUE, Backend.VOLCANO) or not any(
+            set(tenants) & set(scope.tenants) for _, _, tenants in scope.model.budget_holders()):
         return []
     cluster = scope.cluster
+    if scope.backend is Backend.VOLCANO:
+        return _volcano_budget_objects(scope, objects)
     rules: list[dict[str, Any]] = [{"apiGroups": [WORKLOAD.group], "resources": [WORKLOAD.plural], "verbs": ["list"]}]
     queues = budget_queues(scope, objects)
     if queues:  # never an empty resourceNames: that would be every ClusterQueue
@@ -263,6 +267,28 @@ def budget_objects(scope: Scope, objects: list[Object]) -> list[Object]:
                          ["budget", "/config", "--cluster", cluster.name, "--backend", scope.backend.value, "--apply",
                           "--format", "json"],
                          (Grant(BUDGET, rules), state_grant(scope, BUDGET_STATE)),
+                         env=({"name": "GPUGOV_NOTIFY_STATE", "value": state},), notify=True).objects(scope)
+
+
+def _volcano_budget_objects(scope: Scope, objects: list[Object]) -> list[Object]:
+    """On Volcano: list nodes and pods (the ledger of the pods Volcano bound), get and patch only the
+    tenants' Queues by name (gpugov-budget's mark), and create Commands in the operations namespace only
+    (CloseQueue and OpenQueue aimed at those Queues; a Command there can reach no Job of a tenant)."""
+    cluster = scope.cluster
+    queue = KINDS[(VOLCANO_API, "Queue")]
+    rules: list[dict[str, Any]] = [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list"]}]
+    queues = sorted(o["metadata"]["name"] for o in objects
+                    if o["kind"] == "Queue" and LABEL_TENANT in (o["metadata"].get("labels") or {}))
+    if queues:  # never an empty resourceNames: that would be every Queue
+        rules.append({"apiGroups": [queue.group], "resources": [queue.plural], "resourceNames": queues,
+                      "verbs": ["get", "patch"]})
+    commands = Grant(f"{BUDGET}-commands", [{"apiGroups": ["bus.volcano.sh"], "resources": ["commands"],
+                                            "verbs": ["create"]}], (cluster.operations_namespace,))
+    state = f"configmap:{cluster.operations_namespace}/{BUDGET_STATE}"
+    return CronOperation(BUDGET, "budget", cluster.budget_schedule,
+                         ["budget", "/config", "--cluster", cluster.name, "--backend", scope.backend.value, "--apply",
+                          "--format", "json"],
+                         (Grant(BUDGET, rules), commands, state_grant(scope, BUDGET_STATE)),
                          env=({"name": "GPUGOV_NOTIFY_STATE", "value": state},), notify=True).objects(scope)
 
 

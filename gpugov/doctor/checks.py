@@ -42,7 +42,7 @@ from gpugov.drift.usage import accelerator_requests
 from gpugov.i18n import Joined, Text
 from gpugov.kube.kinds import KINDS
 from gpugov.kube.names import KUEUE_API, VISIBILITY_APISERVICE, VOLCANO_API
-from gpugov.kube.objects import LABEL_TENANT, selector_matches
+from gpugov.kube.objects import ANNOTATION_BUDGET_HELD, LABEL_TENANT, selector_matches
 from gpugov.kube.quantity import QuantityError, format_quantity, parse_quantity
 from gpugov.kube.resources import is_accelerator
 from gpugov.reach import Tree
@@ -291,7 +291,8 @@ def check_volcano_queues(s: Situation) -> Outcome:
     live = {q["metadata"]["name"]: q for q in s.facts.volcano_queues}
     missing = [n for n in declared if n not in live]
     closed = [f"{n} ({(live[n].get('status') or {}).get('state') or 'no state'})" for n in declared
-              if n in live and (live[n].get("status") or {}).get("state") != "Open"]
+              if n in live and (live[n].get("status") or {}).get("state") != "Open"
+              and ANNOTATION_BUDGET_HELD not in ((live[n].get("metadata") or {}).get("annotations") or {})]
     orphans = [f"{n} (parent {q['spec']['parent']})" for n, q in sorted(live.items())
                if (q.get("spec") or {}).get("parent") not in (None, "", "root") and q["spec"]["parent"] not in live]
     parents = {(q.get("spec") or {}).get("parent") or "root" for n, q in live.items() if n != "root"}

@@ -29,6 +29,9 @@ ANNOTATION_ALLOWED_PRIORITY_CLASSES = "gpugov.io/allowed-priority-classes"  # on
 ANNOTATION_RECLAIM_WARNED = "gpugov.io/reclaim-warned-at"
 ANNOTATION_RECLAIM_DEACTIVATED = "gpugov.io/reclaim-deactivated-at"
 ANNOTATION_RECLAIM_SNOOZE = "gpugov.io/reclaim-snooze-until"
+# gpugov budget on Volcano, on a tenant's Queue: since when gpugov closed it for a spent hold budget (its
+# mark: only a Queue carrying it is ever opened again by gpugov; cluster/volcano_budget.py).
+ANNOTATION_BUDGET_HELD = "gpugov.io/budget-held"
 
 
 def object_key(obj: Object) -> Key:

@@ -47,29 +47,13 @@ VOLCANO_CANNOT_KEEP = rule(
     "volcano-cannot-keep",
     Level.WARNING,
     "A declaration promises what a Volcano cluster cannot keep: queueingStrategy StrictFIFO (Volcano's "
-    "allocate action lets a later job that fits pass one that does not), or a budget with action hold (gpugov "
-    "budget --apply holds Kueue ClusterQueues only; a Volcano Queue stays Open).",
-    "Use BestEffortFIFO, or action none for budgets of tenants on Volcano clusters (close their Queues by hand: "
-    "vcctl queue operate -a close).",
+    "allocate action lets a later job that fits pass one that does not).",
+    "Use BestEffortFIFO.",
 )
 
 
 def _volcano_clusters(model: Model) -> list[str]:
     return [name for name in model.cluster_names() if model.cluster(name).backend == "volcano"]
-
-
-def _clusters_of(model: Model, tenants: tuple[str, ...]) -> set[str]:
-    clusters: set[str] = set()
-    for name in tenants:
-        tenant = model.tenants.get(name)
-        if tenant is None:
-            continue
-        for quota in tenant.quotas:
-            pool = model.pools.get(quota.pool)
-            cluster = model.pool_cluster(pool) if pool is not None else None
-            if cluster:
-                clusters.add(cluster)
-    return clusters
 
 
 @check
@@ -84,18 +68,6 @@ def check_volcano_can_keep(model: Model) -> Iterator[Finding]:
             Text("queueingStrategy StrictFIFO is not kept on Volcano cluster(s) {clusters}: a later job that fits "
                  "is scheduled before an earlier one that does not", clusters=", ".join(volcano)),
             policy.at("queueingStrategy"),
-        )
-    for holder, budget, tenants in model.budget_holders():
-        on = sorted(_clusters_of(model, tenants) & set(volcano))
-        if budget.action != "hold" or not on:
-            continue
-        decl = model.tenants[holder.name] if holder.kind == "Tenant" else model.departments[holder.name]
-        yield make(
-            VOLCANO_CANNOT_KEEP,
-            Text("budget of {kind} '{name}' holds at 100% but its tenants run on Volcano cluster(s) {clusters}, "
-                 "whose Queues gpugov budget does not hold", kind=holder.kind, name=holder.name,
-                 clusters=", ".join(on)),
-            decl.at("budget", "action"),
         )
 
 

@@ -206,3 +206,18 @@ def period_rows(model: Model, cluster: str, workloads: list[Workload], rules: At
                            f"{first.workload} ({first.seconds} s): {first.why}")
         rows[kind] = ledger(model, cluster, window, found).rows
     return rows
+
+
+def volcano_period_rows(model: Model, cluster: str, pods: list[dict], nodes: list[dict],
+                        now: datetime) -> dict[str, tuple[Row, ...]]:
+    """As period_rows, on a Volcano cluster: the ledger rows of each budget period from the pods Volcano
+    bound (gpugov.usage.volcano, as `gpugov usage` counts them), read once for every period."""
+    from gpugov.usage.volcano import pod_segments
+
+    owners = model.tenant_of_namespace()
+    rows: dict[str, tuple[Row, ...]] = {}
+    for kind in sorted({budget.period for _, budget, _ in budget_holders(model)}):
+        period = period_of(kind, now)
+        window = Window(period.since, max(period.since, now.astimezone(UTC).replace(microsecond=0)))
+        rows[kind] = ledger(model, cluster, window, pod_segments(pods, nodes, window, now, owners)).rows
+    return rows

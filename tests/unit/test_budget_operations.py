@@ -104,15 +104,19 @@ def test_the_budget_cronjob_runs_gpugov_budget_with_drifts_notify_settings(tmp_p
     assert {("CronJob", BUDGET), ("ServiceAccount", BUDGET), ("ConfigMap", BUDGET_STATE)} <= packaged
 
 
-def test_no_budget_cronjob_without_a_budget_an_image_or_kueue(tmp_path: Path) -> None:
+def test_no_budget_cronjob_without_a_budget_or_an_image(tmp_path: Path) -> None:
     def budget_objects(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
         return sorted((o["kind"], o["metadata"]["name"]) for o in objects if o["metadata"]["name"].startswith(BUDGET))
 
     assert budget_objects(compiled(repo(tmp_path / "plain", lab=LAB))) == []
     assert budget_objects(compiled(repo(tmp_path / "image", cluster=CLUSTER.replace(
         "  operations:\n    image: registry.example.com/gpugov:1\n    agent: false\n", "")))) == []
+    # on Volcano its own: Commands (CloseQueue, OpenQueue) in the operations namespace only
     assert budget_objects(compiled(repo(tmp_path / "volcano", cluster=CLUSTER.replace("kueue", "volcano")),
-                                   backend="volcano")) == []
+                                   backend="volcano")) == [
+        ("ClusterRole", BUDGET), ("ClusterRole", f"{BUDGET}-commands"), ("ClusterRole", BUDGET_STATE),
+        ("ClusterRoleBinding", BUDGET), ("ConfigMap", BUDGET_STATE), ("CronJob", BUDGET),
+        ("RoleBinding", f"{BUDGET}-commands"), ("RoleBinding", BUDGET_STATE), ("ServiceAccount", BUDGET)]
     assert budget_objects(compiled(repo(tmp_path / "budget"))) == [
         ("ClusterRole", BUDGET), ("ClusterRole", BUDGET_STATE), ("ClusterRoleBinding", BUDGET),
         ("ConfigMap", BUDGET_STATE), ("CronJob", BUDGET), ("RoleBinding", BUDGET_STATE), ("ServiceAccount", BUDGET)]

@@ -9,7 +9,7 @@ from gpugov.app.pipeline import validate_repo
 from gpugov.compile.volcano_scheduler import configuration_problems, plugin_names, scheduler_configuration
 from tests.helpers.repos import EXAMPLES, overlay_repo, write
 
-EDGE = EXAMPLES / "negative" / "GG064-volcano-budget-hold"
+EDGE = EXAMPLES / "negative" / "GG064-volcano-strict-fifo"
 
 
 def _gg064(root: Path) -> list[tuple[str, int, str]]:
@@ -25,7 +25,6 @@ def test_strict_fifo_is_flagged_only_where_a_cluster_runs_volcano(tmp_path: Path
     write(kueue_only, "policies/scheduling.yaml", policy)
     assert _gg064(kueue_only) == []
     mixed = overlay_repo(tmp_path / "b", EDGE)
-    (mixed / "tenants" / "gamma.yaml").unlink()
     write(mixed, "policies/scheduling.yaml", policy)
     [(file, line, message)] = _gg064(mixed)
     assert (file, line) == ("policies/scheduling.yaml", 5) and "Volcano cluster(s) edge" in message
@@ -33,29 +32,43 @@ def test_strict_fifo_is_flagged_only_where_a_cluster_runs_volcano(tmp_path: Path
     assert _gg064(mixed) == []
 
 
-def test_a_budget_hold_is_flagged_for_tenants_on_volcano_not_on_kueue(tmp_path: Path) -> None:
-    on_volcano = overlay_repo(tmp_path / "a", EDGE)
-    [(file, line, message)] = _gg064(on_volcano)
-    assert (file, line) == ("tenants/gamma.yaml", 17) and "Tenant 'gamma'" in message
-    gamma = on_volcano / "tenants" / "gamma.yaml"
-    gamma.write_text(gamma.read_text().replace("action: hold  # expect: GG064", "action: none"))
-    assert _gg064(on_volcano) == []
-    on_kueue = overlay_repo(tmp_path / "b", EDGE)
-    gamma = on_kueue / "tenants" / "gamma.yaml"
-    gamma.write_text(gamma.read_text().replace("pool: edge-h100", "pool: h100"))
-    assert _gg064(on_kueue) == []
+GAMMA = """\
+apiVersion: gpugov.io/v1alpha1
+kind: Tenant
+metadata:
+  name: gamma
+spec:
+  owners: {users: [g@example.com]}
+  costCenter: CC-7
+  namespaces: [gamma]
+  queues:
+    - {name: main, namespace: gamma, priorityClasses: [batch]}
+  quotas:
+    - pool: edge-h100
+      resources:
+        accelerators: 8
+  budget:
+    acceleratorHours: 1000
+    action: hold
+"""
 
 
-def test_a_departments_budget_hold_is_flagged_when_a_tenant_below_runs_on_volcano(tmp_path: Path) -> None:
+def test_a_budget_hold_is_kept_on_volcano_and_not_flagged(tmp_path: Path) -> None:
+    """gpugov budget --apply closes a held tenant's Volcano Queue (tests/e2e/test_volcano_budget_reclaim.py):
+    a hold budget of a tenant or a department on Volcano promises nothing Volcano cannot keep."""
     root = overlay_repo(tmp_path, EDGE)
-    gamma = root / "tenants" / "gamma.yaml"
-    text = gamma.read_text()
-    gamma.write_text(text[:text.index("  budget:")].replace("  owners:", "  department: rnd\n  owners:"))
+    write(root, "policies/scheduling.yaml", "apiVersion: gpugov.io/v1alpha1\nkind: SchedulingPolicy\n"
+          "metadata: {name: default}\nspec:\n  queueingStrategy: BestEffortFIFO\n")
+    write(root, "tenants/gamma.yaml", GAMMA)
+    assert _gg064(root) == []
+    write(root, "tenants/gamma.yaml", GAMMA[:GAMMA.index("  budget:")].replace("  owners:", "  department: rnd\n  owners:"))
     departments = root / "tenants" / "departments.yaml"
     departments.write_text(departments.read_text().replace(
         "name: rnd\nspec: {}", "name: rnd\nspec:\n  budget: {acceleratorHours: 500, action: hold}", 1))
-    found = _gg064(root)
-    assert [(f, m.split(" holds")[0]) for f, _, m in found] == [("tenants/departments.yaml", "budget of Department 'rnd'")]
+    assert "acceleratorHours: 500" in departments.read_text()
+    result = validate_repo(root)
+    assert result.model is not None and not result.errors, result.errors
+    assert _gg064(root) == []
 
 
 def test_gang_leaves_the_choice_of_victims_to_priority() -> None:
