@@ -8,6 +8,7 @@ MayStopSearch), as Kueue's own conversion (apis/kueue/v1beta1/clusterqueue_conve
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,9 @@ class Inventory:
     pod_priority_classes: dict[str, Obj] = field(default_factory=dict)
     podgroups: dict[tuple[str, str], Obj] = field(default_factory=dict)  # (namespace, name)
     volcano_conf: Obj | None = None  # the ConfigMap holding volcano-scheduler.conf
+    # What gpugov-volcano-pod-priority (applied by gpugov before) lets each namespace's pods name:
+    # namespace -> classes, and "" -> the classes any other namespace may name. None: no such policy read.
+    pod_priorities: dict[str, list[str]] | None = None
 
     @property
     def has_kueue(self) -> bool:
@@ -115,6 +119,36 @@ def platform_team(obj: Obj) -> list[str] | None:
     return None
 
 
+POD_PRIORITY_POLICY = "gpugov-volcano-pod-priority"  # gpugov.compile.admission.volcano.VOLCANO_POD_PRIORITY
+
+
+def pod_priorities(obj: Obj) -> dict[str, list[str]] | None:
+    """The perNamespace and anywhere variables of gpugov-volcano-pod-priority (CEL literals of JSON's syntax)."""
+    found: dict[str, Any] = {}
+    for variable in (obj.get("spec") or {}).get("variables") or []:
+        if variable.get("name") in ("perNamespace", "anywhere"):
+            try:
+                found[variable["name"]] = json.loads(str(variable.get("expression")))
+            except ValueError:
+                return None
+    per_namespace, anywhere = found.get("perNamespace"), found.get("anywhere")
+    if not isinstance(per_namespace, dict) or not isinstance(anywhere, list):
+        return None
+    return {**{str(k): [str(c) for c in v] for k, v in per_namespace.items() if isinstance(v, list)},
+            "": [str(c) for c in anywhere]}
+
+
+def asked_team(obj: Obj) -> list[str] | None:
+    """Guardrails.platformTeam from any of gpugov's admission policies: their messages end "...; ask <team, team>)"
+    ([] where they ask the platform team unnamed), None where no message says."""
+    for validation in (obj.get("spec") or {}).get("validations") or []:
+        text = str(validation.get("messageExpression") or "")
+        if "; ask " in text and text.endswith(")'"):
+            team = text.rsplit("; ask ", 1)[1][:-2]
+            return [] if team == NO_TEAM else team.split(", ")
+    return None
+
+
 def mig_parted_config(obj: Obj) -> Obj | None:
     """The parsed mig-parted config (version, mig-configs) a ConfigMap holds in one of its data keys, else None."""
     for text in (obj.get("data") or {}).values():
@@ -145,6 +179,7 @@ def _expand(objects: list[Any]) -> list[Obj]:
 def inventory(objects: list[Any], nodes_known: bool | None = None) -> Inventory:
     """Sort raw objects into an Inventory; a later object of the same kind and name replaces an earlier one."""
     inv = Inventory()
+    placement, other_team = False, None  # the team gpugov-pool-placement names (Kueue), else another policy
     for obj in _expand(objects):
         group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
         kind, name = obj.get("kind"), obj["metadata"]["name"]
@@ -178,6 +213,12 @@ def inventory(objects: list[Any], nodes_known: bool | None = None) -> Inventory:
             inv.operations[name] = obj
         elif obj.get("apiVersion") == ADMISSION and kind == "ValidatingAdmissionPolicy" and name == PLACEMENT:
             inv.platform_team = platform_team(obj)
+            placement = True
+        elif obj.get("apiVersion") == ADMISSION and kind == "ValidatingAdmissionPolicy" and \
+                (obj["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") == "gpugov":
+            other_team = other_team if other_team is not None else asked_team(obj)
+            if name == POD_PRIORITY_POLICY:
+                inv.pod_priorities = pod_priorities(obj)
         elif obj.get("apiVersion") == "v1" and kind == "ConfigMap" and (config := mig_parted_config(obj)) is not None:
             inv.mig_parted[(obj["metadata"].get("namespace") or "default", name)] = {**obj, "mig-parted": config}
         elif obj.get("apiVersion") == "v1" and kind == "ConfigMap" and VOLCANO_CONF in (obj.get("data") or {}):
@@ -188,5 +229,7 @@ def inventory(objects: list[Any], nodes_known: bool | None = None) -> Inventory:
             inv.podgroups[(obj["metadata"].get("namespace") or "default", name)] = obj
         elif obj.get("apiVersion") == POD_PRIORITY_API and kind == "PriorityClass":
             inv.pod_priority_classes[name] = obj
+    if not placement and other_team is not None:  # Volcano: no placement policy, the others ask the same team
+        inv.platform_team = other_team
     inv.nodes_known = bool(inv.nodes) if nodes_known is None else nodes_known
     return inv

@@ -100,6 +100,9 @@ def read_cluster(api_client: Any, backend: str | None = None) -> Inventory:
     objects.extend(list_all(api, Kind(f"{RBAC}/v1", "RoleBinding", "rolebindings", True),
                             label_selector=f"{MANAGED_BY}={MANAGER}"))
     if volcano:
+        # gpugov's other admission policies, whose messages name the platform team too (no placement policy there).
+        objects.extend(list_all(api, Kind(ADMISSION, "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False),
+                                label_selector=f"{MANAGED_BY}={MANAGER}"))
         for kind in (Kind(VOLCANO_API, "Queue", "queues", False), Kind(VOLCANO_API, "PodGroup", "podgroups", True),
                      Kind(POD_PRIORITY_API, "PriorityClass", "priorityclasses", False)):
             objects.extend(list_all(api, kind))

@@ -340,10 +340,31 @@ class VolcanoConverter(Converter):
         existing = [n for n in declared if n in self.inv.namespaces] if self.inv.namespaces else declared
         if existing:
             tenant["adoptNamespaces"] = existing
+        tenant["queues"] = self._queues_of(name, declared)
         tenant["quotas"] = quotas
         if (fair := _fair_sharing(self.report, label, view["weight"])) is not None:
             tenant["fairSharing"] = fair
         self.out.files[f"tenants/{name}.yaml"] = [document("Tenant", name, tenant)]
+
+    def _queues_of(self, name: str, namespaces: list[str]) -> list[Obj]:
+        """The tenant's queues: one per namespace, for gpugov-volcano-pod-priority (which PriorityClasses its pods
+        may name). Read back from that policy where gpugov applied it; else a queue naming no class, which may use
+        every preemptible one, so apply refuses no pod a class it names today (system-* never)."""
+        read = self.inv.pod_priorities or {}
+        queues = []
+        for namespace in namespaces:
+            entry: Obj = {"name": name, "namespace": namespace}
+            classes = [c for c in read.get(namespace, []) if c not in read.get("", [])] if read else []
+            if classes:
+                entry["priorityClasses"] = classes
+            elif read and namespace in read:
+                entry["priorityClasses"] = read[namespace]
+            queues.append(entry)
+        if self.inv.pod_priorities is None:
+            self.report.note(f"Queue {name}", "namespaces", f"{', '.join(namespaces)}: gpugov lets a tenant's pods "
+                             "name only its queues' PriorityClasses (gpugov-volcano-pod-priority); imported as every "
+                             "preemptible class")
+        return queues
 
     def _department(self, name: str, obj: Obj, children: list[str], parent: str) -> Obj:
         label = f"Queue {name}"
@@ -522,7 +543,10 @@ class VolcanoConverter(Converter):
             guardrails["platformTeam"] = self.inv.platform_team
         if ratios:
             guardrails["poolCapacityRatios"] = ratios
-        if (isolation := self._pod_security()) is not None:
+        isolation = self._pod_security()
+        if extra := (self.inv.pod_priorities or {}).get(""):  # the classes any other namespace's pods may name
+            isolation = {**(isolation or {}), "podPriorityClasses": extra}
+        if isolation is not None:
             guardrails["isolation"] = isolation
         self.out.files["policies/guardrails.yaml"] = [document("Guardrails", "default", guardrails)]
         self.report.note("Guardrails default", "requireOwner, requireCostCenter", "false: the cluster names no "

@@ -291,3 +291,35 @@ status:
     assert pool["nodes"] == [{"name": "n1"}, {"name": "n2"}] and "nodeSelector" not in pool
     guardrails = yaml.safe_load((tmp_path / "repo/policies/guardrails.yaml").read_text().split("\n", 1)[1])["spec"]
     assert guardrails["poolCapacityRatios"] == {"big": 1.5}
+
+
+def test_west_as_gpugov_compiles_it_imports_back_to_every_same_object(tmp_path: Path) -> None:
+    """The example org's Volcano cluster, as compile writes it (its nodes as the kubelet reports them with gpugov's
+    labels): imported, it compiles back to the same objects, admission policies and bindings included."""
+    from gpugov.sandbox.simulated import simulated_nodes
+    from tests.helpers.repos import REPO
+
+    model = validate_repo(REPO).model
+    assert model is not None
+    objects = compile(model, cluster="west")
+    patches = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Node"}
+    nodes = simulated_nodes(model, "west")
+    for node in nodes:
+        node["metadata"]["labels"].update(patches[node["metadata"]["name"]]["metadata"]["labels"])
+    report = import_inventory(inventory([o for o in objects if o["kind"] != "Node"] + nodes, nodes_known=True),
+                              "west", tmp_path / "repo")
+    assert report.gaps == []
+    again = validate_repo(tmp_path / "repo")
+    assert again.model is not None and not again.errors
+
+    def keyed(found: list[dict[str, Any]]) -> dict[tuple[str, str, str], Any]:
+        kept = {}
+        for obj in found:
+            obj = yaml.safe_load(yaml.safe_dump(obj))
+            obj["metadata"].get("annotations", {}).pop("gpugov.io/source", None)
+            kept[(obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = obj
+        return kept
+
+    before, after = keyed(objects), keyed(compile(again.model, cluster="west"))
+    assert set(after) == set(before)
+    assert [k for k in before if before[k] != after[k]] == []
