@@ -63,11 +63,11 @@ def check_objects(objects: list[dict[str, Any]]) -> list[Finding]:
             findings.extend(_check_groups(obj))
         elif obj["kind"] == "ResourceFlavor":
             findings.extend(_check_flavor(obj))
-    counts = Counter(
-        (o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects
-    )
-    for obj in objects:
-        key = (obj["apiVersion"], obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+    keys = [(o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects]
+    counts = Counter(keys)
+    if len(counts) == len(keys):  # no object twice: nothing to report
+        return findings
+    for obj, key in zip(objects, keys, strict=True):
         if counts[key] > 1:
             findings.append(
                 make(
@@ -92,6 +92,7 @@ def _check_groups(obj: dict[str, Any]) -> Iterator[Finding]:
     total_flavors = 0
     for index, group in enumerate(groups):
         covered = group.get("coveredResources", [])
+        covered_list = list(covered)
         flavors = group.get("flavors", [])
         total_flavors += len(flavors)
         if len(covered) > 64 or len(flavors) > 64:
@@ -127,7 +128,7 @@ def _check_groups(obj: dict[str, Any]) -> Iterator[Finding]:
                 )
             flavor_groups.setdefault(flavor["name"], index)
             names = [r["name"] for r in flavor.get("resources", [])]
-            if names != list(covered):
+            if names != covered_list:
                 yield make(
                     FLAVOR_RESOURCE_ORDER,
                     Text("{object}: flavor {flavor} lists {names}, coveredResources is {covered}", object=label,

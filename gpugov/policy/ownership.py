@@ -99,16 +99,15 @@ def check_role_subjects(model: Model) -> Iterator[Finding]:
             for kind in ("users", "groups"):
                 seen: set[str] = set()
                 for index, name in enumerate(getattr(who, kind)):
-                    where = tenant.at(field, kind, index)
                     problem = _subject_problem(tenant, persona, kind, name)
                     if problem:
                         yield make(SUBJECT_INVALID, Text("tenant '{tenant}': {field}.{kind} '{name}' {problem}",
                                                          tenant=tenant.name, field=field, kind=kind, name=name,
-                                                         problem=problem), where)
+                                                         problem=problem), tenant.at(field, kind, index))
                     if name in seen:
                         yield make(SUBJECT_DUPLICATE, Text("tenant '{tenant}': {field}.{kind} lists '{name}' twice",
                                                            tenant=tenant.name, field=field, kind=kind, name=name),
-                                   where)
+                                   tenant.at(field, kind, index))
                         continue
                     seen.add(name)
                     roles = holders.setdefault((kind, name), [])
@@ -116,5 +115,6 @@ def check_role_subjects(model: Model) -> Iterator[Finding]:
                         yield make(SUBJECT_SEVERAL_ROLES,
                                    Text("tenant '{tenant}': {kind} '{name}' is {role} and {persona}: it holds the "
                                         "{role} role (RBAC adds roles up)", tenant=tenant.name, kind=WORDS[kind[:-1]],
-                                        name=name, role=WORDS[roles[0]], persona=WORDS[persona]), where)
+                                        name=name, role=WORDS[roles[0]], persona=WORDS[persona]),
+                                   tenant.at(field, kind, index))
                     roles.append(persona)
