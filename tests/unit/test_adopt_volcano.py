@@ -323,3 +323,37 @@ def test_west_as_gpugov_compiles_it_imports_back_to_every_same_object(tmp_path: 
     before, after = keyed(objects), keyed(compile(again.model, cluster="west"))
     assert set(after) == set(before)
     assert [k for k in before if before[k] != after[k]] == []
+
+
+def test_read_cluster_reads_volcano_where_the_cluster_serves_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the cluster serves picks what is read: Volcano's Queues, PodGroups, PriorityClasses and scheduler
+    ConfigMap where it serves scheduling.volcano.sh/v1beta1; neither scheduler, or the one asked for missing: exit 3."""
+    from types import SimpleNamespace
+
+    import gpugov.cluster.rest as rest
+    from gpugov.adopt.sources import read_cluster
+    from gpugov.sources import CheckIncomplete
+
+    held = {"Queue": [yaml.safe_load(HIERARCHY[2])], "PodGroup": list(yaml.safe_load_all(HIERARCHY[6])),
+            "ConfigMap": [yaml.safe_load(HIERARCHY[1])], "PriorityClass": [next(yaml.safe_load_all(HIERARCHY[-1]))]}
+    asked: list[str] = []
+
+    def list_all(api: Any, kind: Any, **_: Any) -> list[dict[str, Any]]:
+        asked.append(kind.kind)
+        return held.get(kind.kind, [])
+
+    served: set[str] = {"v1", "scheduling.volcano.sh/v1beta1"}
+    monkeypatch.setattr(rest, "served_versions", lambda api: served)
+    monkeypatch.setattr(rest, "list_all", list_all)
+    cluster = SimpleNamespace(configuration=SimpleNamespace(host="https://k8s"))
+    inv = read_cluster(cluster)
+    assert set(inv.volcano_queues) == {"research"} and set(inv.podgroups) == {("nlp", "pg-nlp")}
+    assert inv.volcano_conf is not None and set(inv.pod_priority_classes) == {"high"}
+    assert "ClusterQueue" not in asked
+    with pytest.raises(CheckIncomplete, match="is Kueue installed"):
+        read_cluster(cluster, backend="kueue")
+    served.discard("scheduling.volcano.sh/v1beta1")
+    with pytest.raises(CheckIncomplete, match="Kueue or Volcano"):
+        read_cluster(cluster)
+    with pytest.raises(CheckIncomplete, match="is Volcano installed"):
+        read_cluster(cluster, backend="volcano")
