@@ -546,8 +546,12 @@ class Simulator:
         made = self.made[kind]
         if made is None or made.epoch != self.epoch:
             made = self.made[kind] = Made(self.epoch)
-        grade, same = self._grader(wl, cq)
-        assignment = assign(wl, cq, self.setup.flavors, self.preemptor, self.options.fair_sharing, grade, made, same)
+        if made.assignment is not None and self._known_same(wl, cq, made.grades):
+            assignment = made.assignment  # what assign would answer, without making its grader
+        else:
+            grade, same = self._grader(wl, cq)
+            assignment = assign(wl, cq, self.setup.flavors, self.preemptor, self.options.fair_sharing, grade, made,
+                                same)
         targets: list[Target] = []
         if assignment.mode == MODE_PREEMPT and not self.preemptor.nothing_to_take(wl, cq, assignment.needs_preemption):
             targets = self.preemptor.targets(wl, cq, assignment.needs_preemption, assignment.usage)
@@ -622,6 +626,30 @@ class Simulator:
             return True
 
         return grade, same
+
+    def _known_same(self, wl: Workload, cq: ClusterQueue, grades: Grades) -> bool:
+        """Whether every grade of `grades` is the same now, as far as _grader's `same` can tell from
+        what the grader keeps for this version, without grading anything (False: a grade differs,
+        or one would have to be made; the caller then asks `same` through assign, which reads the
+        same and sets the same flags up to there)."""
+        policy = cq.spec.preemption
+        age = wl.created_s if "LowerOrNewerEqualPriority" in (policy.within_cluster_queue,
+                                                               policy.reclaim_within_cohort) else 0
+        version, queue, priority, room, memo = cq.root.version, id(cq), wl.priority, self.room, self.grades
+        searched = False
+        for fr, value, answer in grades:
+            if answer is FIT_NOW:
+                fits = room.get((queue, fr))
+                if fits is None or fits[0] != version or value > fits[1]:
+                    return False
+            else:
+                known = memo.get((queue, priority, age, fr, value))
+                if known is None or known[0] != version or known[1] != answer:
+                    return False
+                searched = searched or known[2]
+        if searched:
+            self.preemptor.searched = True
+        return True
 
     def _marks(self, cq: ClusterQueue, keys: tuple[tuple[int, FR], ...]) -> int:
         """How many lasting changes of usage there were of the (cohort tree root id, (flavor, resource))
