@@ -63,7 +63,10 @@ def verify(inv: Inventory, root: Path, cluster: str, report: ImportReport) -> li
         return list(validation.errors)
     compiled = validation.compiled.get(cluster) or compile(validation.model, cluster=cluster)
     report.take_over = take_over(inv, compiled)
+    explained = {g.object for g in report.gaps if g.field == "(object)"}  # not imported, and convert said why
     for diff in differences(inv, inventory(compiled)):
+        if not diff.field and diff.object in explained:
+            continue
         report.gap(diff.object, diff.field or "(object)",
                    f"the cluster has {_show(diff.before)}, the declarations compile to {_show(diff.after)}")
     compare_mig(inv, compiled, report)

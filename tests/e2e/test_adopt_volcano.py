@@ -68,7 +68,8 @@ def test_west_imported_from_the_live_cluster_changes_nothing(west: Sandbox, api:
              f"{o['metadata']['name']}" for o in org}
     # Volcano's own default queue is a gap (gpugov declares no tenant for it); nothing of west is.
     assert [g for g in report["notExpressed"] if g["object"] in names] == [], report["notExpressed"]
-    assert {g["object"] for g in report["notExpressed"]} <= {"Queue default"}, report["notExpressed"]
+    assert [(g["object"], g["field"]) for g in report["notExpressed"]] == [("Queue default", "(object)")], report
+    assert "default queue" in report["notExpressed"][0]["why"]  # the one vc-scheduler makes at start, with why
     assert {(t["kind"], t["name"]) for t in report["takeOver"]} >= {
         ("Queue", q["metadata"]["name"]) for q in org if q["kind"] == "Queue"}
     code, out, err = gpugov(capsys, "validate", str(repo))

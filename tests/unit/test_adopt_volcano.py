@@ -210,6 +210,7 @@ def test_what_gpugov_cannot_express_is_a_gap_with_its_reason(tmp_path: Path) -> 
         ("Queue cpu-batch", "spec")]
     # Compiled back: the cpu-only queue is not declared, the compare says so too.
     assert ("Queue cpu-batch", "(object)") in found
+    assert sum(g.object == "Queue default" for g in report.gaps) == 1  # said once, with its reason
     assert "cpu-batch" not in queues(objects)
 
 
