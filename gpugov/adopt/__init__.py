@@ -1,7 +1,7 @@
-"""adopt: `gpugov import`, a declarations repository from a cluster that already runs Kueue.
+"""adopt: `gpugov import`, a declarations repository from a cluster that already runs Kueue or Volcano.
 
-inventory sorts the objects read (sources: a live cluster or a folder of YAML), convert maps
-them to declaration documents and lists in the report what they cannot express, write puts
+inventory sorts the objects read (sources: a live cluster or a folder of YAML), convert (Kueue)
+or volcano (Volcano) maps them to declaration documents and lists in the report what they cannot express, write puts
 the files in place atomically, and run proves the result by compiling it back and comparing
 the scheduler objects (canonical) with the input.
 """

@@ -171,17 +171,25 @@ def queue_view(obj: Obj) -> dict[str, Any]:
     reclaimable = spec.get("reclaimable")
     return {
         "parent": spec.get("parent") or VOLCANO_ROOT,
-        "weight": int(spec.get("weight") or 1),
+        "weight": _whole(spec.get("weight") or 1),
         "reclaimable": True if reclaimable is None else bool(reclaimable),
         "deserved": _amounts(spec.get("deserved"), True),
         "guarantee.resource": _amounts((spec.get("guarantee") or {}).get("resource"), True),
         "capability": _amounts(spec.get("capability"), False),
         "affinity": json.dumps(_affinity_view(affinity), sort_keys=True),
         "type": spec.get("type") or None,
-        "priority": int(spec.get("priority") or 0),
+        "priority": _whole(spec.get("priority") or 0),
         "extendClusters": json.dumps(spec.get("extendClusters") or [], sort_keys=True),
         "dequeueStrategy": spec.get("dequeueStrategy") or "traverse",
     }
+
+
+def _whole(value: Any) -> Any:
+    """An int32 field as a number; something else (a hand-written folder's typo) as it is written."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def _affinity_view(affinity: Obj) -> dict[str, list[str]]:

@@ -1,7 +1,8 @@
 """One import: convert, write staged, validate, compile back, compare with the input, then commit.
 
 The comparison is the proof the issue asks for: whatever the declarations compile to that
-differs from the input's ClusterQueues, Cohorts and LocalQueues becomes a gap in the report,
+differs from the input's ClusterQueues, Cohorts and LocalQueues (or Volcano Queues and scheduler
+configuration) becomes a gap in the report,
 even where convert did not foresee it. The objects the input holds and the declarations compile
 to again are the ones apply will write over: the Cluster declaration adopts exactly those
 (spec.adopt), and the repository is validated once more with them.

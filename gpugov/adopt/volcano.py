@@ -54,11 +54,11 @@ UNSUPPORTED_FIELDS = {
 }
 
 
-def _fair_sharing(report: Any, label: str, weight: int) -> Obj | None:
+def _fair_sharing(report: Any, label: str, weight: Any) -> Obj | None:
     """fairSharing for a Queue's weight (Volcano: any int32), where gpugov's 1-65535 can say it."""
     if weight == 1:
         return None
-    if not 1 <= weight <= 65535:
+    if not isinstance(weight, int) or not 1 <= weight <= 65535:
         report.gap(label, "spec.weight", f"{weight}: gpugov's weights are whole numbers 1-65535; imported as 1")
         return None
     return {"weight": weight}

@@ -358,3 +358,11 @@ def test_read_cluster_reads_volcano_where_the_cluster_serves_it(monkeypatch: pyt
         read_cluster(cluster)
     with pytest.raises(CheckIncomplete, match="is Volcano installed"):
         read_cluster(cluster, backend="volcano")
+
+
+def test_a_malformed_hand_written_queue_is_a_gap_not_a_crash(tmp_path: Path) -> None:
+    report, _, _ = run(tmp_path, NODES, queue("odd", weight="heavy", deserved={"nvidia.com/gpu": "4"},
+                                              capability={"nvidia.com/gpu": "4"}, affinity={"nodeGroupAffinity": {
+                                                  "requiredDuringSchedulingIgnoredDuringExecution": ["train"]}}),
+                       podgroup("odd", "odd"))
+    assert ("Queue odd", "spec.weight") in gaps(report)
