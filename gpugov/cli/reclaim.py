@@ -4,6 +4,11 @@ reclaim policy declared in Git (issue #26).
 Everything is read first (Workloads, running Pods, the declared metric from Prometheus); a read that is
 not whole ends the run with exit 3 before anything is decided or done. Dry run by default: the exact
 list of what would be done; --apply patches the Workloads, records Events and notifies the sinks.
+
+On a Volcano cluster the subjects are the tenants' batch/v1 Jobs scheduled by volcano (gpugov.reclaim.volcano):
+the warning and the deactivation are marks on the Job, a deactivation also sets spec.suspend=true (its pods
+end and Volcano frees their accelerators), and the admission policy gpugov-volcano-reclaim keeps the tenant
+from undoing either.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ def _series(args: argparse.Namespace, candidates: list[Any], now: datetime) -> d
 
 
 def decisions_for(candidates: list[Any], series: dict[str, dict[tuple[str, str], Any]] | None, now: datetime,
-                  step: int) -> list[Any]:
+                  step: int, volcano: bool = False) -> list[Any]:
     from gpugov.reclaim.decide import NONE, Decision, decide
 
     out = []
@@ -50,7 +55,7 @@ def decisions_for(candidates: list[Any], series: dict[str, dict[tuple[str, str],
         # Only its own pods' series: one lookup per pod, not a scan of every series per Workload.
         of_metric = (series or {}).get(idle.metric if idle else "", {})
         by_pod = {pod: of_metric[(c.namespace, pod)] for pod in c.subject.pods if (c.namespace, pod) in of_metric}
-        out.append(decide(c.subject, idle, by_pod, now, timedelta(seconds=step), c.policy.snooze_maximum))
+        out.append(decide(c.subject, idle, by_pod, now, timedelta(seconds=step), c.policy.snooze_maximum, volcano))
     return out
 
 
@@ -82,25 +87,33 @@ def cmd_reclaim(args: argparse.Namespace) -> ExitCode:
 
     from gpugov.cli.cluster import _notify, api_client
     from gpugov.cluster.reclaim import act, read
+    from gpugov.cluster.volcano_reclaim import act_on_job, read_jobs
     from gpugov.compile import Backend
     from gpugov.queueing.workload import WorkloadError
     from gpugov.reclaim.subjects import candidates, findings
+    from gpugov.reclaim.volcano import volcano_candidates
     from gpugov.sources import CheckIncomplete
 
     state = desired(args)
-    if state.backend is not Backend.KUEUE:
-        return fail(f"reclaim deactivates Kueue Workloads; cluster {state.cluster} is scheduled by {state.backend}")
+    if state.backend not in (Backend.KUEUE, Backend.VOLCANO):
+        return fail(f"reclaim deactivates Kueue Workloads or Volcano-scheduled Jobs; cluster {state.cluster} is "
+                    f"scheduled by {state.backend}")
+    volcano = state.backend is Backend.VOLCANO
     now = datetime.now(UTC).replace(microsecond=0)
     api = None
     try:
         api = api_client(args, in_cluster=True)
-        workloads, pods = read(api, args.page_size)
-        found = candidates(state.model, workloads, pods)
+        if volcano:  # the tenants' batch/v1 Jobs scheduled by volcano (gpugov.reclaim.volcano)
+            jobs, pods = read_jobs(api, args.page_size)
+            found = volcano_candidates(state.model, jobs, pods)
+        else:
+            workloads, pods = read(api, args.page_size)
+            found = candidates(state.model, workloads, pods)
         series = _series(args, found, now) if args.prometheus else None
     except (CheckIncomplete, WorkloadError, kube_config.ConfigException, OSError) as exc:
         return fail(f"could not read cluster {state.cluster} and its metrics, nothing was done: "
                     f"{' '.join(str(exc).split())}", ExitCode.INCOMPLETE)
-    decisions = decisions_for(found, series, now, args.step)
+    decisions = decisions_for(found, series, now, args.step, volcano)
     rows = [{"workload": d.key, "tenant": d.tenant, "state": d.state, "action": d.action, "why": d.why,
              **({"peakPercent": round(d.peak, 2)} if d.peak is not None else {})} for d in decisions]
     failed = 0
@@ -108,7 +121,7 @@ def cmd_reclaim(args: argparse.Namespace) -> ExitCode:
         for candidate, decision, row in zip(found, decisions, rows, strict=True):
             if decision.action:
                 try:
-                    error = act(api, candidate, decision, now)
+                    error = (act_on_job if volcano else act)(api, candidate, decision, now)
                 except CheckIncomplete as exc:
                     error = " ".join(str(exc).split())
                 if error:
@@ -140,7 +153,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Per admitted Workload of a tenant with a reclaim policy: idle for the declared window "
         "(every pod below the threshold, the metric present, fresh and covering the window), warned, grace over, "
         "not exempt, not snoozed? Dry run by default, printing the exact list; --apply warns (an Event and the "
-        "gpugov.io/reclaim-warned-at annotation), deactivates (spec.active=false: Kueue frees the quota) and "
+        "gpugov.io/reclaim-warned-at annotation), deactivates (spec.active=false: Kueue frees the quota; on "
+        "Volcano the Job's spec.suspend=true: its pods end) and "
         "notifies the sinks. Missing, stale or partial metrics are 'unknown', never idle. Exit 0 (dry run: "
         "nothing to do; --apply: done), 1 dry run with workloads to warn or deactivate, 2 bad usage, 3 could not "
         "read the cluster or Prometheus (nothing done) or an action was refused.",

@@ -20,7 +20,8 @@ reclaim idle policy and the Cluster names its Prometheus (`operations.prometheus
 metric every workload would be 'unknown', so without the URL none is emitted. Its ServiceAccount
 may get, list and watch Workloads and Pods (cluster-wide: everything is read before anything is
 decided), and patch Workloads and create Events only in the namespaces of the tenants whose idle
-policy it applies (a RoleBinding in each): nothing else. Its alert state lives in an emptyDir, not a
+policy it applies (a RoleBinding in each): nothing else (on Volcano: batch/v1 Jobs instead of Workloads).
+Its alert state lives in an emptyDir, not a
 ConfigMap: each warning and deactivation happens once (the Workload's annotations say so), so there
 is nothing to deduplicate across runs.
 
@@ -191,9 +192,11 @@ def reclaim_objects(scope: Scope) -> list[Object]:
     namespaces = reclaim_namespaces(scope)
     if not namespaces or not cluster.prometheus_url:
         return []
-    reader = [{"apiGroups": [WORKLOAD.group], "resources": [WORKLOAD.plural], "verbs": list(READ_VERBS)},
+    # on Volcano the subjects are the tenants' batch/v1 Jobs (gpugov.reclaim.volcano), patched in place
+    group, plural = (WORKLOAD.group, WORKLOAD.plural) if scope.backend is Backend.KUEUE else ("batch", "jobs")
+    reader = [{"apiGroups": [group], "resources": [plural], "verbs": list(READ_VERBS)},
               {"apiGroups": [""], "resources": ["pods"], "verbs": list(READ_VERBS)}]
-    actor = [{"apiGroups": [WORKLOAD.group], "resources": [WORKLOAD.plural], "verbs": ["patch"]},
+    actor = [{"apiGroups": [group], "resources": [plural], "verbs": ["patch"]},
              {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
     return CronOperation(
         RECLAIM, "reclaim", cluster.reclaim_schedule,
@@ -341,6 +344,6 @@ def operations_objects(scope: Scope, objects: list[Object]) -> list[Object]:
     kinds |= {("v1", "ServiceAccount"), ("v1", "ConfigMap"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
               ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
               ("batch/v1", "CronJob")}
-    reclaim = reclaim_objects(scope) if scope.backend is Backend.KUEUE else []
+    reclaim = reclaim_objects(scope) if scope.backend in (Backend.KUEUE, Backend.VOLCANO) else []
     return [*result, *drift_objects(scope, kinds), *agent, *reclaim, *timeline_objects(scope),
             *budget_objects(scope, objects)]

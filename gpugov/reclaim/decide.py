@@ -75,8 +75,9 @@ def _instant(at: datetime) -> str:
 
 
 def decide(subject: Subject, policy: IdlePolicy | None, samples: Mapping[str, Series], now: datetime,
-           step: timedelta, snooze_maximum: int) -> Decision:
-    """The table above for one Workload; `samples` maps its pods' names to their series over the window."""
+           step: timedelta, snooze_maximum: int, volcano: bool = False) -> Decision:
+    """The table above for one Workload (on Volcano: one Job); `samples` maps its pods' names to their
+    series over the window."""
     def out(state: str, action: str, why: str, peak: float | None = None) -> Decision:
         return Decision(subject.key, subject.tenant, state, action, why, peak)
 
@@ -135,6 +136,11 @@ def decide(subject: Subject, policy: IdlePolicy | None, samples: Mapping[str, Se
     if policy.action != "deactivate":
         return out("warned", NONE, Text("{idle}; warned at {warned} (the policy only notifies){snooze}", idle=idle,
                                         warned=warned, snooze=snooze), peak)
+    if volcano:
+        return out("reclaim", DEACTIVATE, Text("{idle}; warned at {warned}, grace of {grace} over: deactivated "
+                                               "(spec.suspend=true: its pods end and Volcano frees their "
+                                               "accelerators){snooze}", idle=idle, warned=warned, grace=grace,
+                                               snooze=snooze), peak)
     return out("reclaim", DEACTIVATE, Text("{idle}; warned at {warned}, grace of {grace} over: deactivated "
                                            "(spec.active=false, Kueue frees its quota){snooze}", idle=idle,
                                            warned=warned, grace=grace, snooze=snooze), peak)

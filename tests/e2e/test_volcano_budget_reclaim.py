@@ -1,4 +1,4 @@
-"""`gpugov budget` (issue #37) on the real Volcano scheduler (v1.14.1): one Volcano sandbox for the module,
+"""`gpugov budget` and `gpugov reclaim` (issue #37) on the real Volcano scheduler (v1.14.1): one Volcano sandbox for the module,
 kube-apiserver, kube-controller-manager, KWOK, and Volcano's controller manager and scheduler on the
 configuration gpugov compiles for cluster ``west`` of the example organisation, in a copy where tenant
 ``speech`` has a budget of 0.01 accelerator-hours a month with action hold and west runs gpugov's budget
@@ -7,8 +7,11 @@ CronJob's own ServiceAccount, with exactly the RBAC compile gives it.
 
 A hold is Volcano's own: gpugov marks speech's Queue and sends a CloseQueue Command; Volcano's queue
 controller closes the Queue (Closing while a PodGroup remains), its scheduler's enqueue action then
-leaves a new job's PodGroup Pending, and the running job runs on. Raising the budget releases it: an
+leaves a new job's PodGroup unschedulable, and the running job runs on. Raising the budget releases it: an
 OpenQueue Command, and the waiting job is admitted.
+
+Then `gpugov reclaim` (issue #37) on the same sandbox, as the reclaim CronJob's own ServiceAccount: see
+the section below.
 """
 
 from __future__ import annotations
@@ -50,8 +53,20 @@ WEST_OPERATIONS = """\
   operations:
     image: registry.example.com/gpugov:1
     agent: false
+    prometheus: http://prometheus.monitoring:9090
     driftSchedule: "0 0 31 2 *"
     budgetSchedule: "0 0 31 2 *"
+    reclaimSchedule: "0 0 31 2 *"
+"""
+WINDOW, GRACE = 10, 10  # seconds, as declared below
+RECLAIM_POLICY = """\
+  reclaim:
+    idle:
+      metric: DCGM_FI_DEV_GPU_UTIL
+      belowPercent: 5
+      window: 10s
+      grace: 10s
+      action: deactivate
 """
 
 
@@ -62,6 +77,8 @@ def _write_org(root: Path, budget: str) -> None:
     speech = (root / "tenants/speech.yaml").read_text()
     (root / "tenants/speech.yaml").write_text(speech.replace("  costCenter: CC-1020\n",
                                                              "  costCenter: CC-1020\n" + budget))
+    guardrails = (root / "policies/guardrails.yaml").read_text()
+    (root / "policies/guardrails.yaml").write_text(guardrails.replace("  isolation:\n", RECLAIM_POLICY + "  isolation:\n", 1))
     clusters = (root / "policies/clusters.yaml").read_text()
     assert clusters.rstrip().endswith("backend: volcano")
     (root / "policies/clusters.yaml").write_text(clusters.rstrip() + "\n" + WEST_OPERATIONS)
@@ -263,3 +280,195 @@ def test_a_queue_closed_by_someone_else_is_left_closed(api: client.ApiClient, ro
     assert again.returncode == 0 and json.loads(again.stdout)["changes"] == [], again.stdout + again.stderr
     time.sleep(3)
     assert state(api, "recsys") in ("Closing", "Closed")
+
+
+# --- gpugov reclaim on Volcano --------------------------------------------------------------------------
+#
+# speech (reclaim idle: window 10 s, grace 10 s, deactivate) runs a job of 8 cards whose pod a Prometheus
+# fixture on 127.0.0.1 reports idle (DCGM_FI_DEV_GPU_UTIL 0.5%; KWOK's pods have no GPU to measure, so the
+# metric is the one fake here: the scheduler, the controllers, the apiserver and its admission policies are
+# real). llm-pretrain fills the rest of the pool (24) and a fourth job of it waits. `gpugov reclaim --apply`
+# runs as the reclaim CronJob's own ServiceAccount, the grace apart: it warns, then suspends speech's Job,
+# whose pod ends, and the waiting job of the other tenant runs on the freed cards.
+
+
+def _delete_all_jobs(api: client.ApiClient) -> None:
+    batch, core = client.BatchV1Api(api), client.CoreV1Api(api)
+    namespaces = ("llm-pretrain", "recsys", "speech")
+    for namespace in namespaces:
+        for item in batch.list_namespaced_job(namespace).items:
+            batch.delete_namespaced_job(item.metadata.name, namespace, propagation_policy="Background",
+                                        grace_period_seconds=0)
+
+    def gone() -> bool:
+        left = 0
+        for namespace in namespaces:
+            for pod in core.list_namespaced_pod(namespace).items:
+                left += 1
+                try:
+                    core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+        return left == 0
+    eventually(gone, 90, "the budget tests' pods gone")
+
+
+def reclaim(root: Path, kubeconfig: Path, prometheus: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpugov", "reclaim", str(root), "--cluster", "west",
+                           "--kubeconfig", str(kubeconfig), "--prometheus", prometheus, "--step", "1",
+                           "--format", "json", *args],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
+
+
+def row(result: subprocess.CompletedProcess[str], key: str) -> dict[str, Any]:
+    return next(r for r in json.loads(result.stdout)["workloads"] if r["workload"] == key)
+
+
+def annotations(api: client.ApiClient, name: str) -> dict[str, str]:
+    return client.BatchV1Api(api).read_namespaced_job(name, "speech").metadata.annotations or {}
+
+
+@pytest.fixture(scope="module")
+def idle(west: Sandbox, api: client.ApiClient, root: Path, held: dict[str, Any]) -> dict[str, Any]:
+    """After the budget tests (speech's Queue open again): speech's idle job and llm-pretrain filling the pool."""
+    from gpugov.compile.operations import RECLAIM
+
+    eventually(lambda: state(api, "speech") == "Open" and state(api, "recsys") in ("Open", "Closing", "Closed"),
+               60, "speech's Queue open")
+    if state(api, "recsys") != "Open":  # closed by the budget test's operator: open it again, as vcctl would
+        uid = queue(api, "recsys")["metadata"]["uid"]
+        target = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "name": "recsys", "uid": uid,
+                  "controller": True}
+        client.CustomObjectsApi(api).create_namespaced_custom_object(
+            "bus.volcano.sh", "v1alpha1", "default", "commands",
+            {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+             "metadata": {"generateName": "recsys-openqueue-", "ownerReferences": [target]},
+             "target": target, "action": "OpenQueue"})
+    _delete_all_jobs(api)
+    name = job(api, "speech")
+    eventually(lambda: running(api, "speech", name), 90, "speech's job running")
+    fillers = [job(api, "llm-pretrain") for _ in range(3)]
+    eventually(lambda: all(running(api, "llm-pretrain", f) for f in fillers), 90, "llm-pretrain holding 24")
+    waiting = job(api, "llm-pretrain")
+    time.sleep(6)  # several scheduling cycles: the pool is full
+    assert not any(p.spec.node_name for p in pods_of(api, "llm-pretrain", waiting))
+    pod = next(p for p in pods_of(api, "speech", name) if p.status.phase == "Running")
+    scheduled = next(c.last_transition_time for c in pod.status.conditions if c.type == "PodScheduled")
+    while time.time() < scheduled.timestamp() + WINDOW + 2:  # admitted for the whole window
+        time.sleep(0.5)
+    return {"job": name, "pod": pod.metadata.name, "waiting": waiting,
+            "kubeconfig": service_account_kubeconfig(west, "gpugov-system", RECLAIM, root / "reclaim.kubeconfig")}
+
+
+def series(idle: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return {"DCGM_FI_DEV_GPU_UTIL": [{"metric": {"exported_namespace": "speech", "exported_pod": idle["pod"]},
+                                      "value": "0.5"}]}
+
+
+def test_an_idle_job_is_warned_and_the_tenant_cannot_strip_the_warning(api: client.ApiClient, root: Path,
+                                                                        idle: dict[str, Any]) -> None:
+    from gpugov.cluster.impersonate import impersonate
+    from gpugov.kube.objects import ANNOTATION_RECLAIM_SNOOZE, ANNOTATION_RECLAIM_WARNED
+    from tests.unit.test_usage_prometheus import fake_prometheus
+
+    key = f"speech/{idle['job']}"
+    with fake_prometheus(series(idle)) as prometheus:
+        first = reclaim(root, idle["kubeconfig"], prometheus, "--apply")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (row(first, key)["state"], row(first, key)["action"]) == ("idle", "warn"), first.stdout
+    warned = annotations(api, idle["job"])[ANNOTATION_RECLAIM_WARNED]
+    idle["warned"] = warned
+
+    tenant = client.BatchV1Api(impersonate(client.ApiClient(api.configuration), "dave@example.com", ["speech-team"]))
+    for what, patch in {
+        "strip the warning (its grace would start again at every run)":
+            {"metadata": {"annotations": {ANNOTATION_RECLAIM_WARNED: None}}},
+        "move the warning later": {"metadata": {"annotations": {ANNOTATION_RECLAIM_WARNED: "2099-01-01T00:00:00Z"}}},
+    }.items():
+        with pytest.raises(ApiException) as refused:
+            tenant.patch_namespaced_job(idle["job"], "speech", patch)
+        assert refused.value.status == 403 and "gpugov-volcano-reclaim" in refused.value.body, what
+    # what the policy leaves the tenant: its own snooze (the decision bounds it by the declared maximum)
+    tenant.patch_namespaced_job(idle["job"], "speech", {"metadata": {"annotations": {
+        ANNOTATION_RECLAIM_SNOOZE: "2000-01-01T00:00:00Z"}}}, dry_run="All")
+    assert annotations(api, idle["job"])[ANNOTATION_RECLAIM_WARNED] == warned
+
+
+def test_after_the_grace_the_job_is_suspended_and_its_cards_go_to_another_tenant(
+        api: client.ApiClient, root: Path, idle: dict[str, Any]) -> None:
+    from gpugov.kube.objects import ANNOTATION_RECLAIM_DEACTIVATED
+    from gpugov.queueing.workload import parse_time
+    from tests.unit.test_usage_prometheus import fake_prometheus
+
+    assert "warned" in idle, "the warning of the test above"
+    key = f"speech/{idle['job']}"
+    with fake_prometheus(series(idle)) as prometheus:
+        during = reclaim(root, idle["kubeconfig"], prometheus)
+        assert row(during, key)["state"] == "grace", during.stdout
+        while time.time() < parse_time(idle["warned"]).timestamp() + GRACE + 1:
+            time.sleep(0.5)
+        second = reclaim(root, idle["kubeconfig"], prometheus, "--apply")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert (row(second, key)["state"], row(second, key)["action"]) == ("reclaim", "deactivate"), second.stdout
+    reclaimed = client.BatchV1Api(api).read_namespaced_job(idle["job"], "speech")
+    assert reclaimed.spec.suspend is True and ANNOTATION_RECLAIM_DEACTIVATED in reclaimed.metadata.annotations
+    eventually(lambda: not any(p.spec.node_name and p.metadata.deletion_timestamp is None
+                               for p in pods_of(api, "speech", idle["job"])), 60, "the idle job's pod gone")
+    eventually(lambda: running(api, "llm-pretrain", idle["waiting"]), 90,
+               "the other tenant's waiting job running on the freed cards")
+    events = [e.reason for e in client.CoreV1Api(api).list_namespaced_event("speech").items
+              if e.involved_object.kind == "Job" and e.involved_object.name == idle["job"]
+              and e.reason.startswith("GpugovIdle")]
+    assert events == ["GpugovIdleWarning", "GpugovIdleDeactivated"], events
+
+
+def test_a_tenant_cannot_undo_or_dodge_a_reclaim(api: client.ApiClient, idle: dict[str, Any]) -> None:
+    """As dave@example.com of speech-team (an owner of speech), with exactly the roles gpugov binds: every
+    route its roles give to take the reclaimed cards back is refused, and the Job stays suspended."""
+    from gpugov.cluster.impersonate import impersonate
+    from gpugov.kube.objects import ANNOTATION_RECLAIM_DEACTIVATED, ANNOTATION_RECLAIM_WARNED
+
+    assert client.BatchV1Api(api).read_namespaced_job(idle["job"], "speech").spec.suspend is True
+    tenant_api = impersonate(client.ApiClient(api.configuration), "dave@example.com", ["speech-team"])
+    batch, custom = client.BatchV1Api(tenant_api), client.CustomObjectsApi(tenant_api)
+    name = idle["job"]
+
+    def replace_unsuspended() -> None:
+        current = batch.read_namespaced_job(name, "speech")
+        current.spec.suspend = False
+        batch.replace_namespaced_job(name, "speech", current)
+
+    groups = client.CustomObjectsApi(api).list_namespaced_custom_object(*VOLCANO, "speech", "podgroups")["items"]
+    attempts = {
+        "un-suspend it": lambda: batch.patch_namespaced_job(name, "speech", {"spec": {"suspend": False}}),
+        "un-suspend it by replace": replace_unsuspended,
+        "un-suspend it and drop the mark at once": lambda: batch.patch_namespaced_job(name, "speech", {
+            "spec": {"suspend": False}, "metadata": {"annotations": {ANNOTATION_RECLAIM_DEACTIVATED: None}}}),
+        "drop the mark": lambda: batch.patch_namespaced_job(name, "speech", {
+            "metadata": {"annotations": {ANNOTATION_RECLAIM_DEACTIVATED: None}}}),
+        "rewrite the mark": lambda: batch.patch_namespaced_job(name, "speech", {
+            "metadata": {"annotations": {ANNOTATION_RECLAIM_DEACTIVATED: "2000-01-01T00:00:00Z"}}}),
+        "drop the warning": lambda: batch.patch_namespaced_job(name, "speech", {
+            "metadata": {"annotations": {ANNOTATION_RECLAIM_WARNED: None}}}),
+        "change its status": lambda: batch.patch_namespaced_job_status(name, "speech", {"status": {"active": 1}}),
+        "patch a PodGroup": lambda: custom.patch_namespaced_custom_object(
+            *VOLCANO, "speech", "podgroups", groups[0]["metadata"]["name"] if groups else name,
+            {"spec": {"minMember": 0}}),
+        "create a Job carrying gpugov's marks": lambda: batch.create_namespaced_job("speech", {
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "forged", "annotations": {ANNOTATION_RECLAIM_WARNED: "2099-01-01T00:00:00Z"}},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "schedulerName": "volcano",
+                                           "containers": [{"name": "main", "image": "busybox"}]}}}},
+            dry_run="All"),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(ApiException) as refused:
+            attempt()
+        assert refused.value.status == 403, (what, refused.value.body)
+    time.sleep(3)
+    assert client.BatchV1Api(api).read_namespaced_job(name, "speech").spec.suspend is True
+    assert not any(p.spec.node_name and p.metadata.deletion_timestamp is None for p in pods_of(api, "speech", name))
+    # the administrators (system:masters) may still undo it by hand: the policy does not bind them
+    client.BatchV1Api(api).patch_namespaced_job(name, "speech", {"spec": {"suspend": False}}, dry_run="All")

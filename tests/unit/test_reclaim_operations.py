@@ -124,11 +124,10 @@ def test_the_schedule_is_declared_on_the_cluster(tmp_path: Path) -> None:
     assert part[("CronJob", "gpugov-system", "gpugov-reclaim")]["spec"]["schedule"] == "7 * * * *"
 
 
-@pytest.mark.parametrize("case", ["no idle policy", "no prometheus", "volcano"])
-def test_no_reclaim_cronjob_without_an_idle_policy_a_prometheus_or_kueue(tmp_path: Path, case: str) -> None:
+@pytest.mark.parametrize("case", ["no idle policy", "no prometheus"])
+def test_no_reclaim_cronjob_without_an_idle_policy_or_a_prometheus(tmp_path: Path, case: str) -> None:
     objects = compiled(tmp_path, alpha="" if case == "no idle policy" else IDLE,
-                       cluster=CLUSTER if case == "no prometheus" else CLUSTER + PROMETHEUS,
-                       backend="volcano" if case == "volcano" else "kueue")
+                       cluster=CLUSTER if case == "no prometheus" else CLUSTER + PROMETHEUS)
     assert reclaim_part(objects) == {}
     assert any(o["kind"] == "CronJob" and o["metadata"]["name"] == "gpugov-drift" for o in objects)
 
@@ -138,3 +137,16 @@ def test_a_prometheus_that_is_not_a_url_is_refused(tmp_path: Path) -> None:
     (tmp_path / "policies/clusters.yaml").write_text(CLUSTER + "    prometheus: prometheus.monitoring:9090\n")
     result = validate_repo(tmp_path)
     assert any("prometheus" in f.message for f in result.errors), result.errors
+
+
+def test_on_volcano_the_reclaim_cronjob_reads_and_patches_batch_jobs_instead_of_workloads(tmp_path: Path) -> None:
+    """gpugov.reclaim.volcano: the subjects are the tenants' batch/v1 Jobs, patched only where an idle policy
+    applies (the tenant cannot undo the patch: gpugov-volcano-reclaim, tests/e2e/test_volcano_budget_reclaim.py)."""
+    part = reclaim_part(compiled(tmp_path, backend="volcano"))
+    assert part[("ClusterRole", "", "gpugov-reclaim-reader")]["rules"] == [
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+    assert part[("ClusterRole", "", "gpugov-reclaim-actor")]["rules"] == [
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
+    assert sorted(k[1] for k in part if k[0] == "RoleBinding") == ["alpha", "alpha-dev"]

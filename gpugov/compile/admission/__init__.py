@@ -22,6 +22,8 @@ On **Volcano** the same two doors are shut with Volcano's own names:
   run no jobs, so no PodGroup may aim at one.
 - ``gpugov-volcano-accelerators-need-volcano``: outside the system namespaces, a Pod or Job
   that requests an accelerator must be scheduled by ``volcano``.
+- ``gpugov-volcano-reclaim``: in a tenant namespace, gpugov reclaim's marks on a batch/v1 Job and
+  the suspension of a Job it deactivated are gpugov's (see volcano_reclaim_policy).
 
 The declarations are written into the CEL as literals, so the policy needs no parameter
 objects and always matches the compiled queues.
@@ -67,10 +69,12 @@ from gpugov.compile.admission.volcano import (
     VOLCANO_NEED_VOLCANO,
     VOLCANO_POD_PRIORITY,
     VOLCANO_QUEUE_ACCESS,
+    VOLCANO_RECLAIM,
     volcano_need_volcano_policy,
     volcano_pod_priority_policy,
     volcano_priority_classes,
     volcano_queue_access_policy,
+    volcano_reclaim_policy,
 )
 from gpugov.compile.admission.volumes import VOLUMES, volumes_policy
 from gpugov.compile.common import Object, Scope
@@ -91,6 +95,8 @@ def admission_objects(scope: Scope) -> list[Object]:
             _binding(scope, DEVICE_ACCESS, not_system),
             volcano_pod_priority_policy(scope),
             _binding(scope, VOLCANO_POD_PRIORITY, not_system),
+            volcano_reclaim_policy(scope),
+            _binding(scope, VOLCANO_RECLAIM, tenant_namespaces_selector()),
             *namespace_objects(scope),
         ]
     return [
@@ -144,6 +150,7 @@ __all__ = [
     "VOLCANO_NEED_VOLCANO",
     "VOLCANO_POD_PRIORITY",
     "VOLCANO_QUEUE_ACCESS",
+    "VOLCANO_RECLAIM",
     "VOLUMES",
     "WORKLOAD_KINDS",
     "WorkloadKind",
@@ -171,5 +178,6 @@ __all__ = [
     "volcano_pod_priority_policy",
     "volcano_priority_classes",
     "volcano_queue_access_policy",
+    "volcano_reclaim_policy",
     "volumes_policy",
 ]

@@ -1,6 +1,6 @@
 """Volcano's policies: gpugov-volcano-queue-access (a namespace submits only to its tenant's leaf
-Queue), gpugov-volcano-accelerators-need-volcano (accelerator pods are scheduled by volcano) and
-gpugov-volcano-pod-priority.
+Queue), gpugov-volcano-accelerators-need-volcano (accelerator pods are scheduled by volcano),
+gpugov-volcano-pod-priority and gpugov-volcano-reclaim (a reclaim stays done: volcano_reclaim_policy).
 
 Threat model: attack: submit to a department's or another tenant's Queue, schedule accelerator pods
 around Volcano, outrank others with a pod's PriorityClass or keep borrowed quota with
@@ -8,7 +8,15 @@ volcano.sh/preemptable: "false"; control: these policies; test:
 tests/e2e/test_volcano_admission.py."""
 from __future__ import annotations
 
-from gpugov.compile.admission.common import _RULES, _cel, _pod_spec, _policy, _team, accelerator_resources
+from gpugov.compile.admission.common import (
+    _RULES,
+    _cel,
+    _not_trusted,
+    _pod_spec,
+    _policy,
+    _team,
+    accelerator_resources,
+)
 from gpugov.compile.admission.need_a_queue import NEED_A_QUEUE
 from gpugov.compile.admission.queue_access import allowed_classes
 from gpugov.compile.common import Object, Scope
@@ -18,6 +26,11 @@ from gpugov.kube.names import (
     VOLCANO_GROUP,
     VOLCANO_GROUP_NAME_ANNOTATION,
     VOLCANO_QUEUE_ANNOTATION,
+)
+from gpugov.kube.objects import (
+    ANNOTATION_RECLAIM_DEACTIVATED,
+    ANNOTATION_RECLAIM_SNOOZE,
+    ANNOTATION_RECLAIM_WARNED,
 )
 
 
@@ -196,6 +209,72 @@ def volcano_pod_priority_policy(scope: Scope) -> Object:
                     f"' may not set {VOLCANO_PREEMPTABLE} to anything but true: Volcano would never preempt or reclaim "
                     "it, and what it borrowed would never be given back (gpugov: work is protected by a "
                     f"non-preemptible PriorityClass of its queue; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+            ],
+        },
+    )
+
+
+VOLCANO_RECLAIM = "gpugov-volcano-reclaim"
+_RECLAIM_MARKS = (ANNOTATION_RECLAIM_WARNED, ANNOTATION_RECLAIM_DEACTIVATED)
+
+
+def reclaim_account(scope: Scope) -> str:
+    """The user the reclaim CronJob acts as (compile.operations RECLAIM's ServiceAccount)."""
+    return f"system:serviceaccount:{scope.cluster.operations_namespace}:gpugov-reclaim"
+
+
+def volcano_reclaim_policy(scope: Scope) -> Object:
+    """`gpugov reclaim` on Volcano marks a tenant's own batch/v1 Job (warned, then deactivated with
+    spec.suspend=true), and a member may edit its Jobs: in a tenant namespace nobody but the reclaim
+    CronJob's ServiceAccount, the trusted controllers and cluster administrators (system:masters) may
+    add, change or remove gpugov's two marks, nor set spec.suspend back to false on a Job gpugov
+    deactivated. Stripping the warning would restart the grace at every run, un-suspending would take the
+    reclaimed accelerators back unnoticed; a new Job (any name) is a new ask in the queue.
+
+    Threat model: attack: undo a reclaim or dodge it (un-suspend the Job, drop or rewrite
+    gpugov.io/reclaim-deactivated-at or -warned-at); control: this policy; test:
+    tests/e2e/test_volcano_budget_reclaim.py::test_a_tenant_cannot_undo_or_dodge_a_reclaim."""
+    old = "(request.operation == 'UPDATE' && has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {})"
+    new = "(has(object.metadata.annotations) ? object.metadata.annotations : {})"
+    not_trusted = _not_trusted(scope)
+    return _policy(
+        scope,
+        VOLCANO_RECLAIM,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [
+                {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["jobs"]}]},
+            "matchConditions": [
+                not_trusted,
+                {"name": "not-gpugov-reclaim-or-an-administrator",
+                 "expression": f"request.userInfo.username != {_cel(reclaim_account(scope))} && "
+                 "!request.userInfo.groups.exists(g, g == 'system:masters')"},
+            ],
+            "variables": [
+                {"name": "marks", "expression": _cel(list(_RECLAIM_MARKS))},
+                {"name": "old", "expression": old},
+                {"name": "new", "expression": new},
+                {"name": "changed", "expression": "variables.marks.filter(k, (k in variables.old) != "
+                 "(k in variables.new) || (k in variables.old && variables.old[k] != variables.new[k]))"},
+            ],
+            "validations": [
+                {
+                    "expression": "variables.changed.size() == 0",
+                    "messageExpression": "'Job ' + request.namespace + '/' + object.metadata.name + ' may not "
+                    "add, change or remove ' + variables.changed[0] + ': only gpugov reclaim writes it (gpugov: "
+                    f"snooze with {ANNOTATION_RECLAIM_SNOOZE} within the declared maximum; ask {_team(scope)})'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": f"!('{ANNOTATION_RECLAIM_DEACTIVATED}' in variables.old) || "
+                    "(has(object.spec.suspend) && object.spec.suspend)",
+                    "messageExpression": "'Job ' + request.namespace + '/' + object.metadata.name + ' was "
+                    "deactivated by gpugov reclaim (its accelerators stayed idle past the grace) and stays "
+                    "suspended (gpugov: submit a new Job when it will use what it asks for; ask "
+                    f"{_team(scope)})'",
                     "reason": "Forbidden",
                 },
             ],

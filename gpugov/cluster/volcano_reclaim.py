@@ -1,0 +1,72 @@
+"""gpugov reclaim's reads and writes on a Volcano cluster: every batch/v1 Job and running Pod (paginated,
+whole or CheckIncomplete), then per decision a merge patch of the Job (an annotation; for a deactivation
+also spec.suspend=true, so the Job controller deletes its pods and Volcano frees their accelerators) and
+an Event on it. The in-cluster CronJob's role grants patch on Jobs and create on Events in the namespaces
+of the tenants whose idle policy it applies, no more."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from kubernetes import client
+
+from gpugov.cluster.reclaim import COMPONENT, POD, REASONS, _lean, _stamp
+from gpugov.cluster.rest import MERGE_PATCH, PAGE_SIZE, Api, Rejected, list_all, write
+from gpugov.kube.kinds import Kind
+from gpugov.kube.objects import ANNOTATION_RECLAIM_DEACTIVATED, ANNOTATION_RECLAIM_WARNED
+from gpugov.reclaim.decide import CLEAR, DEACTIVATE, WARN, Decision
+from gpugov.reclaim.subjects import Candidate
+
+JOB = Kind("batch/v1", "Job", "jobs", True)
+
+
+def read_jobs(api_client: client.ApiClient, page_size: int = PAGE_SIZE) -> tuple[list[dict[str, Any]],
+                                                                                   list[dict[str, Any]]]:
+    """(every batch/v1 Job, every running Pod), without managedFields."""
+    api = Api(api_client)
+    jobs = [_lean(j) for j in list_all(api, JOB, page_size=page_size)]
+    pods = [_lean(p) for p in list_all(api, POD, field_selector="status.phase=Running", page_size=page_size)]
+    return jobs, pods
+
+
+def job_patch(decision: Decision, now: datetime) -> dict[str, Any]:
+    """The merge patch of the Job for a decision's action."""
+    if decision.action == WARN:
+        return {"metadata": {"annotations": {ANNOTATION_RECLAIM_WARNED: _stamp(now)}}}
+    if decision.action == DEACTIVATE:
+        return {"spec": {"suspend": True}, "metadata": {"annotations": {ANNOTATION_RECLAIM_DEACTIVATED: _stamp(now)}}}
+    if decision.action == CLEAR:
+        return {"metadata": {"annotations": {ANNOTATION_RECLAIM_WARNED: None}}}
+    raise ValueError(f"no patch for action {decision.action!r}")
+
+
+def job_event(candidate: Candidate, decision: Decision, now: datetime) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{candidate.name}.", "namespace": candidate.namespace},
+        "involvedObject": {"apiVersion": JOB.api_version, "kind": JOB.kind, "name": candidate.name,
+                           "namespace": candidate.namespace, "uid": candidate.uid},
+        "reason": REASONS[decision.action],
+        "message": decision.why[:1024],
+        "type": "Normal" if decision.action == CLEAR else "Warning",
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": COMPONENT,
+        "firstTimestamp": _stamp(now),
+        "lastTimestamp": _stamp(now),
+        "count": 1,
+    }
+
+
+def act_on_job(api_client: client.ApiClient, candidate: Candidate, decision: Decision, now: datetime) -> str:
+    """Patch the Job, then record an Event on it; '' when done, else why not (one line)."""
+    api = Api(api_client)
+    try:
+        write(api, "PATCH", JOB, candidate.name, candidate.namespace, job_patch(decision, now), MERGE_PATCH)
+    except Rejected as exc:
+        return f"patch refused: {exc}"
+    answer = api.call("POST", f"/api/v1/namespaces/{candidate.namespace}/events", (),
+                      job_event(candidate, decision, now), "application/json")
+    return "" if answer.ok else f"event refused: {answer.status} {answer.message or answer.reason}"
