@@ -359,6 +359,20 @@ def test_each_volcano_check_fails_on_its_break(west: DesiredState, check_id: str
     assert expected in message
 
 
+def test_a_queue_gpugov_budget_closed_passes_and_another_closed_one_fails(west: DesiredState) -> None:
+    """A spent hold budget closes the tenant's Queue on purpose (cluster/volcano_budget.py, its mark)."""
+    from gpugov.kube.objects import ANNOTATION_BUDGET_HELD
+
+    facts = healthy_volcano(west)
+    held = _queue(facts, "speech")
+    held["status"] = {"state": "Closing"}
+    held["metadata"].setdefault("annotations", {})[ANNOTATION_BUDGET_HELD] = "2026-12-01T00:00:00Z"
+    assert outcome(west, facts, "DR008")[0] is Status.PASS
+    _queue(facts, "recsys")["status"] = {"state": "Closed"}
+    status, message = outcome(west, facts, "DR008")
+    assert status is Status.FAIL and "recsys (Closed)" in message and "speech" not in message
+
+
 def test_fair_sharing_off_in_the_configmap_fails_even_when_status_still_shows_it(east: DesiredState) -> None:
     facts = healthy(east)
     facts.kueue_configmap["data"][KUEUE_CONFIG_KEY] = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
