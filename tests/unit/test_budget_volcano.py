@@ -168,3 +168,17 @@ def test_drift_leaves_a_queue_gpugov_budget_closed_and_reports_another(tmp_path:
             object_key(queues["beta"]): live_queue("beta", "Closed")}
     found = queue_findings(objects, LiveState(objects=live))
     assert [f.rule for f in found] == ["GD028"] and "beta" in found[0].message
+
+
+def test_usage_on_volcano_shows_the_budgets_of_the_same_ledger(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    root = repo(tmp_path / "repo", cluster=VOLCANO_CLUSTER)
+    cluster = Cluster(spent_pods(), {})
+    with fake_kube() as kube:
+        kube.answer = cluster.answer
+        code = main(["usage", str(root), "--since", "1h", "--no-idle", "--format", "json",
+                     "--kubeconfig", str(kube.kubeconfig(tmp_path))])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    alpha = next(b for b in data["budgets"] if b["holder"] == "tenant 'alpha'")
+    assert alpha["held"] is True and float(alpha["spent_hours"]) > 10, data["budgets"]
