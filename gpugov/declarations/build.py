@@ -18,6 +18,9 @@ from gpugov.declarations.model import (
     Budget,
     DeclaredModel,
     Department,
+    Fleet,
+    FleetTenant,
+    FleetWorker,
     GPUPool,
     HamiSharing,
     Model,
@@ -243,6 +246,8 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
     for name, doc in unique("QuotaWindow"):
         spec = doc.data["spec"]
         model.windows[name] = build_window(name, doc, defaulted("QuotaWindow", spec), _timeline_resources(spec, model.pools))
+    for name, doc in unique("Fleet"):
+        model.fleets[name] = _build_fleet(name, doc, defaulted("Fleet", doc.data["spec"]))
     if found := singleton("SchedulingPolicy"):
         name, doc = found
         model.scheduling = scheduling_from_spec(name, doc, doc.data["spec"])
@@ -250,3 +255,18 @@ def build_model(documents: list[SourceDoc]) -> tuple[Model, list[Finding]]:
         name, doc = found
         model.guardrails = guardrails_from_spec(name, doc, doc.data["spec"])
     return model, findings
+
+
+def _build_fleet(name: str, doc: SourceDoc, spec: dict[str, Any]) -> Fleet:
+    return Fleet(
+        name,
+        doc,
+        manager=spec["manager"],
+        kueue_namespace=spec["kueueNamespace"],
+        manager_user=spec["managerUser"],
+        workers=tuple(FleetWorker(w["cluster"], w["kubeconfigSecret"], i) for i, w in enumerate(spec["workers"])),
+        tenants=tuple(
+            FleetTenant(t["tenant"], tuple((k, parse_quantity(str(v))) for k, v in t["quota"].items()), i)
+            for i, t in enumerate(spec["tenants"])
+        ),
+    )

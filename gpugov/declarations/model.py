@@ -175,6 +175,38 @@ class Cluster(Decl):
     topology_aware_scheduling: bool = True  # spec.topologyAwareScheduling: Kueue flavors TAS (a Topology per pool)
 
 
+@dataclass(frozen=True)
+class FleetWorker:
+    cluster: str
+    kubeconfig_secret: str  # the Secret's name on the manager, never its contents
+    index: int  # position in spec.workers, for file:line
+
+
+@dataclass(frozen=True)
+class FleetTenant:
+    tenant: str
+    quota: tuple[tuple[str, Decimal], ...]  # (accelerators|cpu|memory, amount), declared order
+    index: int  # position in spec.tenants
+
+
+@dataclass(frozen=True, eq=False)
+class Fleet(Decl):
+    """Clusters Kueue's MultiKueue runs as one pool (issue #43): a manager and its workers."""
+
+    KIND: ClassVar[str] = "Fleet"
+    manager: str
+    kueue_namespace: str
+    manager_user: str
+    workers: tuple[FleetWorker, ...]
+    tenants: tuple[FleetTenant, ...]
+
+    def worker_names(self) -> list[str]:
+        return [w.cluster for w in self.workers]
+
+    def tenant_names(self) -> list[str]:
+        return [t.tenant for t in self.tenants]
+
+
 @dataclass(frozen=True, eq=False)
 class DeclaredModel(Decl):
     """An AcceleratorModel declared under hardware/ for hardware the catalog lacks."""
@@ -590,6 +622,7 @@ class Model:
     guardrails: Guardrails | None = None
     grants: dict[str, QuotaGrant] = field(default_factory=dict)
     windows: dict[str, QuotaWindow] = field(default_factory=dict)
+    fleets: dict[str, Fleet] = field(default_factory=dict)  # issue #43: MultiKueue
     # The instant the quotas are for (declarations.timeline.model_at); None: as declared, no grant or
     # window applied.
     instant: datetime | None = None
@@ -631,6 +664,14 @@ class Model:
             return pool.cluster
         names = self.cluster_names()
         return names[0] if len(names) == 1 else None
+
+    def fleets_managed_by(self, cluster: str) -> list[Fleet]:
+        """The fleets whose manager is `cluster`, by name."""
+        return [f for _, f in sorted(self.fleets.items()) if f.manager == cluster]
+
+    def fleets_with_worker(self, cluster: str) -> list[Fleet]:
+        """The fleets that dispatch to `cluster`, by name."""
+        return [f for _, f in sorted(self.fleets.items()) if cluster in f.worker_names()]
 
     def protected_classes(self, tenant: Tenant) -> list[str]:
         """The non-preemptible priority classes the tenant's queues admit."""

@@ -42,9 +42,20 @@ SCHEMA = rule(
     "Run `gpugov schema` for the schemas; editors check them through the yaml-language-server line.",
 )
 
+CREDENTIALS_IN_REPOSITORY = rule(
+    "GG184",
+    "credentials-in-repository",
+    Level.ERROR,
+    "A declaration folder holds a Secret or a kubeconfig: credentials (a fleet's worker kubeconfigs among them) "
+    "would be in Git, readable by everyone who can read the repository.",
+    "Delete the file and rotate what it held; a Fleet names the kubeconfig Secret of each worker "
+    "(spec.workers[].kubeconfigSecret), which the platform team creates in the manager's Kueue namespace.",
+)
+
 _NAME = {"type": "string", "minLength": 1}
 NAMESPACE_GLOB_PATTERN = r"^[a-z0-9*]([-a-z0-9*]*[a-z0-9*])?$"  # a namespace name, `*` a wildcard
 _STRINGS = {"type": "array", "items": _NAME}
+_DNS_NAME = {"type": "string", "pattern": r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 253}
 _LABELS = {"type": "object", "additionalProperties": {"type": "string"}}
 _QUANTITY = {
     "description": 'A Kubernetes quantity: 8, "500m", "64Gi", "2Ti".',
@@ -644,6 +655,62 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             ["pool", "donor", "recipient", "resources", "start", "end", "timeZone", "reason", "approvedBy"],
         ),
     ),
+    # A fleet (issue #43): several Kueue clusters as one pool through Kueue's MultiKueue.
+    "Fleet": (
+        "Clusters run as one pool by Kueue's MultiKueue (policies/): the manager admits a tenant's workload "
+        "against its fleet quota and dispatches it to a worker with room; the workers run it under their own "
+        "quotas.",
+        _spec(
+            {
+                "description": {"type": "string"},
+                "manager": {**_NAME, "description": "The Cluster (backend kueue) that admits and dispatches: it "
+                            "holds the fleet's AdmissionCheck, MultiKueueConfig, MultiKueueClusters and each fleet "
+                            "tenant's ClusterQueue with its fleet quota. It runs none of the fleet's jobs itself."},
+                "kueueNamespace": {**_DNS_NAME, "default": "kueue-system",
+                                   "description": "Kueue's namespace on the manager, where the workers' kubeconfig "
+                                   "Secrets live."},
+                "managerUser": {**_NAME, "default": "gpugov-multikueue",
+                                "description": "The user the manager's kubeconfigs authenticate as on every worker "
+                                "(a client certificate's CN, a ServiceAccount's system:serviceaccount:NS:NAME): each "
+                                "worker grants it only what MultiKueue needs (watch workloads and jobs, create and "
+                                "delete them in the fleet tenants' namespaces)."},
+                "workers": {
+                    "type": "array",
+                    "minItems": 1,
+                    "description": "The Clusters (backend kueue) that run the fleet's jobs.",
+                    "items": _spec(
+                        {
+                            "cluster": {**_NAME, "description": "A declared Cluster."},
+                            "kubeconfigSecret": {**_DNS_NAME, "description": "The NAME of the Secret (key "
+                                                 "kubeconfig) in kueueNamespace on the manager that reaches this "
+                                                 "worker. Only the name: the platform team creates the Secret; "
+                                                 "its contents never enter Git (GG184)."},
+                        },
+                        ["cluster", "kubeconfigSecret"],
+                    ),
+                },
+                "tenants": {
+                    "type": "array",
+                    "minItems": 1,
+                    "description": "The tenants whose queues dispatch across the fleet, each with its quota on the "
+                    "whole fleet (its per-cluster quotas on the workers stay in its Tenant).",
+                    "items": _spec(
+                        {
+                            "tenant": {**_NAME, "description": "A declared Tenant."},
+                            "quota": {
+                                **_spec({"accelerators": _QUANTITY, "cpu": _QUANTITY, "memory": _QUANTITY},
+                                        ["accelerators", "cpu", "memory"]),
+                                "description": "What the tenant may hold on all workers together: the nominal "
+                                "quota of its ClusterQueue on the manager.",
+                            },
+                        },
+                        ["tenant", "quota"],
+                    ),
+                },
+            },
+            ["manager", "workers", "tenants"],
+        ),
+    ),
     "PriorityClass": (
         "A workload priority tier (policies/).",
         _spec(
@@ -961,6 +1028,10 @@ def check_document(doc: SourceDoc) -> list[Finding]:
         return [make(SCHEMA, Text("a declaration must be a mapping with apiVersion, kind, metadata and spec"),
                      doc.locate())]
     kind = data.get("kind")
+    if _is_credential(data):
+        return [make(CREDENTIALS_IN_REPOSITORY,
+                     Text("this document holds credentials ({kind}): they must never enter Git", kind=repr(kind)),
+                     doc.locate(("kind",)) if "kind" in data else doc.locate())]
     if kind not in SPECS:
         known = ", ".join(sorted(SPECS))
         where = doc.locate(("kind",)) if "kind" in data else doc.locate()
@@ -971,6 +1042,16 @@ def check_document(doc: SourceDoc) -> list[Finding]:
     for error in sorted(_full(kind).iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
         findings.extend(_describe(doc, kind, error))
     return findings
+
+
+# What a kubeconfig or a Secret looks like: a fleet names the Secret that reaches a worker, never holds it.
+_KUBECONFIG_KEYS = {"clusters", "users", "contexts"}
+
+
+def _is_credential(data: dict[str, Any]) -> bool:
+    if data.get("apiVersion") == "v1" and data.get("kind") in ("Secret", "Config"):
+        return True
+    return _KUBECONFIG_KEYS <= set(data)
 
 
 def _misspelled(error: jsonschema.ValidationError) -> bool:

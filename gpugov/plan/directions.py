@@ -293,8 +293,19 @@ FALLBACK_RULE: dict[str, Rule] = {
     "Tenant": OWNERS_CHANGED, "Department": OWNERS_CHANGED, "PriorityClass": PRIORITY_RAISED,
     "SchedulingPolicy": SCHEDULING_CHANGED, "Guardrails": GUARDRAIL_LOOSENED, "Cluster": CLUSTER_CHANGED,
     "GPUPool": _HW, "AcceleratorModel": _HW, "QuotaGrant": TIMELINE_WIDENED, "QuotaWindow": TIMELINE_WIDENED,
+    "Fleet": CLUSTER_CHANGED,
 }
 
+# A fleet (issue #43): who dispatches where and with which credentials is a cluster's setting; a tenant
+# added or a fleet quota raised lets it hold more on the workers together.
+_FLEET = widens("changed", CLUSTER_CHANGED)
+DIRECTIONS["Fleet"] = {
+    **_METADATA, "spec.description": NEUTRAL,
+    **{f"spec.{name}": _FLEET for name in ("manager", "kueueNamespace", "managerUser", "workers[].kubeconfigSecret")},
+    "spec.workers[]": widens("added", CLUSTER_CHANGED),
+    "spec.tenants[]": widens("added", QUOTA_RAISED),
+    **{f"spec.tenants[].quota.{name}": widens("up", QUOTA_RAISED) for name in ("accelerators", "cpu", "memory")},
+}
 
 def direction(kind: str, field: str) -> Field:
     found = DIRECTIONS.get(kind, {}).get(field)

@@ -23,6 +23,8 @@ ELEMENT_KEYS: dict[str, tuple[str, ...]] = {
     "spec.nodes[]": ("name",),
     "spec.taints[]": ("key", "effect"),
     "spec.adopt[]": ("kind", "namespace", "name"),
+    "spec.workers[]": ("cluster",),  # Fleet
+    "spec.tenants[]": ("tenant",),  # Fleet
 }
 
 Path = tuple[str, ...]  # a concrete place in one declaration: ("spec", "quotas", "pool=a100", ...)

@@ -19,6 +19,7 @@ from gpugov.policy import (
     budget,
     capacity,
     conformance,
+    fleet,
     hardware,
     isolation,
     mig,
@@ -34,7 +35,7 @@ from gpugov.policy.checks import change_checks, model_checks
 
 FAMILIES = (
     references, naming, accelerators, capacity, mig, hardware, priorities, ownership, conformance, repository,
-    isolation, reclaim, adoption, timeline, budget,
+    isolation, reclaim, adoption, timeline, budget, fleet,
 )
 
 

@@ -69,7 +69,7 @@ def check_declaration_folders(model: Model) -> Iterator[Finding]:
     expected: list[tuple[str, list[Decl]]] = [
         ("hardware", [*model.pools.values(), *model.accelerator_models.values()]),
         ("tenants", [*model.tenants.values(), *model.departments.values()]),
-        ("policies", [*model.priority_classes.values(), *model.clusters.values(),
+        ("policies", [*model.priority_classes.values(), *model.clusters.values(), *model.fleets.values(),
                       *(d for d in (model.scheduling, model.guardrails) if d is not None)]),
     ]
     for folder, decls in expected:

@@ -59,7 +59,9 @@ NEUTRAL = {"AcceleratorModel:spec.description", "AcceleratorModel:spec.sources.*
            "Guardrails:spec.isolation.podSecurityReason", "Tenant:spec.allow.reason",
            # who approved a grant or window, and why: words for the reviewers, never in an object
            "QuotaGrant:spec.reason", "QuotaGrant:spec.approvedBy", "QuotaWindow:spec.reason",
-           "QuotaWindow:spec.approvedBy"}
+           "QuotaWindow:spec.approvedBy",
+           # what a fleet is for: words for the readers
+           "Fleet:spec.description"}
 
 
 def test_only_the_argued_fields_widen_nothing() -> None:
