@@ -18,6 +18,12 @@ every end, and again a period later while the last one changed anything (vc-sche
   the queue tree first, until the pod fits; kept only if every pod found room. Evicted pods are
   recreated and wait again; the reclaimer is placed by the next session's allocate.
 
+Before the scheduler sees a job, its pods must exist: the namespace's ResourceQuota (which gpugov
+compiles from the tenant's capability) counts every pod's requests from its creation, running or
+waiting, so a job whose pods would pass it waits outside Volcano until earlier jobs of the tenant
+end (replayed as the whole job at once, where the Job controller creates pods one by one and retries
+with a back-off).
+
 Not replayed: the preempt action (a higher priority job evicting a lower one of its own queue) and
 backfill (pods without requests); only accelerator resources are counted (gpugov's Queues bound
 only accelerators); a Queue's creation time is compile's order and ties of a second are broken by
@@ -34,6 +40,7 @@ from gpugov.i18n import _
 from gpugov.whatif.goheap import GoHeap
 from gpugov.whatif.trace import Job
 from gpugov.whatif.volcano_capacity import Capacity, real_capabilities
+from gpugov.whatif.volcano_preempt import preempt
 from gpugov.whatif.volcano_setup import Amounts, VNode, VolcanoSetup
 
 PERIOD_MS = 1000  # vc-scheduler's schedulePeriod
@@ -51,6 +58,7 @@ class VJob:
     run_from: int | None = None  # when every pod was placed: the run in progress
     admissions: list[int] = field(default_factory=list)  # each instant every pod was placed
     reclaimed: int = 0  # runs cut short by reclaim
+    preempted: int = 0  # runs cut short by a job of its own Queue (preempt)
     finished_ms: int | None = None
     ends_at: int | None = None
     placed_ms: int | None = None  # when a pod of it was last placed
@@ -72,13 +80,19 @@ class VJob:
 class VOutcome:
     jobs: list[VJob]
     never: dict[int, str]  # job index -> why it can never run
-    log: list[tuple[int, str, str]]  # (ms, "admit" | "reclaim" | "finish", job id), in order
+    log: list[tuple[int, str, str]]  # (ms, "admit" | "reclaim" | "preempt" | "finish", job id), in order
     never_tenants: dict[int, str] = field(default_factory=dict)  # job index -> its tenant
+    quota_waits: int = 0  # jobs whose pods waited for room in their namespace's ResourceQuota
+    undetermined: int = 0  # evictions whose victim depends on vc-scheduler's node order
+
+
+def tenant_of(job: Job) -> str:
+    return job.tenant or job.namespace or job.queue.partition("/")[0]
 
 
 def resolve(setup: VolcanoSetup, job: Job) -> tuple[str, Amounts, frozenset[str], int] | str:
     """The job's leaf Queue, per-pod request, node groups and priority; or why it cannot be replayed."""
-    tenant = job.tenant or job.namespace or job.queue.partition("/")[0]
+    tenant = tenant_of(job)
     queue = setup.tenant_queue(tenant)
     if queue is None:
         return _("no Volcano Queue of tenant {tenant}").format(tenant=tenant)
@@ -118,7 +132,7 @@ class VolcanoSimulator:
             resolved = resolve(setup, job)
             if isinstance(resolved, str):
                 self.never[index] = resolved
-                self.never_tenants[index] = job.tenant or job.namespace or job.queue.partition("/")[0]
+                self.never_tenants[index] = tenant_of(job)
                 continue
             queue, request, groups, priority = resolved
             vjob = VJob(index, job, queue, request, groups, priority)
@@ -127,19 +141,25 @@ class VolcanoSimulator:
                 self.never_tenants[index] = setup.queues[queue].tenant
                 continue
             self.jobs.append(vjob)
-        self.active: list[VJob] = []  # submitted, not finished
+        self.active: list[VJob] = []  # submitted, its pods created, not finished
+        self.outside: list[VJob] = []  # submitted, its pods refused by the namespace's ResourceQuota
+        self.quota_waits = 0
+        self.undetermined = 0  # evictions whose victim vc-scheduler's node order decides (note_choice)
 
     def _could_ever_fit(self, vjob: VJob) -> bool:
         capacity = Capacity(self.setup, self.real, {})
         whole = {r: v * vjob.job.pods for r, v in vjob.request.items()}
         if not capacity.allocatable(vjob.queue, whole):
             return False
+        quota = self.setup.quotas.get(self.setup.queues[vjob.queue].tenant)
+        if quota is not None and any(whole.get(r, 0) > v for r, v in quota.items()):
+            return False
         per_node = [min((n.allocatable.get(r, 0) // v for r, v in vjob.request.items()), default=0)
                     for n in self.setup.nodes if n.group in vjob.groups]
         return sum(per_node) >= vjob.job.pods
 
     # -- the cluster's state --------------------------------------------------------------------
-    def _held(self) -> dict[str, Amounts]:
+    def held(self) -> dict[str, Amounts]:
         held: dict[str, Amounts] = {}
         for vjob in self.active:
             amounts = held.setdefault(vjob.queue, {})
@@ -147,27 +167,53 @@ class VolcanoSimulator:
                 amounts[resource] = amounts.get(resource, 0) + value * len(vjob.bound)
         return held
 
-    def _place(self, node: str, request: Amounts, sign: int) -> None:
+    def place(self, node: str, request: Amounts, sign: int) -> None:
         for resource, value in request.items():
             self.free[node][resource] = self.free[node].get(resource, 0) - sign * value
 
     def _release(self, vjob: VJob) -> None:
         for node in vjob.bound:
-            self._place(node, vjob.request, -1)
+            self.place(node, vjob.request, -1)
         vjob.bound = []
 
-    def _fits(self, node: str, request: Amounts) -> bool:
+    def fits(self, node: str, request: Amounts) -> bool:
         return all(self.free[node].get(r, 0) >= v for r, v in request.items())
 
     def _node_for(self, vjob: VJob) -> str | None:
         """The node for one more pod: of the job's groups, with room; the fullest (binpack), then by name."""
-        fitting = [n for n in sorted(self.nodes) if self.nodes[n].group in vjob.groups and self._fits(n, vjob.request)]
+        fitting = [n for n in sorted(self.nodes) if self.nodes[n].group in vjob.groups and self.fits(n, vjob.request)]
         if not fitting:
             return None
         return min(fitting, key=lambda n: (sum(self.free[n].values()), n))
 
+    def _pods_fit_quota(self, vjob: VJob) -> bool:
+        tenant = self.setup.queues[vjob.queue].tenant
+        quota = self.setup.quotas.get(tenant)
+        if quota is None:
+            return True
+        used: Amounts = {}
+        for other in self.active:
+            if other.queue == vjob.queue:
+                for r, v in other.request.items():
+                    used[r] = used.get(r, 0) + v * other.job.pods
+        return all(used.get(r, 0) + vjob.request.get(r, 0) * vjob.job.pods <= hard for r, hard in quota.items())
+
+    def _create(self, vjob: VJob) -> None:
+        """The Job controller creates the job's pods if the namespace's ResourceQuota has room."""
+        if self._pods_fit_quota(vjob):
+            self.active.append(vjob)
+        else:
+            self.outside.append(vjob)
+            self.quota_waits += 1
+
+    def _retry_outside(self) -> None:
+        for vjob in list(self.outside):
+            if self._pods_fit_quota(vjob):
+                self.outside.remove(vjob)
+                self.active.append(vjob)
+
     # -- one session -----------------------------------------------------------------------------
-    def _job_less(self, total: Amounts) -> Callable[[VJob, VJob], bool]:
+    def job_less(self, total: Amounts) -> Callable[[VJob, VJob], bool]:
         def share(vjob: VJob) -> float:
             return max((v * len(vjob.bound) / total[r] for r, v in vjob.request.items() if total.get(r)), default=0.0)
 
@@ -184,6 +230,7 @@ class VolcanoSimulator:
     def session(self, now: int) -> bool:
         """One scheduling cycle at `now`; whether it changed anything."""
         changed = self._allocate(now)
+        changed = preempt(self, now) or changed
         return self._reclaim(now) or changed
 
     def _queues_heap(self, capacity: Capacity, names: list[str]) -> GoHeap[str]:
@@ -193,8 +240,8 @@ class VolcanoSimulator:
         return heap
 
     def _allocate(self, now: int) -> bool:
-        capacity = Capacity(self.setup, self.real, self._held())
-        less = self._job_less(self.setup.total())
+        capacity = Capacity(self.setup, self.real, self.held())
+        less = self.job_less(self.setup.total())
         by_queue: dict[str, GoHeap[VJob]] = {}
         for vjob in self.active:
             if vjob.ready:
@@ -215,7 +262,7 @@ class VolcanoSimulator:
                 node = self._node_for(vjob)
                 if node is None:
                     break
-                self._place(node, vjob.request, 1)
+                self.place(node, vjob.request, 1)
                 capacity.allocate(queue, vjob.request)
                 placed.append(node)
             if len(vjob.bound) + len(placed) >= vjob.job.pods:
@@ -225,7 +272,7 @@ class VolcanoSimulator:
                 changed = True
             else:
                 for node in placed:
-                    self._place(node, vjob.request, -1)
+                    self.place(node, vjob.request, -1)
                     capacity.allocate(queue, vjob.request, -1)
             queues.push(queue)
         return changed
@@ -237,8 +284,8 @@ class VolcanoSimulator:
         self.log.append((now, "admit", vjob.job.id))
 
     def _reclaim(self, now: int) -> bool:
-        capacity = Capacity(self.setup, self.real, self._held())
-        less = self._job_less(self.setup.total())
+        capacity = Capacity(self.setup, self.real, self.held())
+        less = self.job_less(self.setup.total())
         starving: dict[str, GoHeap[VJob]] = {}
         for vjob in self.active:
             if not vjob.ready:
@@ -255,18 +302,18 @@ class VolcanoSimulator:
                 evictions, pipelined = self._reclaim_for(capacity, vjob, now)
                 if len(vjob.bound) + len(pipelined) >= vjob.job.pods:
                     for victim, node in evictions:
-                        self._evict(victim, node, now)
+                        self.evict(victim, node, now)
                     evicted_any = evicted_any or bool(evictions)
                     held.extend((node, vjob.request) for node in pipelined)
                 else:  # discarded: the evictions and placements undone
                     for node in pipelined:
-                        self._place(node, vjob.request, -1)
+                        self.place(node, vjob.request, -1)
                         capacity.allocate(queue, vjob.request, -1)
                     for victim, node in evictions:
-                        self._place(node, victim.request, 1)
+                        self.place(node, victim.request, 1)
                         capacity.allocate(victim.queue, victim.request)
         for node, request in held:  # pipelined pods are placed by a later session's allocate
-            self._place(node, request, -1)
+            self.place(node, request, -1)
         return evicted_any
 
     def _reclaim_for(self, capacity: Capacity, vjob: VJob, now: int) -> tuple[list[tuple[VJob, str]], list[str]]:
@@ -279,6 +326,7 @@ class VolcanoSimulator:
                 break
             if not capacity.preemptive(vjob.queue, vjob.request):
                 continue
+            offers = []
             for node in sorted(self.nodes):
                 if self.nodes[node].group not in vjob.groups:
                     continue
@@ -292,32 +340,47 @@ class VolcanoSimulator:
                 for victim, _p in chosen:
                     for r, v in victim.request.items():
                         room[r] = room.get(r, 0) + v
-                if not all(room.get(r, 0) >= v for r, v in vjob.request.items()):
-                    continue
-                chosen.sort(key=lambda c: (-capacity.victim_level(c[0].queue, vjob.queue), c[0].priority,
-                                           -c[0].index, c[1]))
-                for victim, pod in chosen:
-                    if self._fits(node, vjob.request):
-                        break
-                    taken.add((victim.index, pod))
-                    self._place(node, victim.request, -1)
-                    capacity.allocate(victim.queue, victim.request, -1)
-                    evictions.append((victim, node))
-                if self._fits(node, vjob.request):
-                    self._place(node, vjob.request, 1)
-                    capacity.allocate(vjob.queue, vjob.request)
-                    pipelined.append(node)
-                break
+                if all(room.get(r, 0) >= v for r, v in vjob.request.items()):
+                    chosen.sort(key=lambda c: (-capacity.victim_level(c[0].queue, vjob.queue), c[0].priority,
+                                               -c[0].index, c[1]))
+                    offers.append((node, chosen))
+            if not offers:
+                continue
+            node, chosen = offers[0]
+            self.note_choice(node, vjob, [c[0][0] for n, c in offers if c and not self.fits(n, vjob.request)])
+            for victim, pod in chosen:
+                if self.fits(node, vjob.request):
+                    break
+                taken.add((victim.index, pod))
+                self.place(node, victim.request, -1)
+                capacity.allocate(victim.queue, victim.request, -1)
+                evictions.append((victim, node))
+            if self.fits(node, vjob.request):
+                self.place(node, vjob.request, 1)
+                capacity.allocate(vjob.queue, vjob.request)
+                pipelined.append(node)
         return evictions, pipelined
 
-    def _evict(self, victim: VJob, node: str, now: int) -> None:
-        """One of the victim's pods evicted (its room already freed): recreated, it waits again."""
+    def note_choice(self, node: str, vjob: VJob, first_victims: list[VJob]) -> None:
+        """Where the first victims of the nodes a pod could take differ in kind (tenant, size, priority, whole
+        or partly running), vc-scheduler's choice depends on its node order, which is not deterministic; the
+        replay takes the first node by name. Counted, so that a fidelity check can keep to traces without."""
+        kinds = {(v.queue, v.job.pods, v.job.accelerators, v.priority, v.ready) for v in first_victims}
+        if len(kinds) > 1:
+            self.undetermined += 1
+
+    def evict(self, victim: VJob, node: str, now: int, why: str = "reclaim") -> None:
+        """One of the victim's pods evicted (its room already freed) by `why` ("reclaim" by another Queue,
+        "preempt" by a job of its own): recreated, it waits again, and a run in progress is lost."""
         victim.bound.remove(node)
         if victim.run_from is not None:
             victim.run_from = None
             victim.ends_at = None
-            victim.reclaimed += 1
-            self.log.append((now, "reclaim", victim.job.id))
+            if why == "reclaim":
+                victim.reclaimed += 1
+            else:
+                victim.preempted += 1
+            self.log.append((now, why, victim.job.id))
 
     # -- the replay ------------------------------------------------------------------------------
     def run(self, progress: Callable[[int, int, int], None] | None = None) -> VOutcome:
@@ -336,8 +399,9 @@ class VolcanoSimulator:
                 vjob.ends_at = None
                 self.active.remove(vjob)
                 self.log.append((now, "finish", vjob.job.id))
+            self._retry_outside()
             while cursor < len(pending) and pending[cursor].job.submit_ms <= now:
-                self.active.append(pending[cursor])
+                self._create(pending[cursor])
                 cursor += 1
             if self.session(now):
                 heapq.heappush(timers, now + PERIOD_MS)
@@ -345,7 +409,7 @@ class VolcanoSimulator:
                 break  # nothing will change any more: what waits now waits for ever
             if progress is not None:
                 progress(cursor, len(pending), now)
-        return VOutcome(self.jobs, self.never, self.log, self.never_tenants)
+        return VOutcome(self.jobs, self.never, self.log, self.never_tenants, self.quota_waits, self.undetermined)
 
 
 def replay_volcano(setup: VolcanoSetup, jobs: list[Job],

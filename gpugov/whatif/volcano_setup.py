@@ -64,6 +64,7 @@ class VolcanoSetup:
     queues: dict[str, VQueue]
     nodes: tuple[VNode, ...]
     priorities: dict[str, int]  # PriorityClass name -> value
+    quotas: dict[str, Amounts] = field(default_factory=dict)  # tenant -> its namespace's ResourceQuota (requests)
     resource_of_pool: dict[str, str] = field(default_factory=dict)
     pools_of_model: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -85,7 +86,14 @@ class VolcanoSetup:
 def read_volcano(objects: list[dict[str, Any]], nodes: tuple[VNode, ...]) -> VolcanoSetup:
     queues: dict[str, VQueue] = {ROOT_QUEUE: VQueue(ROOT_QUEUE, None, {}, {}, None)}
     priorities: dict[str, int] = {}
+    quotas: dict[str, Amounts] = {}
     for obj in objects:
+        if obj.get("kind") == "ResourceQuota":
+            tenant = (obj["metadata"].get("labels") or {}).get(LABEL_TENANT) or obj["metadata"].get("namespace", "")
+            hard = {k.removeprefix("requests."): v for k, v in ((obj.get("spec") or {}).get("hard") or {}).items()}
+            for resource, value in amounts(hard).items():
+                mine = quotas.setdefault(tenant, {})
+                mine[resource] = min(mine.get(resource, value), value)
         if obj.get("kind") == "PriorityClass":
             priorities[obj["metadata"]["name"]] = int(obj.get("value", 0))
         if obj.get("kind") != "Queue" or obj.get("apiVersion") != VOLCANO_API:
@@ -103,7 +111,7 @@ def read_volcano(objects: list[dict[str, Any]], nodes: tuple[VNode, ...]) -> Vol
     for q in queues.values():
         if q.parent is not None and q.parent not in queues:
             raise SetupError(f"Queue {q.name}'s parent {q.parent} is not compiled")
-    return VolcanoSetup(queues, nodes, priorities)
+    return VolcanoSetup(queues, nodes, priorities, quotas)
 
 
 def volcano_setup(model: Model, cluster: str) -> VolcanoSetup:
@@ -123,6 +131,6 @@ def volcano_setup(model: Model, cluster: str) -> VolcanoSetup:
     models: dict[str, list[str]] = {}
     for name, pool in sorted(pools.items()):
         models.setdefault(pool.model.name.lower(), []).append(name)
-    return VolcanoSetup(setup.queues, setup.nodes, setup.priorities,
+    return VolcanoSetup(setup.queues, setup.nodes, setup.priorities, setup.quotas,
                         {name: pool.model.resource for name, pool in pools.items()},
                         {k: tuple(v) for k, v in models.items()})
