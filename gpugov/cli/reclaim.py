@@ -5,10 +5,10 @@ Everything is read first (Workloads, running Pods, the declared metric from Prom
 not whole ends the run with exit 3 before anything is decided or done. Dry run by default: the exact
 list of what would be done; --apply patches the Workloads, records Events and notifies the sinks.
 
-On a Volcano cluster the subjects are the tenants' batch/v1 Jobs scheduled by volcano (gpugov.reclaim.volcano):
-the warning and the deactivation are marks on the Job, a deactivation also sets spec.suspend=true (its pods
-end and Volcano frees their accelerators), and the admission policy gpugov-volcano-reclaim keeps the tenant
-from undoing either.
+On a Volcano cluster the subjects are the tenants' batch/v1 Jobs scheduled by volcano and their Volcano Jobs
+(gpugov.reclaim.volcano): the warning and the deactivation are marks on the Job, a deactivation also sets
+spec.suspend=true (a Volcano Job: Volcano's AbortJob Command; its pods end and Volcano frees their
+accelerators), and the admission policy gpugov-volcano-reclaim keeps the tenant from undoing either.
 """
 
 from __future__ import annotations
@@ -103,9 +103,9 @@ def cmd_reclaim(args: argparse.Namespace) -> ExitCode:
     api = None
     try:
         api = api_client(args, in_cluster=True)
-        if volcano:  # the tenants' batch/v1 Jobs scheduled by volcano (gpugov.reclaim.volcano)
-            jobs, pods = read_jobs(api, args.page_size)
-            found = volcano_candidates(state.model, jobs, pods)
+        if volcano:  # the tenants' batch/v1 Jobs scheduled by volcano and Volcano Jobs (gpugov.reclaim.volcano)
+            jobs, pods, vcjobs = read_jobs(api, args.page_size)
+            found = volcano_candidates(state.model, jobs, pods, vcjobs)
         else:
             workloads, pods = read(api, args.page_size)
             found = candidates(state.model, workloads, pods)

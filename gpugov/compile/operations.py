@@ -192,12 +192,16 @@ def reclaim_objects(scope: Scope) -> list[Object]:
     namespaces = reclaim_namespaces(scope)
     if not namespaces or not cluster.prometheus_url:
         return []
-    # on Volcano the subjects are the tenants' batch/v1 Jobs (gpugov.reclaim.volcano), patched in place
-    group, plural = (WORKLOAD.group, WORKLOAD.plural) if scope.backend is Backend.KUEUE else ("batch", "jobs")
-    reader = [{"apiGroups": [group], "resources": [plural], "verbs": list(READ_VERBS)},
-              {"apiGroups": [""], "resources": ["pods"], "verbs": list(READ_VERBS)}]
-    actor = [{"apiGroups": [group], "resources": [plural], "verbs": ["patch"]},
-             {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
+    # on Volcano the subjects are the tenants' batch/v1 Jobs, patched in place, and Volcano Jobs, marked and
+    # aborted by Volcano's AbortJob Command in their namespace (gpugov.reclaim.volcano)
+    groups = [WORKLOAD.group] if scope.backend is Backend.KUEUE else ["batch", "batch.volcano.sh"]
+    plural = WORKLOAD.plural if scope.backend is Backend.KUEUE else "jobs"
+    reader = [{"apiGroups": [g], "resources": [plural], "verbs": list(READ_VERBS)} for g in groups]
+    reader.append({"apiGroups": [""], "resources": ["pods"], "verbs": list(READ_VERBS)})
+    actor = [{"apiGroups": [g], "resources": [plural], "verbs": ["patch"]} for g in groups]
+    if scope.backend is Backend.VOLCANO:
+        actor.append({"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": ["create"]})
+    actor.append({"apiGroups": [""], "resources": ["events"], "verbs": ["create"]})
     return CronOperation(
         RECLAIM, "reclaim", cluster.reclaim_schedule,
         ["reclaim", "/config", "--cluster", cluster.name, "--prometheus", cluster.prometheus_url, "--apply",

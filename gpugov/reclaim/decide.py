@@ -138,8 +138,8 @@ def decide(subject: Subject, policy: IdlePolicy | None, samples: Mapping[str, Se
                                         warned=warned, snooze=snooze), peak)
     if volcano:
         return out("reclaim", DEACTIVATE, Text("{idle}; warned at {warned}, grace of {grace} over: deactivated "
-                                               "(spec.suspend=true: its pods end and Volcano frees their "
-                                               "accelerators){snooze}", idle=idle, warned=warned, grace=grace,
+                                               "(a Job suspended, a Volcano Job aborted: its pods end and "
+                                               "Volcano frees their accelerators){snooze}", idle=idle, warned=warned, grace=grace,
                                                snooze=snooze), peak)
     return out("reclaim", DEACTIVATE, Text("{idle}; warned at {warned}, grace of {grace} over: deactivated "
                                            "(spec.active=false, Kueue frees its quota){snooze}", idle=idle,

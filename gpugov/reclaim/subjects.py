@@ -26,6 +26,7 @@ class Candidate:
     namespace: str
     name: str
     uid: str
+    kind: str = "Workload"  # on Volcano: "Job" (batch/v1) or "VolcanoJob" (batch.volcano.sh)
 
 
 def _controller_uid(obj: dict[str, Any]) -> str:

@@ -10,7 +10,9 @@ owner's snooze (gpugov.io/reclaim-snooze-until). A tenant may edit its own Job, 
 gpugov-volcano-reclaim keeps gpugov's two marks and the suspension of a reclaimed Job out of its reach
 (compile.admission.volcano).
 
-Volcano Jobs (batch.volcano.sh) are not reclaimed yet: they are left alone (no subject).
+A Volcano Job (batch.volcano.sh) is a subject too while Running: the same marks on it, and a deactivation
+is Volcano's own AbortJob Command (its pods end; only a ResumeJob Command, which no tenant role may
+create, brings it back: an Aborted job stays down whatever else changes on it).
 """
 
 from __future__ import annotations
@@ -34,11 +36,8 @@ def _scheduled_at(pod: dict[str, Any]) -> datetime | None:
     return None
 
 
-def volcano_candidates(model: Model, jobs: Iterable[dict[str, Any]],
-                       pods: Iterable[dict[str, Any]]) -> list[Candidate]:
-    """The running, not suspended batch/v1 Jobs scheduled by volcano in namespaces of tenants that declare
-    a reclaim policy."""
-    tenant_of = model.tenant_of_namespace()
+def _running_by_owner(pods: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """controller uid -> its running pods that volcano bound."""
     running: dict[str, list[dict[str, Any]]] = {}
     for pod in pods:
         spec = pod.get("spec") or {}
@@ -46,36 +45,57 @@ def volcano_candidates(model: Model, jobs: Iterable[dict[str, Any]],
                 or not spec.get("nodeName"):
             continue
         running.setdefault(_controller_uid(pod), []).append(pod)
+    return running
+
+
+def volcano_candidates(model: Model, jobs: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any]],
+                       vcjobs: Iterable[dict[str, Any]] = ()) -> list[Candidate]:
+    """The running, not suspended batch/v1 Jobs scheduled by volcano and the Running Volcano Jobs in
+    namespaces of tenants that declare a reclaim policy."""
+    tenant_of = model.tenant_of_namespace()
+    running = _running_by_owner(pods)
     found = []
     for job in jobs:
         meta, spec = job.get("metadata") or {}, job.get("spec") or {}
-        namespace, name, uid = str(meta.get("namespace", "")), str(meta.get("name", "")), str(meta.get("uid", ""))
-        tenant_name = tenant_of.get(namespace)
-        if tenant_name is None or spec.get("suspend") is True or not running.get(uid):
-            continue
-        policy = model.reclaim_policy(model.tenants[tenant_name])
-        if policy is None:
-            continue
-        mine = running[uid]
-        starts = [t for t in (_scheduled_at(p) for p in mine) if t is not None]
-        if not starts:
-            continue
-        template = ((spec.get("template") or {}).get("metadata") or {}).get("annotations") or {}
-        priority_class = str(((spec.get("template") or {}).get("spec") or {}).get("priorityClassName") or "")
-        annotations = meta.get("annotations") or {}
-        warned, _ = _time_or_unreadable(annotations.get(ANNOTATION_RECLAIM_WARNED))
-        snooze, unreadable = _time_or_unreadable(annotations.get(ANNOTATION_RECLAIM_SNOOZE))
-        declared = model.priority_classes.get(priority_class)
-        found.append(Candidate(Subject(
-            key=f"{namespace}/{name}",
-            tenant=tenant_name,
-            queue=str(template.get(VOLCANO_QUEUE_ANNOTATION) or tenant_name),
-            priority_class=priority_class,
-            non_preemptible=declared is not None and not declared.preemptible,
-            admitted_at=min(starts),
-            pods=tuple(sorted({str(p["metadata"]["name"]) for p in mine})),
-            warned_at=warned,
-            snooze_until=snooze,
-            snooze_unreadable=unreadable,
-        ), policy, namespace, name, uid))
-    return sorted(found, key=lambda c: c.subject.key)
+        template = spec.get("template") or {}
+        found.append(_candidate(model, tenant_of, job, running, spec.get("suspend") is True, "Job",
+                                str(((template.get("metadata") or {}).get("annotations") or {})
+                                    .get(VOLCANO_QUEUE_ANNOTATION) or ""),
+                                str((template.get("spec") or {}).get("priorityClassName") or ""),
+                                f"{meta.get('namespace', '')}/{meta.get('name', '')}"))
+    for job in vcjobs:
+        meta, spec = job.get("metadata") or {}, job.get("spec") or {}
+        phase = (((job.get("status") or {}).get("state") or {}).get("phase") or "")
+        found.append(_candidate(model, tenant_of, job, running, phase != "Running", "VolcanoJob",
+                                str(spec.get("queue") or "default"), str(spec.get("priorityClassName") or ""),
+                                f"{meta.get('namespace', '')}/vcjob/{meta.get('name', '')}"))
+    return sorted((c for c in found if c is not None), key=lambda c: c.subject.key)
+
+
+def _candidate(model: Model, tenant_of: dict[str, str], job: dict[str, Any], running: dict[str, list[dict[str, Any]]],
+               stopped: bool, kind: str, queue: str, priority_class: str, key: str) -> Candidate | None:
+    meta = job.get("metadata") or {}
+    namespace, name, uid = str(meta.get("namespace", "")), str(meta.get("name", "")), str(meta.get("uid", ""))
+    tenant_name = tenant_of.get(namespace)
+    if tenant_name is None or stopped or not running.get(uid):
+        return None
+    policy = model.reclaim_policy(model.tenants[tenant_name])
+    starts = [t for t in (_scheduled_at(p) for p in running[uid]) if t is not None]
+    if policy is None or not starts:
+        return None
+    annotations = meta.get("annotations") or {}
+    warned, _ = _time_or_unreadable(annotations.get(ANNOTATION_RECLAIM_WARNED))
+    snooze, unreadable = _time_or_unreadable(annotations.get(ANNOTATION_RECLAIM_SNOOZE))
+    declared = model.priority_classes.get(priority_class)
+    return Candidate(Subject(
+        key=key,
+        tenant=tenant_name,
+        queue=queue or tenant_name,
+        priority_class=priority_class,
+        non_preemptible=declared is not None and not declared.preemptible,
+        admitted_at=min(starts),
+        pods=tuple(sorted({str(p["metadata"]["name"]) for p in running[uid]})),
+        warned_at=warned,
+        snooze_until=snooze,
+        snooze_unreadable=unreadable,
+    ), policy, namespace, name, uid, kind)

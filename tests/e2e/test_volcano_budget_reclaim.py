@@ -418,7 +418,8 @@ def test_after_the_grace_the_job_is_suspended_and_its_cards_go_to_another_tenant
                                for p in pods_of(api, "speech", idle["job"])), 60, "the idle job's pod gone")
     eventually(lambda: running(api, "llm-pretrain", idle["waiting"]), 90,
                "the other tenant's waiting job running on the freed cards")
-    events = [e.reason for e in client.CoreV1Api(api).list_namespaced_event("speech").items
+    events = [e.reason for e in sorted(client.CoreV1Api(api).list_namespaced_event("speech").items,
+                                       key=lambda e: e.metadata.creation_timestamp)
               if e.involved_object.kind == "Job" and e.involved_object.name == idle["job"]
               and e.reason.startswith("GpugovIdle")]
     assert events == ["GpugovIdleWarning", "GpugovIdleDeactivated"], events
@@ -472,3 +473,101 @@ def test_a_tenant_cannot_undo_or_dodge_a_reclaim(api: client.ApiClient, idle: di
     assert not any(p.spec.node_name and p.metadata.deletion_timestamp is None for p in pods_of(api, "speech", name))
     # the administrators (system:masters) may still undo it by hand: the policy does not bind them
     client.BatchV1Api(api).patch_namespaced_job(name, "speech", {"spec": {"suspend": False}}, dry_run="All")
+
+
+# A Volcano Job (batch.volcano.sh) of speech, submitted by its own member: warned, then aborted by Volcano's
+# own AbortJob Command; only a ResumeJob Command brings an aborted job back, and no tenant role creates one.
+
+VCJOB = ("batch.volcano.sh", "v1alpha1")
+
+
+def vcjob_pods(api: client.ApiClient, name: str) -> list[client.V1Pod]:
+    return client.CoreV1Api(api).list_namespaced_pod("speech", label_selector=f"volcano.sh/job-name={name}").items
+
+
+def vcjob_phase(api: client.ApiClient, name: str) -> str:
+    job = client.CustomObjectsApi(api).get_namespaced_custom_object(*VCJOB, "speech", "jobs", name)
+    return ((job.get("status") or {}).get("state") or {}).get("phase") or ""
+
+
+@pytest.fixture(scope="module")
+def vc_idle(west: Sandbox, api: client.ApiClient, idle: dict[str, Any]) -> dict[str, Any]:
+    from gpugov.cluster.impersonate import impersonate
+
+    _delete_all_jobs(api)
+    name = f"vc-{uuid.uuid4().hex[:6]}"
+    requests = {ASCEND: "8", "cpu": "1", "memory": "1Gi"}
+    member = client.CustomObjectsApi(impersonate(client.ApiClient(api.configuration), "dave@example.com",
+                                                 ["speech-team"]))
+    member.create_namespaced_custom_object(*VCJOB, "speech", "jobs", {
+        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name},
+        "spec": {"schedulerName": "volcano", "queue": "speech", "minAvailable": 1, "tasks": [{
+            "name": "main", "replicas": 1, "template": {"spec": {"restartPolicy": "Never", "containers": [{
+                "name": "main", "image": samples.IMAGE, "resources": {"requests": requests, "limits": requests}}]}}}]}})
+    eventually(lambda: any(p.status.phase == "Running" and p.spec.node_name for p in vcjob_pods(api, name)), 90,
+               "speech's Volcano Job running")
+    fillers = [job(api, "llm-pretrain") for _ in range(3)]
+    eventually(lambda: all(running(api, "llm-pretrain", f) for f in fillers), 90, "llm-pretrain holding 24")
+    waiting = job(api, "llm-pretrain")
+    time.sleep(6)
+    assert not any(p.spec.node_name for p in pods_of(api, "llm-pretrain", waiting))
+    pod = next(p for p in vcjob_pods(api, name) if p.status.phase == "Running")
+    scheduled = next(c.last_transition_time for c in pod.status.conditions if c.type == "PodScheduled")
+    while time.time() < scheduled.timestamp() + WINDOW + 2:
+        time.sleep(0.5)
+    return {"job": name, "pod": pod.metadata.name, "waiting": waiting, "kubeconfig": idle["kubeconfig"]}
+
+
+def test_an_idle_volcano_job_is_warned_then_aborted_and_stays_down(api: client.ApiClient, root: Path,
+                                                                   vc_idle: dict[str, Any]) -> None:
+    from gpugov.cluster.impersonate import impersonate
+    from gpugov.kube.objects import ANNOTATION_RECLAIM_DEACTIVATED, ANNOTATION_RECLAIM_WARNED
+    from gpugov.queueing.workload import parse_time
+    from tests.unit.test_usage_prometheus import fake_prometheus
+
+    name, key = vc_idle["job"], f"speech/vcjob/{vc_idle['job']}"
+    admin = client.CustomObjectsApi(api)
+    member_api = impersonate(client.ApiClient(api.configuration), "dave@example.com", ["speech-team"])
+    member = client.CustomObjectsApi(member_api)
+    with fake_prometheus(series(vc_idle)) as prometheus:
+        first = reclaim(root, vc_idle["kubeconfig"], prometheus, "--apply")
+        assert first.returncode == 0, first.stdout + first.stderr
+        assert (row(first, key)["state"], row(first, key)["action"]) == ("idle", "warn"), first.stdout
+        marks = admin.get_namespaced_custom_object(*VCJOB, "speech", "jobs", name)["metadata"]["annotations"]
+        with pytest.raises(ApiException) as refused:  # stripping the warning would restart the grace
+            member.patch_namespaced_custom_object(*VCJOB, "speech", "jobs", name, {
+                "metadata": {"annotations": {ANNOTATION_RECLAIM_WARNED: None}}})
+        assert refused.value.status == 403 and "gpugov-volcano-reclaim" in refused.value.body
+        while time.time() < parse_time(marks[ANNOTATION_RECLAIM_WARNED]).timestamp() + GRACE + 1:
+            time.sleep(0.5)
+        second = reclaim(root, vc_idle["kubeconfig"], prometheus, "--apply")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert (row(second, key)["state"], row(second, key)["action"]) == ("reclaim", "deactivate"), second.stdout
+    eventually(lambda: vcjob_phase(api, name) in ("Aborting", "Aborted"), 60, "the Volcano Job aborted")
+    eventually(lambda: not any(p.spec.node_name and p.metadata.deletion_timestamp is None
+                               for p in vcjob_pods(api, name)), 60, "its pod gone")
+    eventually(lambda: running(api, "llm-pretrain", vc_idle["waiting"]), 90,
+               "the other tenant's waiting job running on the freed cards")
+
+    uid = admin.get_namespaced_custom_object(*VCJOB, "speech", "jobs", name)["metadata"]["uid"]
+    target = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": name, "uid": uid, "controller": True}
+    attempts = {
+        "resume it with a Command": lambda: member.create_namespaced_custom_object(
+            "bus.volcano.sh", "v1alpha1", "speech", "commands", {
+                "apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                "metadata": {"generateName": f"{name}-resumejob-", "ownerReferences": [target]},
+                "target": target, "action": "ResumeJob"}),
+        "drop the mark": lambda: member.patch_namespaced_custom_object(*VCJOB, "speech", "jobs", name, {
+            "metadata": {"annotations": {ANNOTATION_RECLAIM_DEACTIVATED: None}}}),
+        "change its status": lambda: member.patch_namespaced_custom_object_status(*VCJOB, "speech", "jobs", name, {
+            "status": {"state": {"phase": "Running"}}}),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(ApiException) as refused:
+            attempt()
+        assert refused.value.status == 403, (what, refused.value.body)
+    # an edit its roles allow (a label) is just another event to Volcano's controller: aborted stays aborted
+    member.patch_namespaced_custom_object(*VCJOB, "speech", "jobs", name, {"metadata": {"labels": {"poke": "1"}}})
+    time.sleep(5)
+    assert vcjob_phase(api, name) in ("Aborting", "Aborted")
+    assert not any(p.spec.node_name and p.metadata.deletion_timestamp is None for p in vcjob_pods(api, name))

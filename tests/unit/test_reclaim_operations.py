@@ -139,14 +139,18 @@ def test_a_prometheus_that_is_not_a_url_is_refused(tmp_path: Path) -> None:
     assert any("prometheus" in f.message for f in result.errors), result.errors
 
 
-def test_on_volcano_the_reclaim_cronjob_reads_and_patches_batch_jobs_instead_of_workloads(tmp_path: Path) -> None:
+def test_on_volcano_the_reclaim_cronjob_reads_and_patches_jobs_instead_of_workloads(tmp_path: Path) -> None:
     """gpugov.reclaim.volcano: the subjects are the tenants' batch/v1 Jobs, patched only where an idle policy
     applies (the tenant cannot undo the patch: gpugov-volcano-reclaim, tests/e2e/test_volcano_budget_reclaim.py)."""
     part = reclaim_part(compiled(tmp_path, backend="volcano"))
     assert part[("ClusterRole", "", "gpugov-reclaim-reader")]["rules"] == [
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+    # Volcano Jobs are aborted by Volcano's AbortJob Command, created in the tenants' namespaces only
     assert part[("ClusterRole", "", "gpugov-reclaim-actor")]["rules"] == [
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["patch"]},
+        {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ["patch"]},
+        {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": ["create"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
     assert sorted(k[1] for k in part if k[0] == "RoleBinding") == ["alpha", "alpha-dev"]

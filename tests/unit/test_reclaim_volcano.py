@@ -60,6 +60,25 @@ def test_running_volcano_jobs_of_tenants_with_a_policy_are_subjects(tmp_path: Pa
     assert (found.namespace, found.name, found.uid) == ("alpha", "train", "uid-train")
 
 
+def test_a_volcano_job_running_is_a_subject_under_its_own_key(tmp_path: Path) -> None:
+    from gpugov.cluster.volcano_reclaim import abort_command
+
+    compiled(tmp_path, backend="volcano")
+    model = validate_repo(tmp_path).model
+    assert model is not None
+    vcjob = {"metadata": {"name": "train", "namespace": "alpha", "uid": "uid-train"},
+             "spec": {"queue": "alpha", "priorityClassName": ""}, "status": {"state": {"phase": "Running"}}}
+    aborted = {"metadata": {"name": "gone", "namespace": "alpha", "uid": "uid-gone"},
+               "spec": {"queue": "alpha"}, "status": {"state": {"phase": "Aborted"}}}
+    (found,) = volcano_candidates(model, [], [pod("train-main-0", "train"), pod("gone-main-0", "gone")],
+                                  [vcjob, aborted])
+    assert (found.subject.key, found.kind, found.subject.pods) == ("alpha/vcjob/train", "VolcanoJob", ("train-main-0",))
+    command = abort_command(found, "idle")
+    assert (command["action"], command["metadata"]["namespace"], command["target"]["name"],
+            command["target"]["kind"], command["target"]["apiVersion"]) == (
+        "AbortJob", "alpha", "train", "Job", "batch.volcano.sh/v1alpha1")
+
+
 def test_a_deactivation_suspends_the_job_and_says_volcano_frees_the_cards() -> None:
     from gpugov.declarations.model import IdlePolicy
 
@@ -70,7 +89,7 @@ def test_a_deactivation_suspends_the_job_and_says_volcano_frees_the_cards() -> N
     now = T0 + timedelta(minutes=4)
     samples = {"train-a": [(T0 + timedelta(seconds=s), 0.5) for s in range(0, 241, 10)]}
     decision = decide(subject, policy, samples, now, timedelta(seconds=10), 3600, volcano=True)
-    assert decision.action == DEACTIVATE and "spec.suspend=true" in decision.why and "Volcano" in decision.why
+    assert decision.action == DEACTIVATE and "Volcano Job aborted" in decision.why and "suspended" in decision.why
     assert "Kueue" in decide(subject, policy, samples, now, timedelta(seconds=10), 3600).why
     assert job_patch(decision, now) == {"spec": {"suspend": True}, "metadata": {"annotations": {
         ANNOTATION_RECLAIM_DEACTIVATED: "2026-12-01T10:04:00Z"}}}

@@ -227,15 +227,17 @@ def reclaim_account(scope: Scope) -> str:
 
 def volcano_reclaim_policy(scope: Scope) -> Object:
     """`gpugov reclaim` on Volcano marks a tenant's own batch/v1 Job (warned, then deactivated with
-    spec.suspend=true), and a member may edit its Jobs: in a tenant namespace nobody but the reclaim
-    CronJob's ServiceAccount, the trusted controllers and cluster administrators (system:masters) may
-    add, change or remove gpugov's two marks, nor set spec.suspend back to false on a Job gpugov
-    deactivated. Stripping the warning would restart the grace at every run, un-suspending would take the
+    spec.suspend=true) or Volcano Job (deactivated by an AbortJob Command, which only a ResumeJob Command
+    undoes: no tenant role creates Commands), and a member may edit its Jobs: in a tenant namespace
+    nobody but the reclaim CronJob's ServiceAccount, the trusted controllers and cluster administrators
+    (system:masters) may add, change or remove gpugov's two marks on either kind, nor set spec.suspend
+    back to false on a batch/v1 Job gpugov deactivated. Stripping the warning would restart the grace at every run, un-suspending would take the
     reclaimed accelerators back unnoticed; a new Job (any name) is a new ask in the queue.
 
     Threat model: attack: undo a reclaim or dodge it (un-suspend the Job, drop or rewrite
     gpugov.io/reclaim-deactivated-at or -warned-at); control: this policy; test:
-    tests/e2e/test_volcano_budget_reclaim.py::test_a_tenant_cannot_undo_or_dodge_a_reclaim."""
+    tests/e2e/test_volcano_budget_reclaim.py::test_a_tenant_cannot_undo_or_dodge_a_reclaim,
+    ::test_an_idle_volcano_job_is_warned_then_aborted_and_stays_down."""
     old = "(request.operation == 'UPDATE' && has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {})"
     new = "(has(object.metadata.annotations) ? object.metadata.annotations : {})"
     not_trusted = _not_trusted(scope)
@@ -246,6 +248,8 @@ def volcano_reclaim_policy(scope: Scope) -> Object:
             "failurePolicy": "Fail",
             "matchConstraints": {"resourceRules": [
                 {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["jobs"]},
+                {"apiGroups": [VOLCANO_BATCH_GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
                  "resources": ["jobs"]}]},
             "matchConditions": [
                 not_trusted,
@@ -263,14 +267,14 @@ def volcano_reclaim_policy(scope: Scope) -> Object:
             "validations": [
                 {
                     "expression": "variables.changed.size() == 0",
-                    "messageExpression": "'Job ' + request.namespace + '/' + object.metadata.name + ' may not "
+                    "messageExpression": "object.kind + ' ' + request.namespace + '/' + object.metadata.name + ' may not "
                     "add, change or remove ' + variables.changed[0] + ': only gpugov reclaim writes it (gpugov: "
                     f"snooze with {ANNOTATION_RECLAIM_SNOOZE} within the declared maximum; ask {_team(scope)})'",
                     "reason": "Forbidden",
                 },
                 {
-                    "expression": f"!('{ANNOTATION_RECLAIM_DEACTIVATED}' in variables.old) || "
-                    "(has(object.spec.suspend) && object.spec.suspend)",
+                    "expression": f"request.resource.group != 'batch' || !('{ANNOTATION_RECLAIM_DEACTIVATED}' in "
+                    "variables.old) || (has(object.spec.suspend) && object.spec.suspend)",
                     "messageExpression": "'Job ' + request.namespace + '/' + object.metadata.name + ' was "
                     "deactivated by gpugov reclaim (its accelerators stayed idle past the grace) and stays "
                     "suspended (gpugov: submit a new Job when it will use what it asks for; ask "
