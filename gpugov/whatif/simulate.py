@@ -294,6 +294,9 @@ class Simulator:
         # Each kind's last assignment and the grades it was made of (assign reuses it while they hold),
         # within one epoch of the quota timeline.
         self.made: list[Made | None] = [None] * len(kinds)
+        # By kind: (the grades of its Made, the age read, what _known_same looks up for each grade)
+        self.checks: list[tuple[Grades, int, tuple[tuple[tuple[object, ...], int, tuple[int, int] | None], ...]] | None] = (
+            [None] * len(kinds))
         self.marks: dict[tuple[int, FR], int] = {}  # (cohort tree root id, (flavor, resource)) -> changes
         self.changes = 0  # how many times marks changed: a sum of marks holds while it is the same
         self.mark_sums: dict[int, tuple[int, int, tuple[tuple[int, FR], ...]]] = {}  # id(keys) -> (changes, sum, keys)
@@ -631,19 +634,26 @@ class Simulator:
         """Whether every grade of `grades` is the same now, as far as _grader's `same` can tell from
         what the grader keeps for this version, without grading anything (False: a grade differs,
         or one would have to be made; the caller then asks `same` through assign, which reads the
-        same and sets the same flags up to there)."""
+        same and sets the same flags up to there). The keys it reads are made once per list of
+        grades (and age) of the kind: the queue, priority and quantities are the kind's."""
         policy = cq.spec.preemption
         age = wl.created_s if "LowerOrNewerEqualPriority" in (policy.within_cluster_queue,
                                                                policy.reclaim_within_cohort) else 0
-        version, queue, priority, room, memo = cq.root.version, id(cq), wl.priority, self.room, self.grades
+        kept = self.checks[wl.kind]
+        if kept is None or kept[0] is not grades or kept[1] != age:
+            queue, priority = id(cq), wl.priority
+            kept = self.checks[wl.kind] = (grades, age, tuple(
+                ((queue, fr), value, None) if answer is FIT_NOW else ((queue, priority, age, fr, value), 0, answer)
+                for fr, value, answer in grades))
+        version, room, memo = cq.root.version, self.room, self.grades
         searched = False
-        for fr, value, answer in grades:
-            if answer is FIT_NOW:
-                fits = room.get((queue, fr))
+        for key, value, answer in kept[2]:
+            if answer is None:  # fitted now: still within the queue's room in this version
+                fits = room.get(key)
                 if fits is None or fits[0] != version or value > fits[1]:
                     return False
             else:
-                known = memo.get((queue, priority, age, fr, value))
+                known = memo.get(key)
                 if known is None or known[0] != version or known[1] != answer:
                     return False
                 searched = searched or known[2]
