@@ -46,7 +46,7 @@ from gpugov.cluster.rest import (
     server_side_apply,
     write,
 )
-from gpugov.kube.kinds import APPLY_ORDER, KINDS, Kind
+from gpugov.kube.kinds import DEPENDENCY_ORDER, KINDS, Kind
 from gpugov.kube.names import KUEUE_API
 from gpugov.kube.objects import MANAGED_BY, MANAGER, Object, object_key
 
@@ -122,7 +122,7 @@ def owned_metadata(obj: Object) -> tuple[str, ...]:
 
 def _prune_kinds(served: set[str]) -> list[Kind]:
     """The kinds gpugov writes, in reverse apply order, that this server serves."""
-    rank = {name: i for i, name in enumerate(APPLY_ORDER)}
+    rank = {name: i for i, name in enumerate(DEPENDENCY_ORDER)}
     kinds = [k for k in KINDS.values() if k.kind in rank and k.api_version in served]
     return sorted(kinds, key=lambda k: (-rank[k.kind], k.api_version))
 

@@ -142,9 +142,12 @@ def select(model: Model, *, cluster: str | None = None, backend: str | None = No
     target = model.cluster(cluster)
     scope = Scope(model, target, Backend(backend or target.backend))
     scope.pools = {name: pool for name, pool in sorted(model.pools.items()) if model.pool_cluster(pool) == cluster}
+    # A fleet's manager (issue #43) holds its tenants' namespaces and queues: their jobs queue there.
+    dispatched = {t for fleet in model.fleets_managed_by(cluster) for t in fleet.tenant_names()}
     for name, tenant in sorted(model.tenants.items()):
         quotas = tuple(q for q in tenant.quotas if q.pool in scope.pools)
         wanted = cluster in tenant.clusters if tenant.clusters else bool(quotas) or not tenant.quotas
+        wanted = wanted or name in dispatched
         if wanted:
             scope.tenants[name] = tenant
             scope.quotas[name] = quotas

@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from gpugov.compile.common import Object, Scope, metadata, resource_order, tenant_labels
+from gpugov.compile.fleet import worker_fleets
 from gpugov.compile.kueue import queue_flavors
 from gpugov.compile.roles import role_bindings
 from gpugov.declarations.model import Tenant
@@ -100,7 +101,7 @@ def compile_core(scope: Scope) -> list[Object]:
             # the gated pods of Kueue's pod integration at creation instead of letting them queue.
             backstop = resource_quota(scope, tenant, name) if scope.backend == "volcano" else None
             # gpugov's own tenant roles (compile.roles), never the built-in edit.
-            objects.extend(role_bindings(tenant, name))
+            objects.extend(role_bindings(tenant, name, view_only=bool(worker_fleets(scope, tenant))))
             if backstop is not None:
                 objects.append(backstop)
     return objects

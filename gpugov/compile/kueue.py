@@ -41,6 +41,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from gpugov.compile import fleet
 from gpugov.compile.common import (
     LABEL_DEPARTMENT,
     LABEL_POOL,
@@ -312,8 +313,12 @@ def compile_kueue(scope: Scope) -> list[Object]:
         if tas:
             objects.append(topology(pool))
     objects.extend(cohort(scope, name) for name in scope.departments)
+    objects.extend(fleet.manager_objects(scope))
     for tenant in scope.tenants.values():
-        objects.append(cluster_queue(scope, tenant))
+        dispatched = fleet.fleet_tenant(scope, tenant)
+        objects.append(fleet.fleet_cluster_queue(scope, *dispatched, tenant) if dispatched
+                       else cluster_queue(scope, tenant))
         objects.extend(local_queues(tenant))
+    objects.extend(fleet.worker_objects(scope))
     objects.extend(workload_priority_classes(scope))
     return objects

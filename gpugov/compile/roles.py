@@ -178,10 +178,16 @@ def cluster_roles(scope: Scope) -> list[Object]:
     return [*roles, _cluster_role(scope, QUEUE_READER, queue_reader_rules(scope.backend))]
 
 
-def role_bindings(tenant: Tenant, namespace: str) -> list[Object]:
-    """One RoleBinding per persona that names anyone, in one of the tenant's namespaces."""
+def role_bindings(tenant: Tenant, namespace: str, view_only: bool = False) -> list[Object]:
+    """One RoleBinding per persona that names anyone, in one of the tenant's namespaces. `view_only`
+    (a fleet's worker, issue #43: work arrives only through the manager) binds everyone as a viewer."""
     bindings = []
-    for persona, who in persona_subjects(tenant).items():
+    personas = persona_subjects(tenant)
+    if view_only:
+        everyone = personas.values()
+        personas = {VIEWER: Subjects(tuple(u for s in everyone for u in s.users),
+                                     tuple(g for s in everyone for g in s.groups))}
+    for persona, who in personas.items():
         if who.empty:
             continue
         bindings.append({

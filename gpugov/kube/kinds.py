@@ -56,6 +56,9 @@ KINDS: dict[tuple[str, str], Kind] = {
         Kind(KUEUE_API, "ResourceFlavor", "resourceflavors", False),
         Kind(KUEUE_API, "Topology", "topologies", False),
         Kind(KUEUE_API, "Cohort", "cohorts", False),
+        Kind(KUEUE_API, "MultiKueueCluster", "multikueueclusters", False),
+        Kind(KUEUE_API, "MultiKueueConfig", "multikueueconfigs", False),
+        Kind(KUEUE_API, "AdmissionCheck", "admissionchecks", False),
         Kind(KUEUE_API, "ClusterQueue", "clusterqueues", False),
         Kind(KUEUE_API, "LocalQueue", "localqueues", True),
         Kind(KUEUE_API, "WorkloadPriorityClass", "workloadpriorityclasses", False),
@@ -95,6 +98,19 @@ APPLY_ORDER = (
     "ValidatingAdmissionPolicyBinding",
     "Node",
     "ClusterPolicy",
+    # A fleet's MultiKueue wiring, last so that no other kind's manifest file is renumbered: a ClusterQueue
+    # whose AdmissionCheck does not exist yet waits inactive until it does (Kueue reconciles it then).
+    "MultiKueueCluster",
+    "MultiKueueConfig",
+    "AdmissionCheck",
+)
+
+# The order of dependence (prune goes through it backwards): a fleet's wiring before the ClusterQueues that
+# name its AdmissionCheck, so those are deleted first.
+_FLEET_ORDER = ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck")
+DEPENDENCY_ORDER = tuple(
+    name for kind in APPLY_ORDER if kind not in _FLEET_ORDER
+    for name in ((*_FLEET_ORDER, kind) if kind == "ClusterQueue" else (kind,))
 )
 
 
