@@ -277,7 +277,7 @@ def check_volcano_scheduler_config(s: Situation) -> Outcome:
 
 
 @check("DR008", "volcano-queues", reads=("volcano-queues",),
-       summary="Every Queue gpugov declares is Open, its parent exists (a Queue without one is under root), and no "
+       summary="Every Queue gpugov declares is Open (or closed by gpugov budget, which marks it), its parent exists (a Queue without one is under root), and no "
                "PodGroup names a parent Queue: one job in a non-leaf queue, or one queue whose parent is missing, "
                "makes the capacity plugin refuse to allocate, reclaim and preempt for every queue (volcano#4227).",
        hint=Text("Run vc-controller-manager (its queue controller opens Queues); move the PodGroups out of "

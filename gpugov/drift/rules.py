@@ -69,8 +69,9 @@ IDLE = rule("GD030", "idle-accelerator", Level.WARNING,
             "A pod holds accelerators whose utilisation (DCGM) stayed under the idle threshold for the whole window.",
             "Ask the owner to release the GPUs; consider a shorter runtime limit.")
 QUEUE_NOT_OPEN = rule("GD028", "volcano-queue-not-open", Level.ERROR,
-                      "A Volcano Queue gpugov declares is not Open (Closed or Closing): Volcano admits no new job "
-                      "into it, while the declarations promise its tenant a queue.",
+                      "A Volcano Queue gpugov declares is not Open (Closed or Closing) and gpugov budget did not "
+                      "close it (no gpugov.io/budget-held mark): Volcano admits no new job into it, while the "
+                      "declarations promise its tenant a queue.",
                       "Open it again (vcctl queue operate --name QUEUE --action open), or remove the tenant from the declarations.")
 
 DRIFT_RULE_IDS = {r.id for r in (INCOMPLETE, OBJECT_MISSING, OBJECT_CHANGED, OBJECT_NOT_DESIRED, NODE_MISSING,
