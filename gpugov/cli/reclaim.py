@@ -149,7 +149,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "reclaim",
-        help="warn about, then deactivate, Workloads that hold accelerators idle (declared reclaim policy)",
+        help="warn about, then deactivate, Workloads (Kueue) or Jobs (Volcano) that hold accelerators idle "
+        "(declared reclaim policy)",
         description="Per admitted Workload of a tenant with a reclaim policy: idle for the declared window "
         "(every pod below the threshold, the metric present, fresh and covering the window), warned, grace over, "
         "not exempt, not snoozed? Dry run by default, printing the exact list; --apply warns (an Event and the "
@@ -163,7 +164,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     kubeconfig_args(p, in_cluster=True)
     p.add_argument("--prometheus", metavar="URL", help="Prometheus with the declared metric (without it every "
                    "workload is 'unknown' and nothing is done)")
-    p.add_argument("--apply", action="store_true", help="act: patch Workloads, record Events, notify")
+    p.add_argument("--apply", action="store_true", help="act: patch Workloads (Kueue) or Jobs (Volcano), record Events, "
+                   "notify")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--step", type=positive, default=60, metavar="SECONDS",
                    help="metric resolution: a gap of more than two steps is missing data (default 60)")
