@@ -11,8 +11,9 @@ the workload to the workers, keeping it on the first that admits it.
 
 On each **worker**: the tenant is compiled as usual from its quotas there (namespaces, LocalQueues of the
 same names, its ClusterQueue), and the manager's identity (Fleet spec.managerUser) gets only what
-MultiKueue's clients do with it (kueue pkg/controller/admissionchecks/multikueue): watch Workloads and
-batch Jobs in every namespace (its watches are cluster-wide, filtered by the origin label), and create,
+MultiKueue's clients do with it (kueue pkg/controller/admissionchecks/multikueue): watch Workloads,
+batch Jobs and Pods in every namespace (its watches are cluster-wide, filtered by the origin label; the
+sandbox's worker refused the connection without the Pod watch), and create,
 update and delete them, and update Workloads' status, only in the fleet tenants' namespaces (a
 RoleBinding per namespace). Never Secrets, Pods or any other kind. The tenant's own people are bound only
 as viewers there (compile.core): they follow their jobs on a worker but cannot submit around the
@@ -142,6 +143,9 @@ def worker_objects(scope: Scope) -> list[Object]:
     objects.append(_role(first, WATCH_ROLE, [
         {"apiGroups": [KUEUE_GROUP], "resources": ["workloads"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
+        # MultiKueue watches every integration it adapts (Kueue's pod integration among them) before it calls a
+        # worker connected; it only reads pods, and dispatches Jobs alone (no pod writes below).
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
     ]))
     objects.append(_role(first, DISPATCH_ROLE, [
         {"apiGroups": [KUEUE_GROUP], "resources": ["workloads"], "verbs": ["create", "update", "delete"]},

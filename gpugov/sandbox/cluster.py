@@ -77,6 +77,9 @@ class Sandbox:
         volcano_conf: Volcano's scheduler configuration (``volcano-scheduler.conf``), as gpugov
             compiles it for the cluster (``gpugov.compile.volcano_scheduler``); default: the one
             for the capacity plugin.
+        kueue_config: top-level fields added to Kueue's Configuration (a fleet's manager: multiKueue).
+        with_nodes: start the controller manager, scheduler and KWOK; False for a cluster that runs no
+            pod itself (a fleet's MultiKueue manager: apiserver and Kueue only).
     """
 
     def __init__(
@@ -87,6 +90,8 @@ class Sandbox:
         startup_timeout: float = 120.0,
         backend: str = "kueue",
         volcano_conf: str | None = None,
+        kueue_config: dict[str, Any] | None = None,
+        with_nodes: bool = True,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"unknown sandbox backend {backend!r} (known: {', '.join(BACKENDS)})")
@@ -95,6 +100,8 @@ class Sandbox:
         self._timeout = startup_timeout
         self.backend = backend
         self._volcano_conf = volcano_conf
+        self._kueue_config = kueue_config
+        self._with_nodes = with_nodes
         self.controlplane: ControlPlane | None = None
         self.components: list[Component] = []
         self.started: list[Started] = []
@@ -134,7 +141,7 @@ class Sandbox:
                 controller_manager(self.cp, binaries[CONTROLLER_MANAGER_BINARY], kcm_port, k8s_version),
                 scheduler(self.cp, binaries[SCHEDULER_BINARY], scheduler_port, k8s_version),
                 kwok(self.cp, binaries[KWOK_BINARY], kwok_port, tool_version("kwok", "sigs.k8s.io/kwok")),
-            ]
+            ] if self._with_nodes else []
             begin = time.monotonic()
             for component in group:
                 self.components.append(component)
@@ -152,7 +159,8 @@ class Sandbox:
     def _start_kueue(self, binaries: dict[str, Path], free: list[int]) -> None:
         config_dir = kueue_config_dir(binaries[KUEUE_BINARY])
         ports = dict(zip(("webhook", "health", "metrics", "visibility"), free, strict=True))
-        kueue = Kueue(self.cp, binaries[KUEUE_BINARY], config_dir, ports, tool_version("kueue", "sigs.k8s.io/kueue"))
+        kueue = Kueue(self.cp, binaries[KUEUE_BINARY], config_dir, ports, tool_version("kueue", "sigs.k8s.io/kueue"),
+                      self._kueue_config)
         begin = time.monotonic()
         self.backend_crds = kueue.prepare()
         self.components.append(kueue.component)

@@ -71,8 +71,9 @@ KUEUE_GROUPS = ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}",
 MANAGED_JOBS_NAMESPACE_SELECTOR = {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]}
 
 
-def configuration(workdir: Path, ports: dict[str, int]) -> dict[str, Any]:
-    """Kueue's v1beta2 Configuration for an out-of-cluster controller on loopback."""
+def configuration(workdir: Path, ports: dict[str, int], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Kueue's v1beta2 Configuration for an out-of-cluster controller on loopback; `extra`: top-level
+    fields added (a fleet's manager: its multiKueue block)."""
     return {
         "apiVersion": KUEUE_CONFIG_API,
         "kind": "Configuration",
@@ -88,6 +89,7 @@ def configuration(workdir: Path, ports: dict[str, int]) -> dict[str, Any]:
         "integrations": {"frameworks": ["batch/job", "pod"]},
         # What gpugov's fairSharing.weight needs: without this block Kueue ignores the weights.
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+        **(extra or {}),
     }
 
 
@@ -203,8 +205,10 @@ def _apply(cp: ControlPlane, objects: Iterable[dict[str, Any]]) -> None:
 class Kueue:
     """Sets up and supervises the Kueue controller of one sandbox."""
 
-    def __init__(self, cp: ControlPlane, binary: Path, config_dir: Path, ports: dict[str, int], version: str) -> None:
+    def __init__(self, cp: ControlPlane, binary: Path, config_dir: Path, ports: dict[str, int], version: str,
+                 extra_config: dict[str, Any] | None = None) -> None:
         self._cp = cp
+        self._extra_config = extra_config
         self._config_dir = config_dir
         self._ports = ports
         self.workdir = cp.workdir / "kueue"
@@ -227,7 +231,7 @@ class Kueue:
         ensure_fixed_certs()
         self.workdir.mkdir(parents=True, exist_ok=True)
         issue_serving_cert(self._cp.pki.ca_cert.parent, self.workdir / "certs", ["localhost"], ["127.0.0.1"])
-        config = configuration(self.workdir, self._ports)
+        config = configuration(self.workdir, self._ports, self._extra_config)
         (self.workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         identity_kubeconfig(self._cp.kubeconfig, self._cp.pki.ca_cert.parent, self.workdir / "kubeconfig",
                             KUEUE_USER, KUEUE_GROUPS)

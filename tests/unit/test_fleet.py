@@ -65,11 +65,12 @@ def test_a_worker_grants_the_manager_only_what_multikueue_does(model: Model, wor
     roles = of_kind(objects, "ClusterRole")
     for name in (WATCH_ROLE, DISPATCH_ROLE):
         for rule in roles[name]["rules"]:
-            assert set(rule["apiGroups"]) <= {"kueue.x-k8s.io", "batch"}
-            assert set(rule["resources"]) <= {"workloads", "workloads/status", "jobs"}
+            assert set(rule["apiGroups"]) <= {"kueue.x-k8s.io", "batch", ""}
+            assert set(rule["resources"]) <= {"workloads", "workloads/status", "jobs", "pods"}
             assert "*" not in rule["verbs"] and not {"impersonate", "escalate", "bind"} & set(rule["verbs"])
     # Cluster-wide only reads (MultiKueue's watches have no namespace); writes only in the tenant's namespaces.
     assert {v for r in roles[WATCH_ROLE]["rules"] for v in r["verbs"]} == {"get", "list", "watch"}
+    assert not [r for r in roles[DISPATCH_ROLE]["rules"] if "pods" in r["resources"] or "secrets" in r["resources"]]
     [watch] = of_kind(objects, "ClusterRoleBinding")[WATCH_ROLE]["subjects"]
     assert watch["kind"] == "User" and watch["name"] == "gpugov-multikueue"
     dispatch = [o for o in objects if o["kind"] == "RoleBinding" and o["roleRef"]["name"] == DISPATCH_ROLE]
@@ -148,3 +149,14 @@ def test_the_fleet_objects_conform_to_kueues_crds(model: Model) -> None:
     assert errors == [], "\n".join(errors)
     assert stats.unsupported == []
     assert {"MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck", "ClusterQueue"} <= checked
+
+
+def test_a_worker_trusts_the_managers_user_as_it_trusts_kueue(model: Model) -> None:
+    """MultiKueue creates the Jobs with their prebuilt Workload's label on a worker, as Kueue does on one
+    cluster: the worker's admission policies leave the manager's user alone; nowhere else."""
+    def trusting(cluster: str) -> bool:
+        return any("gpugov-multikueue" in c["expression"] for o in compile(model, cluster=cluster)
+                   if o["kind"] == "ValidatingAdmissionPolicy" for c in o["spec"].get("matchConditions", []))
+
+    assert trusting("lab") and trusting("lab2")
+    assert not trusting("hub")

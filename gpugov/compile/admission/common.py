@@ -225,7 +225,10 @@ def _team(scope: Scope) -> str:
 def _not_trusted(scope: Scope) -> dict[str, str]:
     """The matchCondition that leaves the trusted controllers (Guardrails.isolation) alone."""
     isolation = scope.model.limits.isolation
-    users, groups = sorted(isolation.trusted_users), sorted(isolation.trusted_groups)
+    # On a fleet's worker (issue #43) the manager's MultiKueue creates the Jobs and their prebuilt
+    # Workloads as Kueue does on one cluster: its user is trusted as Kueue is (compile.fleet).
+    fleet_users = {f.manager_user for f in scope.model.fleets_with_worker(scope.cluster.name)}
+    users, groups = sorted(set(isolation.trusted_users) | fleet_users), sorted(isolation.trusted_groups)
     return {
         "name": "not-a-trusted-controller",
         "expression": f"!(request.userInfo.username in {_cel(users)}) && "

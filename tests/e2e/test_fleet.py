@@ -1,0 +1,242 @@
+"""A fleet on the living sandbox (issue #43): three API servers, Kueue v0.17.0 on each, MultiKueue wired
+from the declarations alone.
+
+- ``hub``: the manager, an API server and Kueue only (it runs no pod);
+- ``lab`` and ``lab2``: workers, each a full sandbox with one KWOK GPU server of 4 GPUs.
+
+Tenant alpha holds 4 GPUs on each worker and a fleet quota of 6. The kubeconfig Secrets that reach the
+workers are made here, by the test, from each worker's CA (client certificate of the user the Fleet
+names), never in Git. Proven: alpha's jobs beyond one worker's room run on the other, within the fleet
+quota; a job beyond the fleet quota waits on the manager with Kueue's own reason; alice (alpha's owner)
+can neither submit on a worker around the manager's quota nor write what would choose a worker.
+
+One fleet for the module.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from gpugov.app.pipeline import validate_repo
+from gpugov.cluster.apply import apply_objects
+from gpugov.cluster.impersonate import impersonate
+from gpugov.compile import compile
+from gpugov.declarations.model import Model
+from gpugov.sandbox import samples
+from gpugov.sandbox.cluster import Sandbox
+from gpugov.sandbox.kueue import NAMESPACE as KUEUE_NAMESPACE
+from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
+from gpugov.sandbox.pki import identity_kubeconfig
+from gpugov.sandbox.simulated import simulated_nodes
+from tests.e2e.conftest import SMALL_ORG_POLICIES
+from tests.helpers.waiting import condition, eventually
+
+pytestmark = pytest.mark.e2e
+
+KUEUE = ("kueue.x-k8s.io", "v1beta2")
+ALICE = ("alice@example.com", ["alpha-team"])
+MANAGER_USER = "gpugov-multikueue"
+
+ORG = {
+    "policies/clusters.yaml": "\n---\n".join(
+        f"apiVersion: gpugov.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec: {{backend: kueue}}\n"
+        for name in ("hub", "lab", "lab2")),
+    "policies/policies.yaml": SMALL_ORG_POLICIES,
+    "policies/fleets.yaml": f"""\
+apiVersion: gpugov.io/v1alpha1
+kind: Fleet
+metadata: {{name: training}}
+spec:
+  manager: hub
+  managerUser: {MANAGER_USER}
+  workers:
+    - {{cluster: lab, kubeconfigSecret: lab-kubeconfig}}
+    - {{cluster: lab2, kubeconfigSecret: lab2-kubeconfig}}
+  tenants:
+    - tenant: alpha
+      quota: {{accelerators: 6, cpu: 8, memory: 32Gi}}
+""",
+    "hardware/pools.yaml": "\n---\n".join(f"""\
+apiVersion: gpugov.io/v1alpha1
+kind: GPUPool
+metadata: {{name: {pool}}}
+spec:
+  cluster: {cluster}
+  accelerator: {{model: H100-80GB}}
+  acceleratorsPerNode: 4
+  nodeResources: {{cpu: 16, memory: 64Gi}}
+  nodes:
+    - name: {pool}-1
+""" for pool, cluster in (("p1", "lab"), ("p2", "lab2"))),
+    "tenants/alpha.yaml": """\
+apiVersion: gpugov.io/v1alpha1
+kind: Tenant
+metadata: {name: alpha}
+spec:
+  owners: {users: [alice@example.com], groups: [alpha-team]}
+  costCenter: CC-1
+  namespaces: [alpha]
+  queues:
+    - {name: main, namespace: alpha, priorityClasses: [batch]}
+  quotas:
+    - pool: p1
+      resources: {accelerators: 4, cpu: 16, memory: 64Gi}
+    - pool: p2
+      resources: {accelerators: 4, cpu: 16, memory: 64Gi}
+""",
+}
+
+
+@dataclass
+class Fleet:
+    model: Model
+    hub: Sandbox
+    workers: dict[str, Sandbox]
+
+    def api(self, cluster: str) -> client.ApiClient:
+        sandbox = self.hub if cluster == "hub" else self.workers[cluster]
+        return sandbox.cp.api_client()
+
+
+def _workloads(api: client.ApiClient) -> list[dict[str, Any]]:
+    return client.CustomObjectsApi(api).list_namespaced_custom_object(*KUEUE, "alpha", "workloads")["items"]
+
+
+def _admitted(workload: dict[str, Any]) -> bool:
+    return condition(workload, "Admitted").get("status") == "True"
+
+
+@pytest.fixture(scope="module")
+def fleet(sandbox_binaries: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    root = tmp_path_factory.mktemp("fleet-org")
+    for rel, text in ORG.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    result = validate_repo(root)
+    assert result.model is not None and result.findings == [], result.findings
+    model = result.model
+    with contextlib.ExitStack() as stack:
+        sandboxes = {"hub": Sandbox(with_nodes=False, kueue_config={"multiKueue": {"origin": "gpugov-fleet"}}),
+                     "lab": Sandbox(), "lab2": Sandbox()}
+        for sandbox in sandboxes.values():
+            stack.callback(sandbox.stop)
+        for sandbox in sandboxes.values():  # one after the other: each picks its free ports once the last bound
+            sandbox.start()
+        for name in ("lab", "lab2"):
+            api = sandboxes[name].cp.api_client()
+            create_nodes(api, simulated_nodes(model, name), kwok=True)
+            create_gpu_operator_footprint(api)
+            assert not apply_objects(api, compile(model, cluster=name)).missing
+        hub_api = sandboxes["hub"].cp.api_client()
+        # The Secrets the platform team makes by hand: never in Git, here from each worker's own CA.
+        for worker in model.fleets["training"].workers:
+            cp = sandboxes[worker.cluster].cp
+            path = identity_kubeconfig(cp.kubeconfig, cp.pki.ca_cert.parent, cp.workdir / "multikueue.kubeconfig",
+                                       MANAGER_USER, [])
+            client.CoreV1Api(hub_api).create_namespaced_secret(KUEUE_NAMESPACE, {
+                "metadata": {"name": worker.kubeconfig_secret},
+                "data": {"kubeconfig": base64.b64encode(path.read_bytes()).decode()}})
+        assert not apply_objects(hub_api, compile(model, cluster="hub")).missing
+        yield Fleet(model, sandboxes["hub"], {"lab": sandboxes["lab"], "lab2": sandboxes["lab2"]})
+        problems = [p for s in sandboxes.values() for p in s.problems()]
+        with ThreadPoolExecutor(3) as pool:  # each stop waits on its own processes: together, not in turn
+            list(pool.map(Sandbox.stop, sandboxes.values()))
+        assert not problems, "\n".join(problems)
+
+
+def _submit(fleet: Fleet, name: str, gpus: int) -> None:
+    sample = samples.SampleJob("alpha", "alpha", name, "main", "alpha", "gpugov-fleet-training", "nvidia.com/gpu")
+    job = samples.job_manifest(sample, run_for=None, pods=1, amount=gpus, priority_class="batch")
+    client.BatchV1Api(impersonate(fleet.api("hub"), *ALICE)).create_namespaced_job("alpha", job)
+
+
+def test_the_manager_reaches_both_workers_with_the_declared_secrets(fleet: Fleet) -> None:
+    objects = client.CustomObjectsApi(fleet.api("hub"))
+
+    def active() -> bool:
+        check = objects.get_cluster_custom_object(*KUEUE, "admissionchecks", "gpugov-fleet-training")
+        clusters = [objects.get_cluster_custom_object(*KUEUE, "multikueueclusters", name) for name in ("lab", "lab2")]
+        return condition(check, "Active").get("status") == "True" and all(
+            condition(c, "Active").get("status") == "True" for c in clusters)
+
+    eventually(active, timeout=90, what="the AdmissionCheck and both MultiKueueClusters Active")
+
+
+def test_jobs_beyond_one_workers_room_run_on_the_other_within_the_fleet_quota(fleet: Fleet) -> None:
+    test_the_manager_reaches_both_workers_with_the_declared_secrets(fleet)
+    for index in range(3):  # 6 GPUs: the fleet quota; each worker holds 4 for alpha
+        _submit(fleet, f"train-{index}", 2)
+
+    def placed() -> dict[str, str] | None:
+        where = {w["metadata"]["name"]: (w.get("status") or {}).get("clusterName") for w in _workloads(fleet.api("hub"))
+                 if _admitted(w)}
+        return where if len(where) == 3 and all(where.values()) else None
+
+    where = eventually(placed, timeout=120, what="three workloads admitted and dispatched")
+    assert sorted(set(where.values())) == ["lab", "lab2"], where  # one worker's room is 4: the third went on
+    for worker in ("lab", "lab2"):  # each worker admits under its own quota what the manager sent it
+        running = [w for w in _workloads(fleet.api(worker)) if _admitted(w)]
+        assert len(running) == list(where.values()).count(worker)
+        assert sum(int(r["resourceUsage"]["nvidia.com/gpu"])
+                   for w in running for r in w["status"]["admission"]["podSetAssignments"]) <= 4
+
+    # Beyond the fleet quota (6 of 6 in use): waits on the manager, Kueue's own reason, no worker asked.
+    _submit(fleet, "train-over", 2)
+
+    def waiting() -> dict[str, Any] | None:
+        over = [w for w in _workloads(fleet.api("hub")) if w["metadata"]["name"].startswith("job-train-over-")]
+        reserved = condition(over[0], "QuotaReserved") if over else {}
+        return over[0] if reserved.get("status") == "False" and reserved.get("message") else None
+
+    over = waiting_workload = eventually(waiting, timeout=60, what="the job beyond the fleet quota waiting")
+    message = condition(waiting_workload, "QuotaReserved")["message"]
+    assert "insufficient unused quota for nvidia.com/gpu in flavor gpugov-fleet-training" in message, message
+    assert not (over.get("status") or {}).get("clusterName")
+    for worker in ("lab", "lab2"):
+        assert not [w for w in _workloads(fleet.api(worker)) if "train-over" in w["metadata"]["name"]]
+
+
+def _status(call: Any) -> int:
+    try:
+        call()
+    except ApiException as exc:
+        return int(exc.status)
+    return 200
+
+
+def test_a_tenant_cannot_reach_a_worker_around_the_managers_quota(fleet: Fleet) -> None:
+    sample = samples.SampleJob("alpha", "alpha", "around", "main", "alpha", "p1", "nvidia.com/gpu")
+    job = samples.job_manifest(sample, run_for=None, pods=1, amount=1, priority_class="batch")
+    for worker in ("lab", "lab2"):
+        alice = impersonate(fleet.api(worker), *ALICE)
+        assert _status(lambda a=alice: client.BatchV1Api(a).create_namespaced_job("alpha", job)) == 403
+        assert _status(lambda a=alice: client.CoreV1Api(a).create_namespaced_pod(
+            "alpha", {"metadata": {"name": "around"}, "spec": job["spec"]["template"]["spec"]})) == 403
+        # She still follows her work there (viewer).
+        client.BatchV1Api(alice).list_namespaced_job("alpha")
+
+
+def test_a_tenant_cannot_choose_a_worker(fleet: Fleet) -> None:
+    alice = client.CustomObjectsApi(impersonate(fleet.api("hub"), *ALICE))
+    workloads = _workloads(fleet.api("hub"))
+    assert workloads, "the jobs of the test above"
+    name = workloads[0]["metadata"]["name"]
+    # A Workload's status is where a dispatcher nominates workers (nominatedClusterNames): not hers.
+    assert _status(lambda: alice.patch_namespaced_custom_object_status(
+        *KUEUE, "alpha", "workloads", name, {"status": {"nominatedClusterNames": ["lab"]}})) == 403
+    # Nor the MultiKueue wiring that lists the workers.
+    assert _status(lambda: alice.patch_cluster_custom_object(
+        *KUEUE, "multikueueconfigs", "training", {"spec": {"clusters": ["lab"]}})) == 403
+    assert _status(lambda: alice.create_cluster_custom_object(*KUEUE, "multikueueclusters", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "mine"},
+        "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "mine"}}}})) == 403
