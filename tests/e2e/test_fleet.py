@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from gpugov.app.pipeline import validate_repo
+from gpugov.cli import main
 from gpugov.cluster.apply import apply_objects
 from gpugov.cluster.impersonate import impersonate
 from gpugov.compile import compile
@@ -99,6 +101,7 @@ spec:
 
 @dataclass
 class Fleet:
+    root: Path
     model: Model
     hub: Sandbox
     workers: dict[str, Sandbox]
@@ -147,7 +150,7 @@ def fleet(sandbox_binaries: dict[str, Path], tmp_path_factory: pytest.TempPathFa
                 "metadata": {"name": worker.kubeconfig_secret},
                 "data": {"kubeconfig": base64.b64encode(path.read_bytes()).decode()}})
         assert not apply_objects(hub_api, compile(model, cluster="hub")).missing
-        yield Fleet(model, sandboxes["hub"], {"lab": sandboxes["lab"], "lab2": sandboxes["lab2"]})
+        yield Fleet(root, model, sandboxes["hub"], {"lab": sandboxes["lab"], "lab2": sandboxes["lab2"]})
         problems = [p for s in sandboxes.values() for p in s.problems()]
         with ThreadPoolExecutor(3) as pool:  # each stop waits on its own processes: together, not in turn
             list(pool.map(Sandbox.stop, sandboxes.values()))
@@ -240,3 +243,24 @@ def test_a_tenant_cannot_choose_a_worker(fleet: Fleet) -> None:
     assert _status(lambda: alice.create_cluster_custom_object(*KUEUE, "multikueueclusters", {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "mine"},
         "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "mine"}}}})) == 403
+
+
+@pytest.mark.parametrize("cluster", ["hub", "lab", "lab2"])
+def test_drift_checks_every_member_and_finds_the_applied_fleet_whole(fleet: Fleet, cluster: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The manager's MultiKueue wiring and each worker's roles for it, read back as applied (with the jobs of
+    the tests above running on the workers)."""
+    sandbox = fleet.hub if cluster == "hub" else fleet.workers[cluster]
+    code = main(["drift", str(fleet.root), "--cluster", cluster, "--kubeconfig", str(sandbox.cp.kubeconfig),
+                 "--format", "json"])
+    out = capsys.readouterr().out
+    report = json.loads(out)
+    assert (code, [f for f in report.get("findings", []) if f["level"] != "info"]) == (0, []), report
+    # A MultiKueueCluster pointed elsewhere is drift on the manager.
+    if cluster == "hub":
+        client.CustomObjectsApi(fleet.api("hub")).patch_cluster_custom_object(
+            *KUEUE, "multikueueclusters", "lab2", {"spec": {"clusterSource": {"kubeConfig": {"location": "other"}}}})
+        code = main(["drift", str(fleet.root), "--cluster", "hub", "--kubeconfig", str(sandbox.cp.kubeconfig),
+                     "--format", "json"])
+        report = json.loads(capsys.readouterr().out)
+        assert code != 0 and any("lab2" in json.dumps(f) for f in report["findings"]), report
