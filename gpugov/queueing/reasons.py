@@ -258,9 +258,17 @@ def _explain(workload: Workload, queue: ClusterQueue | None, queue_problem: str 
     state = workload.state
     if state == "finished":
         return Reason(Why.FINISHED, Text("finished"))
+    if state == "admitted" and workload.cluster_name:
+        return Reason(Why.ADMITTED, Text("admitted on the fleet quota ({pools}) and running on worker {cluster}",
+                                         pools=", ".join(workload.flavors) or "?", cluster=workload.cluster_name))
     if state == "admitted":
         return Reason(Why.ADMITTED, Text("admitted to pool {pools}", pools=", ".join(workload.flavors) or "?"))
     if state == "reserved":
+        waiting = [f"{name}: {message}" for name, check_state, message in workload.checks
+                   if check_state != "Ready" and message]
+        if waiting:
+            return Reason(Why.RESERVED, Text("quota reserved; no worker has admitted it yet ({checks})",
+                                             checks="; ".join(waiting)))
         return Reason(Why.RESERVED, Text("quota reserved; waiting for its admission checks"))
     reserved = workload.condition("QuotaReserved")
     message = reserved.message if reserved else ""

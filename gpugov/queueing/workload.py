@@ -111,6 +111,10 @@ class Workload:
     conditions: Mapping[str, Condition]
     past_admitted_seconds: int = 0
     max_execution_seconds: int | None = None
+    # A fleet's manager (issue #43): the worker MultiKueue dispatched it to (status.clusterName), and
+    # its admission checks' states and messages (status.admissionChecks: name, state, message).
+    cluster_name: str = ""
+    checks: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -350,6 +354,9 @@ def from_object(obj: dict[str, Any]) -> Workload:
             conditions=_conditions(status),
             past_admitted_seconds=int(status.get("accumulatedPastExecutionTimeSeconds") or 0),
             max_execution_seconds=int(max_seconds) if max_seconds is not None else None,
+            cluster_name=str(status.get("clusterName") or ""),
+            checks=tuple((str(c.get("name") or ""), str(c.get("state") or ""), str(c.get("message") or ""))
+                         for c in status.get("admissionChecks") or [] if isinstance(c, dict)),
         )
     except (TypeError, ValueError) as exc:  # WorkloadError is one; say which Workload
         raise WorkloadError(f"Workload {meta.get('namespace')}/{meta.get('name')}: {exc}") from exc

@@ -264,3 +264,18 @@ def test_drift_checks_every_member_and_finds_the_applied_fleet_whole(fleet: Flee
                      "--format", "json"])
         report = json.loads(capsys.readouterr().out)
         assert code != 0 and any("lab2" in json.dumps(f) for f in report["findings"]), report
+
+
+def test_why_says_which_worker_runs_a_job_and_why_another_waits(fleet: Fleet,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    kubeconfig = str(fleet.hub.cp.kubeconfig)
+    placed = {w["metadata"]["ownerReferences"][0]["name"]: w["status"]["clusterName"]
+              for w in _workloads(fleet.api("hub")) if _admitted(w)}
+    assert placed, "the jobs of the test above"
+    for job, worker in placed.items():
+        main(["why", f"alpha/{job}", str(fleet.root), "--cluster", "hub", "--kubeconfig", kubeconfig])
+        out = capsys.readouterr().out
+        assert f"running on worker {worker}" in out, out
+    main(["why", "alpha/train-over", str(fleet.root), "--cluster", "hub", "--kubeconfig", kubeconfig])
+    out = capsys.readouterr().out
+    assert "gpugov-fleet-training" in out and "worker" not in out, out

@@ -160,3 +160,27 @@ def test_a_worker_trusts_the_managers_user_as_it_trusts_kueue(model: Model) -> N
 
     assert trusting("lab") and trusting("lab2")
     assert not trusting("hub")
+
+
+def test_why_names_the_worker_or_what_the_fleet_waits_for() -> None:
+    from gpugov.queueing.reasons import Why, explain
+    from gpugov.queueing.workload import from_object
+
+    def workload(status: dict[str, Any]) -> Any:
+        return from_object({"metadata": {"namespace": "alpha", "name": "job-a", "uid": "u"},
+                            "spec": {"queueName": "main", "podSets": [{"name": "main", "count": 1, "template": {
+                                "spec": {"containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "2"}}}]}}}]},
+                            "status": status})
+
+    now = "2026-01-01T00:00:00Z"
+    admission = {"clusterQueue": "alpha", "podSetAssignments": [
+        {"name": "main", "count": 1, "flavors": {"nvidia.com/gpu": "gpugov-fleet-training"},
+         "resourceUsage": {"nvidia.com/gpu": "2"}}]}
+    conditions = [{"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": now}
+                  for t in ("QuotaReserved", "Admitted")]
+    running = explain(workload({"admission": admission, "conditions": conditions, "clusterName": "lab2"}), None)
+    assert running.why is Why.ADMITTED and "running on worker lab2" in str(running.text)
+    pending = explain(workload({"admission": admission, "conditions": conditions[:1], "admissionChecks": [
+        {"name": "gpugov-fleet-training", "state": "Pending", "message": "no worker has room", "lastTransitionTime": now}]}),
+        None)
+    assert pending.why is Why.RESERVED and "gpugov-fleet-training: no worker has room" in str(pending.text)
