@@ -232,15 +232,18 @@ class Preemptor:
         self.searched = self.searched or outer
         return found
 
-    def nothing_to_take(self, wl: Workload, cq: ClusterQueue, frs: frozenset[FR]) -> bool:
+    def nothing_to_take(self, wl: Workload, cq: ClusterQueue, frs: frozenset[FR], age: int | None = None) -> bool:
         """With fair sharing, whether no queue of the tree holds a candidate for frs: then `targets`
-        is [] whatever the preemptor asks (its search ends before reading any share)."""
+        is [] whatever the preemptor asks (its search ends before reading any share). `age`: what
+        the queue's policy reads of wl's age (created_s or 0), when the caller knows it."""
         if not self.fair_sharing:
             return False
-        policy = cq.spec.preemption
-        age = wl.created_s if "LowerOrNewerEqualPriority" in (policy.within_cluster_queue,
-                                                               policy.reclaim_within_cohort) else 0
-        reach = self._reach(wl, cq, frs, age)
+        if age is None:
+            policy = cq.spec.preemption
+            age = wl.created_s if "LowerOrNewerEqualPriority" in (policy.within_cluster_queue,
+                                                                   policy.reclaim_within_cohort) else 0
+        known = self.reaches.get((id(cq), frs, wl.priority, age))  # _reach's own look-up, without the call
+        reach = known[1] if known is not None and known[0] == cq.root.version else self._reach(wl, cq, frs, age)
         return not reach.own and not reach.others
 
     # -- fair sharing ---------------------------------------------------------------------------

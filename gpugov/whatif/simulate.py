@@ -276,12 +276,18 @@ class Simulator:
         self.cycles = 0
         kinds: dict[tuple[int, tuple[object, ...], int], int] = {}
         local_kinds: dict[tuple[int, int], int] = {}  # (queue, kind) -> kind_byte
+        # By kind: whether its grades and preemption reach read the workload's age (its queue's policy)
+        self.reads_age: list[bool] = []
         for wl in self.workloads:
             if wl.cq is not None:
                 # Workloads alike get the same nomination until usage changes (see _nominate).
-                by_age = wl.cq.spec.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
+                policy = wl.cq.spec.preemption
+                by_age = policy.within_cluster_queue == "LowerOrNewerEqualPriority"
                 wl.nomination_key = (id(wl.cq), wl.hash, wl.created_s if by_age else 0)
                 wl.kind = kinds.setdefault(wl.nomination_key, len(kinds))
+                if wl.kind == len(self.reads_age):
+                    self.reads_age.append("LowerOrNewerEqualPriority" in (policy.within_cluster_queue,
+                                                                          policy.reclaim_within_cohort))
                 wl.kind_byte = local_kinds.setdefault((id(wl.cq), wl.kind), min(len(wl.cq.kinds), MANY_KINDS))
                 if wl.kind_byte == len(wl.cq.kinds):
                     wl.cq.kinds.append(wl.kind)
@@ -444,6 +450,11 @@ class Simulator:
                 add_all(cq.node, wl.usage)
         for root in {id(cq.root): cq for cq in self.queue_order}.values():
             self._requeue_inadmissible(root)
+        for wl in self.workloads:  # the new specs' preemption policy decides which ages are read
+            if wl.cq is not None:
+                policy = wl.cq.spec.preemption
+                self.reads_age[wl.kind] = "LowerOrNewerEqualPriority" in (policy.within_cluster_queue,
+                                                                          policy.reclaim_within_cohort)
 
     def _waiting(self) -> bool:
         """Whether a workload waits for admission (a boundary may still let it in)."""
@@ -549,14 +560,16 @@ class Simulator:
         made = self.made[kind]
         if made is None or made.epoch != self.epoch:
             made = self.made[kind] = Made(self.epoch)
-        if made.assignment is not None and self._known_same(wl, cq, made.grades):
+        age = wl.created_s if self.reads_age[kind] else 0  # what _grader and the preemptor read of its age
+        if made.assignment is not None and self._known_same(wl, cq, made.grades, age):
             assignment = made.assignment  # what assign would answer, without making its grader
         else:
             grade, same = self._grader(wl, cq)
             assignment = assign(wl, cq, self.setup.flavors, self.preemptor, self.options.fair_sharing, grade, made,
                                 same)
         targets: list[Target] = []
-        if assignment.mode == MODE_PREEMPT and not self.preemptor.nothing_to_take(wl, cq, assignment.needs_preemption):
+        if assignment.mode == MODE_PREEMPT and not self.preemptor.nothing_to_take(wl, cq, assignment.needs_preemption,
+                                                                                  age):
             targets = self.preemptor.targets(wl, cq, assignment.needs_preemption, assignment.usage)
         if cached is not None and cached[1] is assignment and not targets and not cached[2]:
             cached = self.assignments[kind] = (cq.root.version, *cached[1:])
@@ -630,15 +643,13 @@ class Simulator:
 
         return grade, same
 
-    def _known_same(self, wl: Workload, cq: ClusterQueue, grades: Grades) -> bool:
+    def _known_same(self, wl: Workload, cq: ClusterQueue, grades: Grades, age: int) -> bool:
         """Whether every grade of `grades` is the same now, as far as _grader's `same` can tell from
         what the grader keeps for this version, without grading anything (False: a grade differs,
         or one would have to be made; the caller then asks `same` through assign, which reads the
         same and sets the same flags up to there). The keys it reads are made once per list of
-        grades (and age) of the kind: the queue, priority and quantities are the kind's."""
-        policy = cq.spec.preemption
-        age = wl.created_s if "LowerOrNewerEqualPriority" in (policy.within_cluster_queue,
-                                                               policy.reclaim_within_cohort) else 0
+        grades (and age, the one _grader reads) of the kind: the queue, priority and quantities are
+        the kind's."""
         kept = self.checks[wl.kind]
         if kept is None or kept[0] is not grades or kept[1] != age:
             queue, priority = id(cq), wl.priority
