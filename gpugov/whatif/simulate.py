@@ -75,6 +75,8 @@ MAX_CYCLES_PER_INSTANT = 10_000
 # The kind_byte of a queue's kinds past its first MANY_KINDS: their parked workloads are looked at
 # one by one (a byte names 256 kinds at most).
 MANY_KINDS = 255
+STALE_MARKS = 8  # see _hopeless_run
+ALL_MARKED = b"\x01" * 256  # _hopeless_run's table before a kind of the version is known to pass
 
 
 @dataclass(frozen=True)
@@ -919,7 +921,7 @@ class Simulator:
         workloads: parked_kinds is translated to a 1 wherever the kind is not yet known to be hopeless
         in this version, and only those places are nominated (a requeued backlog is scanned whole at
         each finish in its tree, and holds few kinds)."""
-        cache, version, kinds = self.assignments, cq.root.version, cq.kinds
+        version = cq.root.version
 
         def passes(nomination: Nomination | None) -> bool:
             return (nomination is not None and nomination[0] == version and nomination[3]
@@ -927,31 +929,40 @@ class Simulator:
 
         # The table is kept per queue for its tree's version: a kind's nomination, once made in a
         # version, stays for it, so a 0 stays true; a kind nominated elsewhere since is looked up again.
+        # A new version's table starts all 1s: a kind already nominated in it (a head, by the cycle)
+        # is found in the run and looked up (its kept nomination, no work), instead of every kind of
+        # the queue being looked up here (a backlog holds many kinds, few nominated before this).
         key = (id(cq.root), version, stop_at_holds)
         kept = self.tables.get(id(cq))
         if kept is not None and kept[0] == key:
             table = kept[1]
         else:
-            table = bytearray(b"\x01" * 256)
+            table = bytearray(ALL_MARKED)
             self.tables[id(cq)] = (key, table)
-            for byte, kind in enumerate(kinds[:MANY_KINDS]):
-                nomination = cache[kind]
-                if (nomination is not None and nomination[0] == version and nomination[3]
-                        and not (stop_at_holds and nomination[5])):
-                    table[byte] = 0
-        marked, base = cq.parked_kinds[start:end].translate(table), start
+        # A kind that passes is unmarked in the table at once; `marked` is made again from the table
+        # only once it has led to STALE_MARKS places of kinds unmarked since (each made again costs
+        # the rest of the run; most kinds of a backlog appear once between two that do not pass).
+        parked, kinds = cq.parked, cq.parked_kinds
+        marked, base = kinds[start:end].translate(table), start
         at = marked.find(1)
+        stale = 0
         while at >= 0:
-            wl = cq.parked[base + at]
+            if not table[kinds[base + at]]:  # its kind passed since `marked` was made
+                stale += 1
+                if stale >= STALE_MARKS:
+                    base += at
+                    marked = kinds[base:end].translate(table)
+                    stale = 0
+                    at = marked.find(1)
+                else:
+                    at = marked.find(1, at + 1)
+                continue
+            wl = parked[base + at]
             if not passes(self._nomination(wl, cq)):
                 return base + at
-            if wl.kind_byte < MANY_KINDS:  # its kind passes from here on: the rest is marked again
+            if wl.kind_byte < MANY_KINDS:  # its kind passes from here on
                 table[wl.kind_byte] = 0
-                base += at + 1
-                marked = cq.parked_kinds[base:end].translate(table)
-                at = marked.find(1)
-            else:
-                at = marked.find(1, at + 1)
+            at = marked.find(1, at + 1)
         return end
 
     @staticmethod
