@@ -3,7 +3,7 @@
 Each job of the trace is a batch Job whose pods name its tenant's Queue, all pods alike, admitted as a
 gang (its PodGroup's minMember is every pod). The scheduler opens a session at every submission and
 every end, and again a period later while the last one changed anything (vc-scheduler's period is
-1 s). A session runs gpugov's actions in gpugov's order:
+1 s). A session runs gpugov's actions in gpugov's order (allocate, preempt, reclaim):
 
 - allocate: queues in the capacity plugin's order (volcano_capacity), each popped, one job of it
   tried, pushed back; jobs by the priority plugin (the PriorityClass's value, higher first), the gang
@@ -12,6 +12,8 @@ every end, and again a period later while the last one changed anything (vc-sche
   capacity plugin's allocatable check holds for its queue and every ancestor and a node of the
   queue's node groups has room (the fullest that fits: binpack); the job is kept only if every pod
   is placed (gang), else none is;
+- preempt, within a queue (volcano_preempt): a starving job evicts pods of a lower priority job of
+  its queue, or, without one, of a job whose share of the cluster stays at least its own (drf);
 - reclaim: for a starving job of a queue the capacity plugin lets reclaim (its allocated plus the pod
   within its deserved), node by node, the running pods of other reclaimable queues that the plugin
   gives up (their queue keeps its guarantee and is above its deserved) are evicted, the nearest in
@@ -24,9 +26,12 @@ waiting, so a job whose pods would pass it waits outside Volcano until earlier j
 end (replayed as the whole job at once, where the Job controller creates pods one by one and retries
 with a back-off).
 
-Not replayed: the preempt action (a higher priority job evicting a lower one of its own queue) and
-backfill (pods without requests); only accelerator resources are counted (gpugov's Queues bound
-only accelerators); a Queue's creation time is compile's order and ties of a second are broken by
+Which node a pod lands on is the fullest that fits (binpack), and the nodes are offered to reclaim
+and preempt by name, where vc-scheduler scores and orders them in ways that are not deterministic;
+the simulator counts the evictions whose victim that order would decide (`undetermined`).
+
+Not replayed: backfill (pods that request nothing); only accelerator resources are counted
+(gpugov's Queues bound only accelerators); a Queue's creation time is compile's order and ties of a second are broken by
 the trace's order, where vc-scheduler breaks them by UID.
 """
 
@@ -62,6 +67,7 @@ class VJob:
     finished_ms: int | None = None
     ends_at: int | None = None
     placed_ms: int | None = None  # when a pod of it was last placed
+    nominated: bool = False  # a pod of it keeps a nominated node (see volcano_preempt): it may not preempt
 
     @property
     def created_s(self) -> int:
@@ -142,6 +148,8 @@ class VolcanoSimulator:
                 continue
             self.jobs.append(vjob)
         self.active: list[VJob] = []  # submitted, its pods created, not finished
+        self.by_index = {v.index: v for v in self.jobs}
+        self.pipelined: dict[int, list[str]] = {}  # job index -> nodes its pods are pipelined to, this session
         self.outside: list[VJob] = []  # submitted, its pods refused by the namespace's ResourceQuota
         self.quota_waits = 0
         self.undetermined = 0  # evictions whose victim vc-scheduler's node order decides (note_choice)
@@ -160,11 +168,12 @@ class VolcanoSimulator:
 
     # -- the cluster's state --------------------------------------------------------------------
     def held(self) -> dict[str, Amounts]:
+        """Each queue's allocated: its jobs' placed pods and those pipelined in this session."""
         held: dict[str, Amounts] = {}
         for vjob in self.active:
             amounts = held.setdefault(vjob.queue, {})
             for resource, value in vjob.request.items():
-                amounts[resource] = amounts.get(resource, 0) + value * len(vjob.bound)
+                amounts[resource] = amounts.get(resource, 0) + value * self.waiting_pods(vjob)
         return held
 
     def place(self, node: str, request: Amounts, sign: int) -> None:
@@ -231,7 +240,19 @@ class VolcanoSimulator:
         """One scheduling cycle at `now`; whether it changed anything."""
         changed = self._allocate(now)
         changed = preempt(self, now) or changed
-        return self._reclaim(now) or changed
+        changed = self._reclaim(now) or changed
+        for index, nodes in self.pipelined.items():  # pipelined pods are placed by a later session's allocate
+            for node in nodes:
+                self.place(node, self.by_index[index].request, -1)
+        self.pipelined = {}
+        return changed
+
+    def waiting_pods(self, vjob: VJob) -> int:
+        """Its pods placed and pipelined (on room a session's preempt or reclaim found) in this session."""
+        return len(vjob.bound) + len(self.pipelined.get(vjob.index, ()))
+
+    def pipeline(self, vjob: VJob, nodes: list[str]) -> None:
+        self.pipelined.setdefault(vjob.index, []).extend(nodes)
 
     def _queues_heap(self, capacity: Capacity, names: list[str]) -> GoHeap[str]:
         heap: GoHeap[str] = GoHeap(capacity.queue_less)
@@ -278,6 +299,7 @@ class VolcanoSimulator:
         return changed
 
     def _admit(self, vjob: VJob, now: int) -> None:
+        vjob.nominated = False
         vjob.run_from = now
         vjob.admissions.append(now)
         vjob.ends_at = now + vjob.job.duration_ms
@@ -288,23 +310,24 @@ class VolcanoSimulator:
         less = self.job_less(self.setup.total())
         starving: dict[str, GoHeap[VJob]] = {}
         for vjob in self.active:
-            if not vjob.ready:
+            if self.waiting_pods(vjob) < vjob.job.pods:
                 starving.setdefault(vjob.queue, GoHeap(less)).push(vjob)
         with_jobs = sorted({v.queue for v in self.active}, key=lambda q: capacity.attrs[q].order)
         queues = self._queues_heap(capacity, with_jobs)
         evicted_any = False
-        held: list[tuple[str, Amounts]] = []
         while len(queues):
             queue = queues.pop()
             jobs = starving.get(queue)
             while jobs is not None and len(jobs):
                 vjob = jobs.pop()
                 evictions, pipelined = self._reclaim_for(capacity, vjob, now)
-                if len(vjob.bound) + len(pipelined) >= vjob.job.pods:
+                if evictions:  # a pod pipelined where it evicted keeps that node as nominated, kept or not
+                    vjob.nominated = True
+                if self.waiting_pods(vjob) + len(pipelined) >= vjob.job.pods:
                     for victim, node in evictions:
                         self.evict(victim, node, now)
                     evicted_any = evicted_any or bool(evictions)
-                    held.extend((node, vjob.request) for node in pipelined)
+                    self.pipeline(vjob, pipelined)
                 else:  # discarded: the evictions and placements undone
                     for node in pipelined:
                         self.place(node, vjob.request, -1)
@@ -312,8 +335,6 @@ class VolcanoSimulator:
                     for victim, node in evictions:
                         self.place(node, victim.request, 1)
                         capacity.allocate(victim.queue, victim.request)
-        for node, request in held:  # pipelined pods are placed by a later session's allocate
-            self.place(node, request, -1)
         return evicted_any
 
     def _reclaim_for(self, capacity: Capacity, vjob: VJob, now: int) -> tuple[list[tuple[VJob, str]], list[str]]:
@@ -321,8 +342,8 @@ class VolcanoSimulator:
         evictions: list[tuple[VJob, str]] = []
         pipelined: list[str] = []
         taken: set[tuple[int, int]] = set()  # (job index, pod) already evicted
-        for _pod in range(vjob.job.pods - len(vjob.bound)):
-            if len(vjob.bound) + len(pipelined) >= vjob.job.pods:
+        for _pod in range(vjob.job.pods - self.waiting_pods(vjob)):
+            if self.waiting_pods(vjob) + len(pipelined) >= vjob.job.pods:
                 break
             if not capacity.preemptive(vjob.queue, vjob.request):
                 continue

@@ -28,15 +28,16 @@ def share(pods: int, vjob: VJob, total: dict[str, int]) -> float:
 
 
 def preempt(sim: VolcanoSimulator, now: int) -> bool:
-    """One preempt action at `now`; whether it evicted anything."""
+    """One preempt action at `now`; whether it evicted anything. What it pipelines stays for the session."""
     capacity = Capacity(sim.setup, sim.real, sim.held())
     total = sim.setup.total()
     starving: dict[str, GoHeap[VJob]] = {}
+    under: list[VJob] = []
     for vjob in sim.active:
-        if not vjob.ready:
+        if sim.waiting_pods(vjob) < vjob.job.pods:
             starving.setdefault(vjob.queue, GoHeap(sim.job_less(total))).push(vjob)
-    pods = {v.index: len(v.bound) for v in sim.active}  # each job's pods placed, as this session has them
-    kept: list[tuple[str, dict[str, int]]] = []
+            under.append(vjob)
+    pods = {v.index: sim.waiting_pods(v) for v in sim.active}  # each job's pods placed, as this session has them
     evicted_any = False
     for queue in sorted(starving, key=lambda q: capacity.attrs[q].order):
         jobs = starving[queue]
@@ -44,18 +45,22 @@ def preempt(sim: VolcanoSimulator, now: int) -> bool:
             vjob = jobs.pop()
             evictions: list[tuple[VJob, str]] = []
             placed: list[str] = []
-            for _pod in range(vjob.job.pods - len(vjob.bound)):
-                if len(vjob.bound) + len(placed) >= vjob.job.pods:
+            for pod in range(vjob.job.pods - sim.waiting_pods(vjob)):
+                if sim.waiting_pods(vjob) + len(placed) >= vjob.job.pods:
                     break
+                if pod == 0 and vjob.nominated:
+                    continue  # not eligible: its nominated node passes the predicates
                 node = _preempt_for(sim, capacity, vjob, pods, evictions, now, total)
                 if node is not None:
                     placed.append(node)
                     pods[vjob.index] += 1
-            if len(vjob.bound) + len(placed) >= vjob.job.pods:
+            if evictions and placed:
+                vjob.nominated = True
+            if sim.waiting_pods(vjob) + len(placed) >= vjob.job.pods:
                 for victim, node in evictions:
                     sim.evict(victim, node, now, "preempt")
                 evicted_any = evicted_any or bool(evictions)
-                kept.extend((node, vjob.request) for node in placed)
+                sim.pipeline(vjob, placed)
                 continue
             for node in placed:
                 sim.place(node, vjob.request, -1)
@@ -65,9 +70,37 @@ def preempt(sim: VolcanoSimulator, now: int) -> bool:
                 sim.place(node, victim.request, 1)
                 capacity.allocate(victim.queue, victim.request)
                 pods[victim.index] += 1
-    for node, request in kept:  # pipelined pods are placed by a later session's allocate
-        sim.place(node, request, -1)
+    _within_jobs(sim, capacity, sorted(under, key=lambda v: (capacity.attrs[v.queue].order, v.job.submit_ms, v.index)))
     return evicted_any
+
+
+def _within_jobs(sim: VolcanoSimulator, capacity: Capacity, under: list[VJob]) -> None:
+    """The action's second part, preemption between the pods of one job: with every pod alike it evicts
+    nothing, but it pipelines each waiting pod on a node with room for it where the capacity plugin
+    allows, and keeps that (the statement is committed whether or not the gang is complete), so a
+    later reclaim in the session counts those pods as the job's. vc-scheduler takes the jobs in its
+    map's order; where they compete for the room, which wins is counted as undetermined.
+
+    A pod that a session pipelined where it evicted others keeps that node as its nominated node (written
+    when the session closes, whether its statement was kept or not) until it is bound; such a pod is not
+    eligible to preempt (its nominated node passes the predicates, which do not count resources), and
+    in the within-job part the job's turn ends at it. Replayed for the job's first pod."""
+    wanting = [v for v in under if sim.waiting_pods(v) < v.job.pods]
+    room = sum(1 for n in sim.nodes for v in wanting[:1] if sim.nodes[n].group in v.groups and sim.fits(n, v.request))
+    if len({(v.queue, v.job.pods) for v in wanting}) > 1 and room and \
+            room < sum(v.job.pods - sim.waiting_pods(v) for v in wanting):
+        sim.undetermined += 1
+    for vjob in wanting:
+        if vjob.nominated:
+            continue  # its first pod is not eligible, and the job's turn ends there
+        while sim.waiting_pods(vjob) < vjob.job.pods and capacity.allocatable(vjob.queue, vjob.request):
+            node = next((n for n in sorted(sim.nodes) if sim.nodes[n].group in vjob.groups
+                         and sim.fits(n, vjob.request)), None)
+            if node is None:
+                break
+            sim.place(node, vjob.request, 1)
+            capacity.allocate(vjob.queue, vjob.request)
+            sim.pipeline(vjob, [node])
 
 
 def _preempt_for(sim: VolcanoSimulator, capacity: Capacity, vjob: VJob, pods: dict[int, int],

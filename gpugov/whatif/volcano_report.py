@@ -1,5 +1,5 @@
 """Two Volcano replays of one trace, side by side, per tenant (its leaf Queue): waits, use of the
-Queue's deserved share, runs reclaimed by other Queues. Markdown for the pull request, JSON for machines.
+Queue's deserved share, runs reclaimed by other Queues and preempted within it. Markdown for the pull request, JSON for machines.
 
 Volcano has no flavors and no cohorts: a tenant's line speaks of its Queue's deserved (what the
 capacity plugin lets it keep against reclaim) and of its department, the parent Queue.
@@ -37,6 +37,7 @@ class VMetrics:
     used_device_ms: Decimal
     deserved: int
     reclaimed: int
+    preempted: int
 
     def use(self, window_ms: int) -> Decimal | None:
         if not self.deserved or window_ms <= 0:
@@ -70,7 +71,7 @@ def metrics(run: VRun) -> dict[str, VMetrics]:
         out[q.tenant] = VMetrics(q.tenant, name, q.parent or "", len(jobs), len(finished), never.get(q.tenant, 0),
                                  percentile(waits, 50), percentile(waits, 95),
                                  sum((used_ms(j) for j in jobs), Decimal(0)), sum(q.deserved.values()),
-                                 sum(j.reclaimed for j in jobs))
+                                 sum(j.reclaimed for j in jobs), sum(j.preempted for j in jobs))
     return out
 
 
@@ -87,12 +88,13 @@ def markdown(trace_name: str, cluster: str, base: VRun, head: VRun) -> str:
     window = window_of(base, head)
     bm, hm = metrics(base), metrics(head)
     lines = [MARKER, "", _("### gpugov whatif: cluster `{cluster}` (Volcano)").format(cluster=cluster), "",
-             _("Replayed {trace} through Volcano v1.14's allocate and reclaim actions (capacity plugin with "
-               "hierarchy) over the base {base} and the head {head}.").format(
+             _("Replayed {trace} through Volcano v1.14's allocate, preempt and reclaim actions (capacity "
+               "plugin with hierarchy) over the base {base} and the head {head}.").format(
                  trace=trace_name, base=base.label, head=head.label), "",
              "| " + " | ".join([_("tenant"), _("department"), _("jobs"), _("wait p50"), _("wait p95"),
-                                 _("use of deserved"), _("device-hours"), _("runs reclaimed"), _("never run")]) + " |",
-             "|" + "---|" * 9]
+                                 _("use of deserved"), _("device-hours"), _("runs reclaimed"), _("runs preempted"),
+                                 _("never run")]) + " |",
+             "|" + "---|" * 10]
     for tenant in sorted(set(bm) | set(hm)):
         b, h = bm.get(tenant), hm.get(tenant)
 
@@ -102,12 +104,13 @@ def markdown(trace_name: str, cluster: str, base: VRun, head: VRun) -> str:
             tenant, both(lambda m: m.department), both(lambda m: f"{m.jobs:,}"),
             both(lambda m: duration(m.wait_p50_ms)), both(lambda m: duration(m.wait_p95_ms)),
             both(lambda m: percent(m.use(window))), both(lambda m: hours(m.used_device_ms)),
-            both(lambda m: f"{m.reclaimed:,}"), both(lambda m: f"{m.never:,}")]) + " |")
+            both(lambda m: f"{m.reclaimed:,}"), both(lambda m: f"{m.preempted:,}"),
+            both(lambda m: f"{m.never:,}")]) + " |")
     never = sorted(set(base.outcome.never.values()) | set(head.outcome.never.values()))
     if never:
         lines += ["", _("Not replayed: {reasons}.").format(reasons="; ".join(never))]
-    lines += ["", _("Not replayed on Volcano: the preempt action (a higher priority job evicting a lower one of "
-                    "its own Queue) and backfill; only accelerators are counted."), ""]
+    lines += ["", _("Not replayed on Volcano: backfill (pods that request nothing); only accelerators are "
+                    "counted."), ""]
     return "\n".join(lines)
 
 
@@ -120,6 +123,7 @@ def to_json(trace_name: str, cluster: str, base: VRun, head: VRun) -> dict[str, 
                 "wait_p50_s": None if m.wait_p50_ms is None else m.wait_p50_ms / 1000,
                 "wait_p95_s": None if m.wait_p95_ms is None else m.wait_p95_ms / 1000,
                 "use_of_deserved": None if m.use(window) is None else str(m.use(window)),
-                "device_hours": str(m.used_device_ms / 3_600_000), "runs_reclaimed": m.reclaimed}
+                "device_hours": str(m.used_device_ms / 3_600_000), "runs_reclaimed": m.reclaimed,
+                "runs_preempted": m.preempted}
             for t, m in sorted(metrics(run).items())}}
     return {"trace": trace_name, "cluster": cluster, "scheduler": "volcano", "base": side(base), "head": side(head)}

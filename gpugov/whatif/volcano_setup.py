@@ -2,7 +2,7 @@
 
 The queues come only from `compile(model, backend="volcano", cluster=cluster)`: each Queue's deserved,
 guarantee, capability, parent, reclaimable and node-group affinity, as vc-scheduler reads them. The
-nodes are the pools' declared nodes (what the sandbox registers), each in its pool's node group
+nodes are the pools' declared nodes and their devices (what the sandbox registers), each in its pool's node group
 (volcano.sh/nodegroup-name). Only accelerator resources are replayed: gpugov's Queues bound only
 accelerators, and the capacity plugin compares only the dimensions a Queue's deserved names.
 """
@@ -20,7 +20,6 @@ from gpugov.kube.names import VOLCANO_API
 from gpugov.kube.objects import LABEL_TENANT
 from gpugov.kube.quantity import QuantityError, parse_quantity
 from gpugov.kube.resources import is_accelerator
-from gpugov.sandbox.simulated import simulated_nodes
 from gpugov.whatif.setup import SetupError
 
 Amounts = dict[str, int]
@@ -117,16 +116,16 @@ def read_volcano(objects: list[dict[str, Any]], nodes: tuple[VNode, ...]) -> Vol
 def volcano_setup(model: Model, cluster: str) -> VolcanoSetup:
     """The Volcano objects compile emits for `cluster`, and the nodes its pools declare."""
     pools = {name: pool for name, pool in model.pools.items() if model.pool_cluster(pool) == cluster}
-    group_of_node = {node.name: (node_group(pool), name) for name, pool in pools.items() for node in pool.nodes}
     nodes = []
-    for manifest in simulated_nodes(model, cluster):
-        name = manifest["metadata"]["name"]
-        if name not in group_of_node:
-            continue
-        allocatable = {r: int(Decimal(str(parse_quantity(v)))) for r, v in manifest["status"]["allocatable"].items()
-                       if is_accelerator(r)}
-        group, pool = group_of_node[name]
-        nodes.append(VNode(name, group, pool, allocatable))
+    for name, pool in pools.items():
+        for node in pool.nodes:
+            devices = dict(pool.node_accelerators(node.mig_layout, node.vnpu_layout))
+            if pool.mig_layouts.get(node.mig_layout or "") is not None:  # every GPU of the node is split
+                devices["nvidia.com/gpu"] = Decimal(0)
+            elif pool.vnpu_layouts.get(node.vnpu_layout or "") is not None:
+                devices[pool.model.resource] = Decimal(0)
+            allocatable = {r: int(Decimal(v)) for r, v in devices.items() if is_accelerator(r) and Decimal(v) >= 1}
+            nodes.append(VNode(node.name, node_group(pool), name, allocatable))
     setup = read_volcano(compile(model, backend="volcano", cluster=cluster), tuple(sorted(nodes, key=lambda n: n.name)))
     models: dict[str, list[str]] = {}
     for name, pool in sorted(pools.items()):

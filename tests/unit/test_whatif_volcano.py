@@ -140,7 +140,7 @@ def test_the_report_speaks_of_queues_not_flavors(west: VolcanoSetup) -> None:
 
 
 def test_the_fidelity_trace_is_replayed_event_by_event(west: VolcanoSetup) -> None:
-    trace = fidelity_trace(2633)
+    trace = fidelity_trace(2940)
     outcome = replay_volcano(west, trace)
     assert separated(trace, outcome) == [] and outcome.undetermined == 0
     found = steps(trace, outcome)
@@ -166,3 +166,26 @@ def test_whatif_replays_west_and_asks_which_cluster_when_there_are_several(tmp_p
     code = main(["whatif", str(REPO), "--base", "HEAD", "--head", "HEAD", "--trace", str(trace)])
     _, err = capsys.readouterr()
     assert code == 2 and "choose a cluster with --cluster (clusters in both revisions: east (kueue), west (volcano))" in err
+
+
+def test_a_free_node_taken_by_the_preempt_actions_within_job_part_lets_reclaim_finish_a_gang(
+        west: VolcanoSetup) -> None:
+    """Speech holds 16 (above its deserved 8), recsys 8, one node is free; llm-pretrain's gang of two waits.
+    Preempt's within-job part pipelines its first pod on the free node, so reclaim needs to take only one
+    of speech's pods for the second (speech keeps 8, its deserved)."""
+    trace = [job("speech", 0, "speech", pods=2), job("recsys", 1, "recsys"), job("gang", 2, "llm-pretrain", pods=2)]
+    outcome = replay_volcano(west, trace)
+    assert events(outcome, "reclaim", "admit")[2:4] == [(2, "reclaim", "speech"), (3, "admit", "gang")]
+
+
+def test_a_pod_nominated_where_it_evicted_does_not_preempt_again(west: VolcanoSetup) -> None:
+    """Speech (16), llm-pretrain (8) and recsys (8) fill the pool; llm-pretrain's gang of two arrives: reclaim
+    takes a speech pod for its first pod but finds nothing for the second, so nothing is kept, yet the pod
+    keeps that node as nominated. When llm-pretrain's own job ends, the gang does not get the freed node
+    through preempt's within-job part, so reclaim again finds room for one pod only: the gang waits."""
+    trace = [job("speech", 0, "speech", pods=2), job("llm", 1, "llm-pretrain", duration_s=20), job("recsys", 2, "recsys"),
+             job("gang", 3, "llm-pretrain", pods=2, duration_s=10)]
+    outcome = replay_volcano(west, trace)
+    assert events(outcome, "reclaim") == []
+    assert [who for _, _, who in events(outcome, "admit")] == ["speech", "llm", "recsys", "gang"]
+    assert events(outcome, "admit")[-1][0] == 1000  # when speech ends
