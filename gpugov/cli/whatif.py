@@ -290,16 +290,21 @@ def cmd_trace_export(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_trace_synth(args: argparse.Namespace) -> ExitCode:
-    from gpugov.compile import CompileError
+    from gpugov.compile import Backend, CompileError
     from gpugov.whatif.replay import kueue_setup
     from gpugov.whatif.setup import SetupError
     from gpugov.whatif.synthetic import synthesize
     from gpugov.whatif.trace import dump_trace
+    from gpugov.whatif.volcano_setup import volcano_setup
+    from gpugov.whatif.volcano_synthetic import synthesize_volcano
 
-    model, _ = _valid(Path(args.repo), None, lambda label: label)
-    cluster = _cluster([model], args.cluster, volcano=False)
+    model = _valid(Path(args.repo), None, lambda label: label)[0]
+    cluster = _cluster([model], args.cluster)
     try:
-        jobs: list[Job] = synthesize(kueue_setup(model, cluster), args.jobs, args.seed, args.load)
+        if model.cluster(cluster).backend == Backend.VOLCANO:
+            jobs: list[Job] = synthesize_volcano(volcano_setup(model, cluster), args.jobs, args.seed, args.load)
+        else:
+            jobs = synthesize(kueue_setup(model, cluster), args.jobs, args.seed, args.load)
     except (SetupError, CompileError) as exc:
         return fail(str(exc))
     return _emit(dump_trace(jobs, args.format), args.out)

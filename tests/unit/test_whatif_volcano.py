@@ -189,3 +189,11 @@ def test_a_pod_nominated_where_it_evicted_does_not_preempt_again(west: VolcanoSe
     assert events(outcome, "reclaim") == []
     assert [who for _, _, who in events(outcome, "admit")] == ["speech", "llm", "recsys", "gang"]
     assert events(outcome, "admit")[-1][0] == 1000  # when speech ends
+
+
+def test_trace_synth_draws_from_a_volcano_clusters_queues(capsys) -> None:
+    from gpugov.cli import main
+
+    assert main(["trace", "synth", str(REPO), "--cluster", "west", "--jobs", "40", "--seed", "3"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == 41 and {row.split(",")[3] for row in rows[1:]} == {"llm-pretrain", "recsys", "speech"}
