@@ -37,6 +37,8 @@ def cmd_doctor(args: argparse.Namespace) -> ExitCode:
         rbac=tuple((o["kind"], o["metadata"]["name"]) for o in state.objects
                    if o["kind"] in ("ClusterRole", "ClusterRoleBinding") and is_tenant_rbac(o)),
         volcano=state.backend == "volcano",
+        multikueue=tuple((o["kind"], o["metadata"]["name"]) for o in state.objects
+                         if o["kind"] in ("AdmissionCheck", "MultiKueueCluster")),
     )
     try:
         api = api_client(args)

@@ -171,6 +171,12 @@ def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[
             facts.external_ips = "" if answer.ok else (
                 answer.message or answer.status_reason or f"{answer.status} {answer.reason}".strip())
 
+    def multikueue() -> None:
+        for kind_name, name in request.multikueue:
+            obj = read_object(api, KINDS[(KUEUE_API, kind_name)], name)
+            if obj is not None:
+                facts.multikueue[(kind_name, name)] = obj
+
     def pods() -> None:
         if request.read_pods:
             facts.pods = list(list_all(api, KINDS[("v1", "Pod")], field_selector="status.phase=Running"))
@@ -189,5 +195,6 @@ def _read_api(api: Api, request: FactsRequest, facts: Facts, attempt: Callable[[
         attempt("volcano-queues", volcano_queues)
     for source, read in (("apiservices", apiservices), ("kueue-config", kueue_config), ("volcano-config", volcano_config),
                          ("kueue-services", kueue_services), ("daemonsets", daemonsets), ("admission", admission),
-                         ("namespaces", namespaces), ("external-ips", external_ips), ("rbac", rbac), ("pods", pods)):
+                         ("namespaces", namespaces), ("external-ips", external_ips), ("rbac", rbac), ("multikueue", multikueue),
+                         ("pods", pods)):
         attempt(source, read)

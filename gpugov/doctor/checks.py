@@ -1147,6 +1147,31 @@ def check_broad_bindings(s: Situation) -> Outcome:
                       count=len(s.request.namespaces)))
 
 
+@check("DR060", "multikueue-wiring", reads=("multikueue",),
+       summary="On a fleet's manager: each AdmissionCheck and MultiKueueCluster the fleet compiles to exists "
+       "and is Active, i.e. Kueue reached every worker with the kubeconfig Secret the Fleet names.",
+       hint=Text("Create each worker's kubeconfig Secret (key kubeconfig) in Kueue's namespace on the manager, and "
+                 "apply each worker: the condition's message says what Kueue could not do."))
+def check_multikueue(s: Situation) -> Outcome:
+    wanted = [(o["kind"], o["metadata"]["name"]) for o in s.state.objects
+              if o["kind"] in ("AdmissionCheck", "MultiKueueCluster")]
+    if not wanted:
+        return _skip(Text("cluster {cluster} manages no fleet", cluster=s.scope.cluster.name))
+    problems = []
+    for kind, object_name in wanted:
+        found = s.facts.multikueue.get((kind, object_name))
+        active = _condition(found, "Active") if found is not None else None
+        if found is None:
+            problems.append(Text("{kind} {name} is missing", kind=kind, name=object_name))
+        elif active is None or active.get("status") != "True":
+            why = (active or {}).get("message") or (active or {}).get("reason") or Text("no Active condition")
+            problems.append(Text("{kind} {name} is not Active: {why}", kind=kind, name=object_name, why=why))
+    if problems:
+        return _fail("; ".join(str(p) for p in problems))
+    return _pass(Text("{count} AdmissionCheck(s) and MultiKueueCluster(s) Active: every worker reached",
+                      count=len(wanted)))
+
+
 CHECKS: tuple[Check, ...] = (  # the order of the report
     check_scheduler_installed, check_scheduler_version, check_volcano_scheduler_config, check_volcano_queues,
     check_fair_sharing, check_manage_jobs, check_visibility,
@@ -1155,7 +1180,7 @@ CHECKS: tuple[Check, ...] = (  # the order of the report
     check_pool_hardware,
     check_admission, check_integrations, check_pod_security, check_external_ips, check_isolation_intact,
     check_tenant_roles,
-    check_broad_bindings,
+    check_broad_bindings, check_multikueue,
 )
 CHECK_IDS = tuple(c.id for c in CHECKS)
 COULD_NOT_READ = Text("Fix access to what it reads and run again.")

@@ -30,6 +30,7 @@ SOURCES = {
     "external-ips": "the API server's answer to a server-side dry run (nothing is created) of a Service with "
     "externalIPs in the first tenant namespace",
     "rbac": "gpugov's tenant ClusterRoles and ClusterRoleBindings by name, the RoleBindings of the tenants' namespaces",
+    "multikueue": "a fleet manager's AdmissionChecks and MultiKueueClusters (kueue.x-k8s.io/v1beta2) by name",
     "pods": "running Pods (only with --dcgm-metrics)",
     "kueue-metrics": "the Kueue /metrics text at --kueue-metrics URL",
     "dcgm-metrics": "the DCGM exporter /metrics text at --dcgm-metrics URL",
@@ -53,6 +54,7 @@ class FactsRequest:
     namespaces: tuple[str, ...] = ()  # the tenants' namespaces (compile's Namespace objects)
     rbac: tuple[tuple[str, str], ...] = ()  # (kind, name) of the tenant roles' cluster-scoped objects
     volcano: bool = False  # the cluster runs Volcano: read its scheduler configuration, Queues and PodGroups
+    multikueue: tuple[tuple[str, str], ...] = ()  # (kind, name): a fleet manager's AdmissionChecks and MultiKueueClusters
 
     @property
     def read_pods(self) -> bool:
@@ -77,6 +79,7 @@ class Facts:
     namespaces: dict[str, Obj] = field(default_factory=dict)  # name -> Namespace, those found
     rbac: dict[tuple[str, str], Obj] = field(default_factory=dict)  # (kind, name) -> object, those found
     rolebindings: list[Obj] = field(default_factory=list)  # every RoleBinding of the tenants' namespaces
+    multikueue: dict[tuple[str, str], Obj] = field(default_factory=dict)  # (kind, name) -> object, those found
     pods: list[Obj] | None = None  # running pods; None when not read
     kueue_metrics: str | None = None  # /metrics text; None when no URL was given
     dcgm_metrics: str | None = None

@@ -279,3 +279,32 @@ def test_why_says_which_worker_runs_a_job_and_why_another_waits(fleet: Fleet,
     main(["why", "alpha/train-over", str(fleet.root), "--cluster", "hub", "--kubeconfig", kubeconfig])
     out = capsys.readouterr().out
     assert "gpugov-fleet-training" in out and "worker" not in out, out
+
+
+def _dr060(fleet: Fleet, capsys: pytest.CaptureFixture[str], cluster: str = "hub") -> dict[str, Any]:
+    sandbox = fleet.hub if cluster == "hub" else fleet.workers[cluster]
+    main(["doctor", str(fleet.root), "--cluster", cluster, "--kubeconfig", str(sandbox.cp.kubeconfig),
+          "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    return next(c for c in report["checks"] if c["id"] == "DR060")
+
+
+def test_doctor_checks_the_multikueue_wiring(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """The drift test above pointed lab2's MultiKueueCluster at a Secret that does not exist: doctor says so;
+    pointed back at the declared Secret, every worker is reached again."""
+    objects = client.CustomObjectsApi(fleet.api("hub"))
+    objects.patch_cluster_custom_object(*KUEUE, "multikueueclusters", "lab2", {
+        "spec": {"clusterSource": {"kubeConfig": {"location": "other"}}}})
+
+    def failing() -> dict[str, Any] | None:
+        result = _dr060(fleet, capsys)
+        return result if result["status"] == "fail" else None
+
+    result = eventually(failing, timeout=60, what="DR060 failing for lab2")
+    assert "MultiKueueCluster lab2 is not Active" in result["message"] and "lab " not in result["message"], result
+    objects.patch_cluster_custom_object(*KUEUE, "multikueueclusters", "lab2", {
+        "spec": {"clusterSource": {"kubeConfig": {"location": "lab2-kubeconfig"}}}})
+    result = eventually(lambda: (r := _dr060(fleet, capsys))["status"] == "pass" and r, timeout=90,
+                        what="DR060 passing once lab2's Secret is the declared one")
+    assert "3 AdmissionCheck(s) and MultiKueueCluster(s) Active" in result["message"], result
+    assert _dr060(fleet, capsys, "lab")["status"] == "skip"  # a worker manages no fleet

@@ -160,9 +160,11 @@ def test_a_healthy_cluster_passes_every_check(east: DesiredState) -> None:
     results = run_checks(east, facts=healthy(east), request=request_for(east))
     assert [r.id for r in results] == list(CHECK_IDS)
     not_passing = {r.id: (r.status, r.message) for r in results if r.status is not Status.PASS}
-    # DR017 without --dcgm-metrics reads the exporter DaemonSet's env; Volcano's checks skip on Kueue.
-    assert set(not_passing) == set(VOLCANO_CHECKS)
-    assert all(status is Status.SKIP and "not Volcano" in message for status, message in not_passing.values())
+    # DR017 without --dcgm-metrics reads the exporter DaemonSet's env; Volcano's checks skip on Kueue, and the
+    # fleet's (DR060) on a cluster that manages none.
+    assert set(not_passing) == {*VOLCANO_CHECKS, *FLEET_CHECKS}
+    assert all(status is Status.SKIP and ("not Volcano" in message or "manages no fleet" in message)
+               for status, message in not_passing.values())
     assert exit_code(results) is ExitCode.OK
 
 
@@ -280,12 +282,14 @@ def test_the_runtime_check_fails_on_each_way_a_node_would_honour_the_variable(ea
 
 def test_every_check_has_a_failing_case() -> None:
     # DR006 fails on a scrape (test_kueue_metrics_from_a_real_http_server); Volcano's on west below; the rest here.
-    assert set(FAILURES) | {"DR006"} | set(VOLCANO_FAILURES) == set(CHECK_IDS)
+    # DR060 fails on a fleet's manager: test_multikueue_wiring_fails_for_a_worker_not_reached.
+    assert set(FAILURES) | {"DR006"} | set(VOLCANO_FAILURES) | set(FLEET_CHECKS) == set(CHECK_IDS)
 
 
 # --- a Volcano cluster (west) -------------------------------------------------------------------
 
 VOLCANO_CHECKS = ("DR007", "DR008")
+FLEET_CHECKS = ("DR060",)  # a fleet's manager only: east manages none
 
 
 @pytest.fixture(scope="module")
@@ -536,12 +540,13 @@ def test_doctor_json_and_text_reports(east: DesiredState) -> None:
     assert [c["id"] for c in body["checks"]] == list(CHECK_IDS)
     failed = [c for c in body["checks"] if c["status"] == "fail"]
     assert [c["id"] for c in failed] == ["DR005"] and failed[0]["hint"]
-    passing = len(CHECKS) - 1 - len(VOLCANO_CHECKS)  # Volcano's checks skip on east, a Kueue cluster
-    assert body["summary"] == {"pass": passing, "warn": 0, "fail": 1, "skip": len(VOLCANO_CHECKS)}
+    skipped = len(VOLCANO_CHECKS) + len(FLEET_CHECKS)  # Volcano's skip on east, a Kueue cluster; it manages no fleet
+    passing = len(CHECKS) - 1 - skipped
+    assert body["summary"] == {"pass": passing, "warn": 0, "fail": 1, "skip": skipped}
     printed = text(results, "cluster east (kueue)")
     assert "DR005 fail" in printed and "hint: Check the APIService" in printed
     assert printed.rstrip().endswith(
-        f"{len(CHECKS)} checks: {passing} pass, 0 warn, 1 fail, {len(VOLCANO_CHECKS)} skip")
+        f"{len(CHECKS)} checks: {passing} pass, 0 warn, 1 fail, {skipped} skip")
     assert "| DR005 | kueue-visibility-api | ❌ fail |" in markdown(results, "cluster east (kueue)")
 
 
@@ -614,3 +619,33 @@ def test_tenant_roles_missing_or_rebound_fail(east: DesiredState) -> None:
     binding["subjects"].append({"kind": "Group", "name": "system:authenticated"})
     status, message = outcome(east, facts, "DR050")
     assert status is Status.FAIL and "not declared: system:authenticated" in message
+
+
+def test_multikueue_wiring_fails_for_a_worker_not_reached(tmp_path: Path) -> None:
+    """DR060 on the fleet example's manager: every AdmissionCheck and MultiKueueCluster Active passes; one
+    missing or not Active (Kueue's message) fails, naming it."""
+    from dataclasses import replace
+
+    from tests.helpers.repos import EXAMPLES, overlay_repo
+
+    hub = desired_state(overlay_repo(tmp_path, EXAMPLES / "positive" / "fleet"), cluster="hub")
+    wanted = tuple((o["kind"], o["metadata"]["name"]) for o in hub.objects
+                   if o["kind"] in ("AdmissionCheck", "MultiKueueCluster"))
+    assert wanted == (("MultiKueueCluster", "lab"), ("MultiKueueCluster", "lab2"), ("AdmissionCheck", "gpugov-fleet-training"))
+    request = replace(request_for(hub), multikueue=wanted)
+
+    def dr060(objects: dict[tuple[str, str], dict[str, Any]]) -> tuple[Status, str]:
+        facts = Facts()
+        facts.multikueue = objects
+        result = {r.id: r for r in run_checks(hub, facts=facts, request=request)}["DR060"]
+        return result.status, str(result.message)
+
+    def active(status: str, message: str = "") -> dict[str, Any]:
+        return {"status": {"conditions": [{"type": "Active", "status": status, "message": message}]}}
+
+    assert dr060({key: active("True") for key in wanted})[0] is Status.PASS
+    status, message = dr060({key: active("True") for key in wanted[1:]})
+    assert status is Status.FAIL and "MultiKueueCluster lab is missing" in message
+    status, message = dr060({**{key: active("True") for key in wanted},
+                             ("MultiKueueCluster", "lab2"): active("False", "secret lab2-kubeconfig not found")})
+    assert status is Status.FAIL and message == "MultiKueueCluster lab2 is not Active: secret lab2-kubeconfig not found"
