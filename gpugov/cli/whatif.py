@@ -322,7 +322,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base", required=True, metavar="REF", help="base revision, e.g. origin/main")
     p.add_argument("--head", metavar="REF", help="head revision (default: the working tree)")
     p.add_argument("--trace", metavar="FILE", help="job trace (CSV or JSON lines; see the README)")
-    p.add_argument("--cluster", help="cluster to replay (default: the only Kueue cluster)")
+    p.add_argument("--cluster", help="cluster to replay, Kueue or Volcano (default: the only cluster both revisions declare)")
     p.add_argument("--format", choices=("markdown", "json"), default="markdown")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic trace and of Kueue's UID tie-breaks")
     p.add_argument("--synthetic-jobs", type=int, default=DEFAULT_SYNTHETIC_JOBS, metavar="N",
@@ -364,7 +364,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = actions.add_parser("synth", help="the seeded synthetic trace whatif uses when given none")
     p.add_argument("repo", nargs="?", default=".", help="repository root")
-    p.add_argument("--cluster", help="cluster (default: the only Kueue cluster)")
+    p.add_argument("--cluster", help="cluster (default: the only cluster declared)")
     p.add_argument("--jobs", type=int, default=DEFAULT_SYNTHETIC_JOBS)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--load", type=float, default=0.8, help="offered load as a share of each tenant's quota")
