@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from decimal import Decimal
 
     from gpugov.app.desired import DesiredState
+    from gpugov.usage.ledger import Ledger
+    from gpugov.usage.segments import Segment
     from gpugov.usage.window import Window
 
 
@@ -35,25 +37,11 @@ def _write(path: str | None, text: str) -> None:
 
 
 def cmd_usage(args: argparse.Namespace) -> ExitCode:
-    from dataclasses import replace
-    from datetime import UTC, datetime, timedelta
+    from datetime import UTC, datetime
 
-    from kubernetes import config as kube_config
-
-    from gpugov.app.pipeline import gc_paused
     from gpugov.cli.cluster import api_client
-    from gpugov.cluster.queues import read_workloads
     from gpugov.compile import Backend
-    from gpugov.queueing.workload import WorkloadError, from_object
-    from gpugov.sources import CheckIncomplete
-    from gpugov.sources.prometheus import utilisation_series
     from gpugov.usage import chart, formats
-    from gpugov.usage.attribution import attribution
-    from gpugov.usage.budget import UnplacedAdmission, budget_holders, budget_statuses, period_rows
-    from gpugov.usage.idle import idle
-    from gpugov.usage.ledger import ledger
-    from gpugov.usage.reclaimed import reclaimed
-    from gpugov.usage.segments import segments
     from gpugov.usage.window import WindowError, parse_window
 
     if not args.prometheus and not args.no_idle:
@@ -63,14 +51,48 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
         window = parse_window(args.since, args.until, now)
     except WindowError as exc:
         return fail(str(exc))
+    if args.fleet:
+        return _fleet_usage(args, window, now)
     state = desired(args)
     if state.backend is Backend.VOLCANO:
         return _volcano_usage(args, state, window, now)
     if state.backend is not Backend.KUEUE:
         return fail(f"usage reads Kueue's Workloads; cluster {state.cluster} is scheduled by {state.backend}")
+    try:
+        book, found = _kueue_book(args, state, window, now, api_client(args))
+    except CommandFailed as exc:
+        return fail(str(exc), exc.code)
+    _write(args.out, formats.RENDER[args.format](book))
+    if args.chart:
+        _write(args.chart, chart.svg(found, window, book_pools(state), state.cluster))
+    for note in book.notes:
+        print(f"gpugov: note: {note}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _kueue_book(args: argparse.Namespace, state: DesiredState, window: Window, now: datetime,
+                api: Any) -> tuple[Ledger, list[Segment]]:
+    """The ledger of one Kueue cluster read through `api` and its admitted segments; CommandFailed
+    (exit 3) where the read is not whole."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from kubernetes import config as kube_config
+
+    from gpugov.app.pipeline import gc_paused
+    from gpugov.cluster.queues import read_workloads
+    from gpugov.queueing.workload import WorkloadError, from_object
+    from gpugov.sources import CheckIncomplete
+    from gpugov.sources.prometheus import utilisation_series
+    from gpugov.usage.attribution import attribution
+    from gpugov.usage.budget import UnplacedAdmission, budget_holders, budget_statuses, period_rows
+    from gpugov.usage.idle import idle
+    from gpugov.usage.ledger import ledger
+    from gpugov.usage.reclaimed import reclaimed
+    from gpugov.usage.segments import segments
+
     model = state.model
     rules = attribution(model, state.cluster, state.objects)
-    pools = rules.pools
 
     # 100,000 Workload records and the segments made of them, none cyclic: the collector's scans of
     # them cost more than the reading (as in `gpugov queue`).
@@ -78,7 +100,7 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
         show, clear = progress_printer("usage")
         try:
             workloads, marks = [], []  # only the annotations of the raw objects are kept (reclaim's)
-            for raw in read_workloads(api_client(args), page_size=args.page_size, on_progress=show):
+            for raw in read_workloads(api, page_size=args.page_size, on_progress=show):
                 workloads.append(from_object(raw))
                 marks.append(raw["metadata"].get("annotations") or {})
             taken = reclaimed(zip(workloads, marks, strict=True), window, rules.tenant_of)
@@ -101,22 +123,103 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
                 notes.append("idle hours not measured (--no-idle): idle_hours are 0")
         except (CheckIncomplete, WorkloadError, kube_config.ConfigException, OSError) as exc:
             clear()
-            return fail(f"could not read the usage of cluster {state.cluster}: {' '.join(str(exc).split())}",
-                        ExitCode.INCOMPLETE)
+            raise CommandFailed(f"could not read the usage of cluster {state.cluster}: {' '.join(str(exc).split())}",
+                                ExitCode.INCOMPLETE) from None
         clear()
         book = ledger(model, state.cluster, window, found, idle_seconds, notes, taken.rows)
         if budget_holders(model):  # spent / budget of the current period, whatever the window
             try:
                 rows = period_rows(model, state.cluster, workloads, rules, now)
             except UnplacedAdmission as exc:
-                return fail(f"could not read the budgets of cluster {state.cluster}: {exc}", ExitCode.INCOMPLETE)
+                raise CommandFailed(f"could not read the budgets of cluster {state.cluster}: {exc}",
+                                    ExitCode.INCOMPLETE) from None
             book = replace(book, budgets=tuple(s.line() for s in budget_statuses(model, rows, now)))
-        _write(args.out, formats.RENDER[args.format](book))
-        if args.chart:
-            _write(args.chart, chart.svg(found, window, pools, state.cluster))
-        for note in book.notes:
-            print(f"gpugov: note: {note}", file=sys.stderr)
-        return ExitCode.OK
+        return book, found
+
+
+def _member_kubeconfigs(args: argparse.Namespace) -> dict[str, str]:
+    """--member CLUSTER=KUBECONFIG, each at most once."""
+    from gpugov.i18n import _
+
+    given: dict[str, str] = {}
+    for text in args.member or []:
+        cluster, sep, path = text.partition("=")
+        if not sep or not cluster or not path:
+            raise CommandFailed(_("--member {text}: give CLUSTER=KUBECONFIG").format(text=text))
+        if cluster in given:
+            raise CommandFailed(_("--member {cluster} given twice").format(cluster=cluster))
+        given[cluster] = path
+    return given
+
+
+def _fleet_usage(args: argparse.Namespace, window: Window, now: datetime) -> ExitCode:
+    """The ledger of a fleet (issue #43): each job counted once, on the worker that ran it.
+
+    MultiKueue keeps two Workloads of one job: the manager's, admitted in the fleet's flavor (no pool,
+    no device), and the worker's copy, admitted in the worker's own pool where its pods ran. Only the
+    workers are read, each with its kubeconfig (--member CLUSTER=KUBECONFIG, else --kubeconfig with the
+    context named after the cluster), and their ledgers put side by side: a worker's pools are its own,
+    so no row is counted twice."""
+    from argparse import Namespace
+
+    from gpugov.app.pipeline import validate_repo
+    from gpugov.cli.cluster import api_client
+    from gpugov.i18n import _
+    from gpugov.usage import formats
+
+    if args.cluster:
+        return fail(_("--fleet reads every worker of the fleet: give no --cluster"))
+    if args.prometheus:
+        return fail(_("--fleet measures no idle hours yet: give --no-idle"))
+    try:
+        members = _member_kubeconfigs(args)
+    except CommandFailed as exc:
+        return fail(str(exc), exc.code)
+    result = validate_repo(Path(args.repo))
+    if result.model is None:
+        return fail(_("the declarations of {repo} do not validate: run gpugov validate").format(repo=args.repo))
+    fleet = result.model.fleets.get(args.fleet)
+    if fleet is None:
+        return fail(_("no fleet {name} is declared (declared: {names})").format(
+            name=args.fleet, names=", ".join(sorted(result.model.fleets)) or "-"))
+    unknown = sorted(set(members) - set(fleet.worker_names()) - {fleet.manager})
+    if unknown:
+        return fail(_("--member {clusters}: not a member of fleet {name}").format(
+            clusters=", ".join(unknown), name=fleet.name))
+    books = []
+    for worker in fleet.worker_names():
+        member = Namespace(**{**vars(args), "cluster": worker, "kubeconfig": members.get(worker, args.kubeconfig),
+                              "context": None if worker in members else (args.context or worker)})
+        try:
+            state = desired(member)
+            book, _found = _kueue_book(member, state, window, now, api_client(member))
+        except CommandFailed as exc:
+            return fail(str(exc), exc.code)
+        books.append(book)
+    book = fleet_ledger(fleet.name, books)
+    _write(args.out, formats.RENDER[args.format](book))
+    for note in book.notes:
+        print(f"gpugov: note: {note}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def fleet_ledger(fleet: str, books: list[Ledger]) -> Ledger:
+    """The workers' ledgers side by side (each pool belongs to one worker: nothing is summed twice); the
+    budget lines stay per cluster, not added up here."""
+    from gpugov.i18n import _
+    from gpugov.usage.ledger import Ledger
+
+    notes = [_("fleet {fleet}: each job counted once, on the worker that ran it ({workers}); the manager's "
+               "copy of it is not counted").format(fleet=fleet, workers=", ".join(b.cluster for b in books))]
+    notes += [f"{b.cluster}: {n}" for b in books for n in b.notes]
+    if any(b.budgets for b in books):
+        notes.append(_("budgets are per cluster: run gpugov usage --cluster on a worker to see them"))
+    return Ledger(cluster=f"{fleet} ({', '.join(b.cluster for b in books)})", window=books[0].window,
+                  rows=tuple(r for b in books for r in b.rows),
+                  unallocated=tuple(u for b in books for u in b.unallocated),
+                  capacity=tuple(c for b in books for c in b.capacity), notes=tuple(notes),
+                  currencies=tuple(c for b in books for c in b.currencies),
+                  reclaimed=tuple(r for b in books for r in b.reclaimed))
 
 
 def _volcano_usage(args: argparse.Namespace, state: DesiredState, window: Window, now: datetime) -> ExitCode:
@@ -182,4 +285,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="FILE", help="write the ledger here instead of stdout")
     p.add_argument("--chart", metavar="FILE.svg", help="also write an SVG chart of usage per tenant over time")
     p.add_argument("--page-size", type=positive, default=500, metavar="N", help="objects per list request (default 500)")
+    p.add_argument("--fleet", metavar="NAME", help="the ledger of a declared Fleet: every worker read, each job counted "
+                   "once, on the worker that ran it (the manager's copy is not counted)")
+    p.add_argument("--member", action="append", metavar="CLUSTER=KUBECONFIG",
+                   help="with --fleet: the kubeconfig of a member (repeat; default --kubeconfig with the context "
+                   "named after the cluster)")
     p.set_defaults(func=cmd_usage)

@@ -21,6 +21,8 @@ import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +245,45 @@ def test_a_tenant_cannot_choose_a_worker(fleet: Fleet) -> None:
     assert _status(lambda: alice.create_cluster_custom_object(*KUEUE, "multikueueclusters", {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "mine"},
         "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "mine"}}}})) == 403
+
+
+def _usage(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code = main(["usage", *argv, "--no-idle", "--format", "json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if code == 0 else {"stdout": out}
+
+
+def _hours(report: dict[str, Any]) -> dict[tuple[str, str], str]:
+    return {(r["tenant"], r["pool"]): r["admitted_hours"] for r in report["rows"]
+            if r["resource"] == "nvidia.com/gpu" and r["admitted_hours"] != "0"}
+
+
+def test_usage_of_the_fleet_counts_each_job_once_on_the_worker_that_ran_it(
+        fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """The three jobs of the test above run on the workers (2 GPUs each): the fleet's ledger reads every
+    worker with its own kubeconfig and charges alpha on each worker's pool exactly what that worker's own
+    ledger says, and nothing for the manager's copy of the same jobs (admitted in the fleet flavor)."""
+    running = {worker: [w for w in _workloads(fleet.api(worker)) if _admitted(w)] for worker in ("lab", "lab2")}
+    assert sum(len(r) for r in running.values()) == 3, running
+    members = [f"--member={worker}={fleet.workers[worker].cp.kubeconfig}" for worker in ("lab", "lab2")]
+    window = ["--since", "2h", "--until", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")]
+    code, report = _usage(capsys, str(fleet.root), "--fleet", "training", *members, *window)
+    assert code == 0, report
+    assert report["cluster"] == "training (lab, lab2)"
+    alone = {}
+    for worker, pool in (("lab", "p1"), ("lab2", "p2")):
+        worker_code, own = _usage(capsys, str(fleet.root), "--cluster", worker, "--kubeconfig",
+                                  str(fleet.workers[worker].cp.kubeconfig), *window)
+        assert worker_code == 0, own
+        alone.update(_hours(own))
+        if running[worker]:  # a worker that runs alpha's jobs charges her hours there
+            assert Decimal(alone[("alpha", pool)]) > 0, own
+    assert _hours(report) == alone, (report, alone)  # each job once: the workers' sum, no manager row
+    assert {r["pool"] for r in report["rows"]} <= {"p1", "p2"}, report
+    # A cluster outside the fleet is refused, not read.
+    assert main(["usage", str(fleet.root), "--fleet", "training", "--member=east=/nowhere", "--no-idle",
+                 "--since", "1h"]) == 2
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize("cluster", ["hub", "lab", "lab2"])
