@@ -138,6 +138,16 @@ class ObjectChange:
     fields: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class FleetMember:
+    """One cluster of a fleet (issue #43) and how many of its objects the change touches, by action."""
+
+    fleet: str
+    cluster: str
+    role: str  # manager | worker
+    counts: dict[str, int]  # action -> objects (create, update, ...), only actions that occur
+
+
 @dataclass
 class Plan:
     base: str
@@ -158,6 +168,7 @@ class Plan:
     removals: list[Removal] = field(default_factory=list)
     risks: list[Risk] = field(default_factory=list)
     timeline: list[TimelineEntry] = field(default_factory=list)  # the head's grants and windows (issue #27)
+    fleets: list[FleetMember] = field(default_factory=list)  # each member of a fleet the change touches
 
     @property
     def empty(self) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from gpugov.compile import Object, compile
 from gpugov.declarations.model import Model
 from gpugov.plan.assess import plan_risks
-from gpugov.plan.changes import Plan
+from gpugov.plan.changes import FleetMember, ObjectChange, Plan
 from gpugov.plan.differ import (
     capacity_rows,
     mig_changes,
@@ -55,10 +55,34 @@ def make_plan(base: Model, head: Model, base_label: str, head_label: str, cluste
         plan.mig.extend(mig_changes(name, old, new))
         plan.reach.extend(reach_changes(name, old, new))
     plan.removals = removals(plan.objects)
+    plan.fleets = fleet_members(base, head, plan.objects)
     plan.risks = plan_risks(plan, base, head) + declaration_risks(base, head) + outside_risks(changed_paths)
     plan.risks += timeline_risks(base, head)
     plan.timeline = timeline(head)
     return plan
+
+
+def fleet_members(base: Model, head: Model, objects: Sequence[ObjectChange]) -> list[FleetMember]:
+    """Each member of each fleet (the head's, then the base's), in the order to apply them: the workers in
+    declared order (one the change adds or drops included), then the manager, with what changes on each;
+    none where the change touches no member's objects."""
+    members: list[FleetMember] = []
+    for name in sorted(set(base.fleets) | set(head.fleets)):
+        order: list[tuple[str, str]] = []
+        for model in (head, base):
+            fleet = model.fleets.get(name)
+            if fleet is None:
+                continue
+            for cluster, role in [*((w, "worker") for w in fleet.worker_names()), (fleet.manager, "manager")]:
+                if cluster not in [c for c, _ in order]:
+                    order.append((cluster, role))
+        for cluster, role in order:
+            counts: dict[str, int] = {}
+            for change in objects:
+                if change.cluster == cluster:
+                    counts[change.action] = counts.get(change.action, 0) + 1
+            members.append(FleetMember(name, cluster, role, counts))
+    return members if any(m.counts for m in members) else []
 
 
 def _objects(model: Model, cluster: str, compiled: Mapping[str, list[Object]] | None) -> list[Object]:

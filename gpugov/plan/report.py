@@ -8,7 +8,7 @@ from typing import Any
 from gpugov.i18n import _, localized, ngettext
 from gpugov.kube.quantity import format_quantity
 from gpugov.kube.resources import is_accelerator
-from gpugov.plan.changes import QUOTA_FIELDS, Move, Plan, QuotaChange, WeightChange
+from gpugov.plan.changes import QUOTA_FIELDS, FleetMember, Move, Plan, QuotaChange, WeightChange
 from gpugov.plan.removal import NAMESPACE, NODE, PATHS, PLURAL
 from gpugov.plan.timeline import markdown_rows
 
@@ -96,6 +96,12 @@ def _object_counts(counts: dict[str, int]) -> str:
     return _(", ").join(words[a].format(n=n) for a, n in counts.items() if n)
 
 
+def _member(member: FleetMember) -> tuple[str, str]:
+    """A fleet member's role and what changes on it, in the reader's words."""
+    role = _("manager") if member.role == "manager" else _("worker")
+    return role, _object_counts(member.counts) if member.counts else _("no object change")
+
+
 def markdown(plan: Plan) -> str:
     out = [MARKER, _("### gpugov plan: `{base}` → `{head}`").format(base=plan.base, head=plan.head), ""]
     if plan.empty and not plan.priorities and not plan.risks:
@@ -170,6 +176,11 @@ def markdown(plan: Plan) -> str:
     if plan.moves or plan.weights:
         out += [_("**Departments and fair sharing**"), ""]
         out += [f"- {_move(m)}" for m in plan.moves] + [f"- {_weight(w)}" for w in plan.weights]
+        out.append("")
+    if plan.fleets:
+        out += [_("**Fleet members** (which cluster of each fleet the change touches: apply workers first, then "
+                  "the manager)"), "", _row(_("fleet"), _("cluster"), _("role"), _("object changes")), "|---|---|---|---|"]
+        out += ["| {} | {} | {} | {} |".format(m.fleet, m.cluster, *_member(m)) for m in plan.fleets]
         out.append("")
     if plan.objects:
         counts = {a: sum(1 for o in plan.objects if o.action == a) for a in ("create", "label", "update", "replace", "delete", "retain")}
@@ -248,6 +259,9 @@ def text(plan: Plan) -> str:
     new, told = _("new"), _("{holder} {name} weight: {before} -> {after}")
     out += [told.format(holder=_holder(w.holder), name=w.name, before=new if w.new else w.before or 1,
                         after=w.after or 1) for w in plan.weights]
+    told = _("fleet {fleet} {cluster} ({role}): {changes}")
+    out += [told.format(fleet=m.fleet, cluster=m.cluster, role=_member(m)[0], changes=_member(m)[1])
+            for m in plan.fleets]
     for o in plan.objects:
         name = f"{o.namespace}/{o.name}" if o.namespace else o.name
         out.append(f"{_action(o.action)} {o.cluster} {o.kind} {name}" + (f" ({', '.join(o.fields)})" if o.fields else ""))

@@ -13,7 +13,7 @@ import pytest
 
 from gpugov.cli import main
 from tests.helpers.golden import assert_golden_file
-from tests.helpers.repos import BASE, GOLDEN, write
+from tests.helpers.repos import BASE, EXAMPLES, GOLDEN, write
 
 PLAN_GOLDEN = GOLDEN / "plan"
 GIT_ENV = {
@@ -406,3 +406,52 @@ def test_turning_topology_aware_scheduling_off_or_on_is_a_cluster_change(tmp_pat
     commit(off, lambda r: edit(r, "policies/clusters.yaml", "topologyAwareScheduling: false",
                                "topologyAwareScheduling: true"))
     assert "cluster-changed" in risk_ids(capsys, off)
+
+
+def _fleet(repo: Path) -> None:
+    """The fleet example (hub managing lab and lab2) over the base org."""
+    shutil.copytree(EXAMPLES / "positive" / "fleet", repo, dirs_exist_ok=True)
+
+
+def _members(capsys: pytest.CaptureFixture[str], repo: Path) -> list[tuple[str, str, dict[str, int]]]:
+    code, out, _ = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "json")
+    assert code == 0, out
+    return [(m["cluster"], m["role"], m["counts"]) for m in json.loads(out)["fleets"]]
+
+
+def test_plan_of_a_fleet_quota_change_touches_the_manager_only(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path, lambda r: edit(r, "policies/fleets.yaml", "accelerators: 16", "accelerators: 12"),
+                     prepare=_fleet)
+    assert _members(capsys, repo) == [("lab", "worker", {}), ("lab2", "worker", {}), ("hub", "manager", {"update": 1})]
+    out = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD")[1]
+    assert "| training | hub | manager | 1 to update |" in out and "| training | lab | worker | no object change |" in out
+    out = run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "text")[1]
+    assert "fleet training hub (manager): 1 to update" in out.splitlines(), out
+
+
+def test_plan_of_the_managers_user_touches_every_worker_and_not_the_manager(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The manager's user is bound on the workers (and trusted by their admission policies): each worker
+    changes, the manager does not."""
+    repo = make_repo(tmp_path, lambda r: edit(r, "policies/fleets.yaml", "  manager: hub\n",
+                                              "  manager: hub\n  managerUser: someone-else\n"), prepare=_fleet)
+    members = _members(capsys, repo)
+    assert [(c, r) for c, r, _ in members] == [("lab", "worker"), ("lab2", "worker"), ("hub", "manager")]
+    assert members[2][2] == {} and members[0][2] == members[1][2] and members[0][2].get("update", 0) >= 2, members
+
+
+def test_plan_of_a_workers_own_tenant_touches_that_worker_only(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """beta is no fleet tenant: its quota is lab's alone (its pool is lab's)."""
+    repo = make_repo(tmp_path, lambda r: edit(r, "tenants/beta.yaml", "accelerators: 8", "accelerators: 6"),
+                     prepare=_fleet)
+    assert _members(capsys, repo) == [("lab", "worker", {"update": 1}), ("lab2", "worker", {}), ("hub", "manager", {})]
+
+
+def test_plan_of_a_change_no_member_sees_lists_no_member(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path, lambda r: edit(r, "policies/fleets.yaml", "description: lab and lab2",
+                                              "description: the two labs"), prepare=_fleet)
+    data = json.loads(run(capsys, "plan", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "json")[1])
+    assert (data["objects"], data["fleets"]) == ([], []), data
