@@ -49,6 +49,8 @@ def cmd_apply(args: argparse.Namespace) -> ExitCode:
     from gpugov.cluster.rest import Api, Rejected, served_versions
     from gpugov.sources import CheckIncomplete
 
+    if getattr(args, "fleet", None):
+        return _apply_fleet(args)
     state = desired(args)
     if args.only_quotas:  # the timeline CronJob: a boundary changes quota objects only, and never what exists
         from dataclasses import replace
@@ -104,6 +106,47 @@ def cmd_apply(args: argparse.Namespace) -> ExitCode:
         return fail(f"refused: {_one_line(exc)}; nothing was changed", ExitCode.USAGE)
     except (ApplyError, PruneError, CheckIncomplete, kube_config.ConfigException, OSError) as exc:
         return fail(f"apply failed: {_one_line(exc)}", ExitCode.INCOMPLETE)
+    return ExitCode.OK
+
+
+def _apply_fleet(args: argparse.Namespace) -> ExitCode:
+    """Every member of a fleet (issue #43), in the order MultiKueue needs: the workers first (their
+    namespaces, queues and the manager's roles), then the manager, whose AdmissionCheck goes Active only
+    once it reaches each worker. Each member is one `gpugov apply --cluster MEMBER` with its own
+    kubeconfig (--member CLUSTER=KUBECONFIG, else --kubeconfig with the context named after the cluster),
+    the wrong-cluster guard and all; the first that does not succeed stops the rest."""
+    from argparse import Namespace
+
+    from gpugov.app.pipeline import validate_repo
+    from gpugov.cli.usage import member_kubeconfigs
+
+    if args.cluster:
+        return fail(_("--fleet applies every member of the fleet: give no --cluster"))
+    try:
+        members = member_kubeconfigs(args)
+    except CommandFailed as exc:
+        return fail(str(exc), exc.code)
+    result = validate_repo(Path(args.repo))
+    fleet = None if result.model is None else result.model.fleets.get(args.fleet)
+    if fleet is None:
+        return fail(_("no fleet {name} is declared (declared: {names})").format(
+            name=args.fleet, names=", ".join(sorted(result.model.fleets if result.model else ())) or "-"))
+    order = [*fleet.worker_names(), fleet.manager]
+    unknown = sorted(set(members) - set(order))
+    if unknown:
+        return fail(_("--member {clusters}: not a member of fleet {name}").format(
+            clusters=", ".join(unknown), name=fleet.name))
+    for done, cluster in enumerate(order):
+        role = _("manager") if cluster == fleet.manager else _("worker")
+        print(_("fleet {fleet}: cluster {cluster} ({role})").format(fleet=fleet.name, cluster=cluster, role=role))
+        member = Namespace(**{**vars(args), "fleet": None, "cluster": cluster,
+                              "kubeconfig": members.get(cluster, args.kubeconfig),
+                              "context": None if cluster in members else (args.context or cluster)})
+        code = cmd_apply(member)
+        if code != ExitCode.OK:
+            return fail(_("fleet {fleet}: stopped at {cluster}; done before it: {done}; not reached: {left}").format(
+                fleet=fleet.name, cluster=cluster, done=", ".join(order[:done]) or "-",
+                left=", ".join(order[done + 1:]) or "-"), code)
     return ExitCode.OK
 
 
@@ -374,4 +417,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="record this cluster anew as --cluster, over an identity record (or gpugov objects) of "
                    "another declared cluster: only to rebuild a cluster as another one on purpose; never "
                    "overrides a pinned spec.identity")
+    p.add_argument("--fleet", metavar="NAME",
+                   help="apply every member of a declared Fleet, the workers first, then the manager, each as "
+                   "apply --cluster MEMBER (the wrong-cluster guard for each); the first that fails stops the rest")
+    p.add_argument("--member", action="append", metavar="CLUSTER=KUBECONFIG",
+                   help="with --fleet: the kubeconfig of a member (repeat; default --kubeconfig with the context "
+                   "named after the cluster)")
     p.set_defaults(func=cmd_apply)

@@ -137,7 +137,7 @@ def _kueue_book(args: argparse.Namespace, state: DesiredState, window: Window, n
         return book, found
 
 
-def _member_kubeconfigs(args: argparse.Namespace) -> dict[str, str]:
+def member_kubeconfigs(args: argparse.Namespace) -> dict[str, str]:
     """--member CLUSTER=KUBECONFIG, each at most once."""
     from gpugov.i18n import _
 
@@ -172,7 +172,7 @@ def _fleet_usage(args: argparse.Namespace, window: Window, now: datetime) -> Exi
     if args.prometheus:
         return fail(_("--fleet measures no idle hours yet: give --no-idle"))
     try:
-        members = _member_kubeconfigs(args)
+        members = member_kubeconfigs(args)
     except CommandFailed as exc:
         return fail(str(exc), exc.code)
     result = validate_repo(Path(args.repo))

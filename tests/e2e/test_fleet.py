@@ -349,3 +349,26 @@ def test_doctor_checks_the_multikueue_wiring(fleet: Fleet, capsys: pytest.Captur
                         what="DR060 passing once lab2's Secret is the declared one")
     assert "3 AdmissionCheck(s) and MultiKueueCluster(s) Active" in result["message"], result
     assert _dr060(fleet, capsys, "lab")["status"] == "skip"  # a worker manages no fleet
+
+
+def test_apply_of_the_fleet_goes_workers_first_and_holds_the_guard_for_each(
+        fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """One apply for all members (as a dry run: the guard and the order, no write): the workers, then the
+    manager, each checked as itself; lab's kubeconfig given as lab2's is refused by the wrong-cluster guard
+    (lab's objects are there), lab before it checked, the manager not reached."""
+    kubeconfigs = {"hub": fleet.hub.cp.kubeconfig, **{w: s.cp.kubeconfig for w, s in fleet.workers.items()}}
+    members = [f"--member={cluster}={path}" for cluster, path in kubeconfigs.items()]
+    code = main(["apply", str(fleet.root), "--fleet", "training", "--dry-run", *members])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    said = [line for line in out.splitlines() if line.startswith("fleet training: cluster ")]
+    assert said == ["fleet training: cluster lab (worker)", "fleet training: cluster lab2 (worker)",
+                    "fleet training: cluster hub (manager)"], out
+    swapped = [f"--member=hub={kubeconfigs['hub']}", f"--member=lab={kubeconfigs['lab']}",
+               f"--member=lab2={kubeconfigs['lab']}"]
+    code = main(["apply", str(fleet.root), "--fleet", "training", "--dry-run", *swapped])
+    out, err = capsys.readouterr()
+    assert code == 2, out + err
+    assert "looks like cluster lab, not lab2" in err, err
+    assert "stopped at lab2; done before it: lab; not reached: hub" in err, err
+    assert "cluster hub (manager)" not in out, out
