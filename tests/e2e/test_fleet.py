@@ -353,12 +353,12 @@ def test_doctor_checks_the_multikueue_wiring(fleet: Fleet, capsys: pytest.Captur
 
 def test_apply_of_the_fleet_goes_workers_first_and_holds_the_guard_for_each(
         fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
-    """One apply for all members (as a dry run: the guard and the order, no write): the workers, then the
-    manager, each checked as itself; lab's kubeconfig given as lab2's is refused by the wrong-cluster guard
-    (lab's objects are there), lab before it checked, the manager not reached."""
+    """One apply for all members: the workers, then the manager, each recorded as itself, the admission
+    policies in force on each (the manager's too: they hold the workers' accelerators); then lab's kubeconfig
+    given as lab2's is refused by the wrong-cluster guard before any write, the manager not reached."""
     kubeconfigs = {"hub": fleet.hub.cp.kubeconfig, **{w: s.cp.kubeconfig for w, s in fleet.workers.items()}}
     members = [f"--member={cluster}={path}" for cluster, path in kubeconfigs.items()]
-    code = main(["apply", str(fleet.root), "--fleet", "training", "--dry-run", *members])
+    code = main(["apply", str(fleet.root), "--fleet", "training", *members])
     out, err = capsys.readouterr()
     assert code == 0, out + err
     said = [line for line in out.splitlines() if line.startswith("fleet training: cluster ")]
@@ -366,9 +366,10 @@ def test_apply_of_the_fleet_goes_workers_first_and_holds_the_guard_for_each(
                     "fleet training: cluster hub (manager)"], out
     swapped = [f"--member=hub={kubeconfigs['hub']}", f"--member=lab={kubeconfigs['lab']}",
                f"--member=lab2={kubeconfigs['lab']}"]
-    code = main(["apply", str(fleet.root), "--fleet", "training", "--dry-run", *swapped])
+    assert out.count("admission: in force") == 3, out
+    code = main(["apply", str(fleet.root), "--fleet", "training", *swapped])
     out, err = capsys.readouterr()
     assert code == 2, out + err
-    assert "looks like cluster lab, not lab2" in err, err
+    assert "is cluster lab, not lab2" in err and "nothing was changed" in err, err
     assert "stopped at lab2; done before it: lab; not reached: hub" in err, err
     assert "cluster hub (manager)" not in out, out

@@ -184,3 +184,17 @@ def test_why_names_the_worker_or_what_the_fleet_waits_for() -> None:
         {"name": "gpugov-fleet-training", "state": "Pending", "message": "no worker has room", "lastTransitionTime": now}]}),
         None)
     assert pending.why is Why.RESERVED and "gpugov-fleet-training: no worker has room" in str(pending.text)
+
+
+def test_the_managers_admission_policies_hold_the_workers_accelerators(model: Model) -> None:
+    """The manager has no pool: without its workers' accelerators its policies would let a job that asks
+    for a GPU go around the fleet's queue there (seen on the fleet sandbox: apply's probes not refused)."""
+    def accelerators(cluster: str) -> dict[str, str]:
+        return {name: next(v["expression"] for v in policy["spec"]["variables"] if v["name"] == "accelerators")
+                for name, policy in of_kind(compile(model, cluster=cluster), "ValidatingAdmissionPolicy").items()
+                if any(v["name"] == "accelerators" for v in policy["spec"].get("variables", []))}
+
+    hub, lab = accelerators("hub"), accelerators("lab")
+    assert "gpugov-accelerators-need-a-queue" in hub, sorted(hub)
+    assert all("nvidia.com/gpu" in expression for expression in hub.values()), hub
+    assert hub == {name: lab[name] for name in hub}, (hub, lab)

@@ -260,7 +260,13 @@ def _cut(sizes: dict[str, int]) -> list[list[str]]:
 
 
 def accelerator_resources(scope: Scope) -> list[str]:
-    names = {resource for pool in scope.pools.values() for resource in pool.capacity if is_accelerator(resource)}
+    """The accelerators the cluster's policies hold: its pools' and, on a fleet's manager (which has no pool
+    of its own), its workers' pools' too, which the fleet's ClusterQueues stand for (issue #43)."""
+    pools = list(scope.pools.values())
+    for fleet in scope.model.fleets_managed_by(scope.cluster.name):
+        workers = set(fleet.worker_names())
+        pools += [pool for pool in scope.model.pools.values() if pool.cluster in workers]
+    names = {resource for pool in pools for resource in pool.capacity if is_accelerator(resource)}
     return sorted(names)
 
 
