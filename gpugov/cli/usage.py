@@ -58,6 +58,13 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
         return _volcano_usage(args, state, window, now)
     if state.backend is not Backend.KUEUE:
         return fail(f"usage reads Kueue's Workloads; cluster {state.cluster} is scheduled by {state.backend}")
+    managed = state.model.fleets_managed_by(state.cluster)
+    if managed:  # its Workloads are the copies of jobs that ran on the workers: counted there, once
+        from gpugov.i18n import _
+
+        return fail(_("cluster {cluster} is the manager of fleet {fleet}: its jobs run on the workers, where they "
+                      "are counted once; run gpugov usage --fleet {fleet}").format(cluster=state.cluster,
+                                                                                    fleet=managed[0].name))
     try:
         book, found = _kueue_book(args, state, window, now, api_client(args))
     except CommandFailed as exc:

@@ -280,6 +280,10 @@ def test_usage_of_the_fleet_counts_each_job_once_on_the_worker_that_ran_it(
             assert Decimal(alone[("alpha", pool)]) > 0, own
     assert _hours(report) == alone, (report, alone)  # each job once: the workers' sum, no manager row
     assert {r["pool"] for r in report["rows"]} <= {"p1", "p2"}, report
+    # The manager's Workloads are copies of the same jobs: not counted there, pointed at the fleet's ledger.
+    assert main(["usage", str(fleet.root), "--cluster", "hub", "--kubeconfig", str(fleet.hub.cp.kubeconfig),
+                 "--no-idle", "--since", "1h"]) == 2
+    assert "gpugov usage --fleet training" in capsys.readouterr().err
     # A cluster outside the fleet is refused, not read.
     assert main(["usage", str(fleet.root), "--fleet", "training", "--member=east=/nowhere", "--no-idle",
                  "--since", "1h"]) == 2
