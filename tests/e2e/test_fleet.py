@@ -324,6 +324,12 @@ def test_why_says_which_worker_runs_a_job_and_why_another_waits(fleet: Fleet,
     main(["why", "alpha/train-over", str(fleet.root), "--cluster", "hub", "--kubeconfig", kubeconfig])
     out = capsys.readouterr().out
     assert "gpugov-fleet-training" in out and "worker" not in out, out
+    # queue gives the same answer for every job of the tenant at once (one reason: gpugov.queueing.reasons)
+    main(["queue", str(fleet.root), "--cluster", "hub", "--kubeconfig", kubeconfig, "--format", "json"])
+    rows = {w["job"]: w for w in json.loads(capsys.readouterr().out)["workloads"] if w["tenant"] == "alpha"}
+    for job, worker in placed.items():
+        assert f"running on worker {worker}" in rows[job]["message"], rows[job]
+    assert rows["train-over"]["state"] == "pending" and "worker" not in rows["train-over"]["message"], rows
 
 
 def _dr060(fleet: Fleet, capsys: pytest.CaptureFixture[str], cluster: str = "hub") -> dict[str, Any]:
