@@ -11,7 +11,7 @@ from typing import Any
 from kubernetes import client
 
 from gpugov.cluster.rest import MERGE_PATCH, PAGE_SIZE, Api, Rejected, list_all, write
-from gpugov.kube.kinds import KINDS, WORKLOAD
+from gpugov.kube.kinds import KINDS, WORKLOAD, Kind
 from gpugov.kube.objects import ANNOTATION_RECLAIM_DEACTIVATED, ANNOTATION_RECLAIM_WARNED
 from gpugov.reclaim.decide import CLEAR, DEACTIVATE, WARN, Decision
 from gpugov.reclaim.subjects import Candidate
@@ -49,12 +49,13 @@ def patch_for(decision: Decision, now: datetime) -> dict[str, Any]:
     raise ValueError(f"no patch for action {decision.action!r}")
 
 
-def event_for(candidate: Candidate, decision: Decision, now: datetime) -> dict[str, Any]:
+def event_for(candidate: Candidate, decision: Decision, now: datetime, kind: Kind = WORKLOAD) -> dict[str, Any]:
+    """The Event recorded on the reclaimed object (a Workload; on Volcano a batch or Volcano Job)."""
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"generateName": f"{candidate.name}.", "namespace": candidate.namespace},
-        "involvedObject": {"apiVersion": WORKLOAD.api_version, "kind": WORKLOAD.kind, "name": candidate.name,
+        "involvedObject": {"apiVersion": kind.api_version, "kind": kind.kind, "name": candidate.name,
                            "namespace": candidate.namespace, "uid": candidate.uid},
         "reason": REASONS[decision.action],
         "message": decision.why[:1024],

@@ -12,7 +12,7 @@ from typing import Any
 
 from kubernetes import client
 
-from gpugov.cluster.reclaim import COMPONENT, POD, REASONS, _lean, _stamp
+from gpugov.cluster.reclaim import POD, _lean, _stamp, event_for
 from gpugov.cluster.rest import MERGE_PATCH, PAGE_SIZE, Api, Rejected, list_all, write
 from gpugov.kube.kinds import Kind
 from gpugov.kube.objects import ANNOTATION_RECLAIM_DEACTIVATED, ANNOTATION_RECLAIM_WARNED
@@ -47,23 +47,7 @@ def job_patch(decision: Decision, now: datetime) -> dict[str, Any]:
 
 
 def job_event(candidate: Candidate, decision: Decision, now: datetime) -> dict[str, Any]:
-    kind = VCJOB if candidate.kind == "VolcanoJob" else JOB
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"generateName": f"{candidate.name}.", "namespace": candidate.namespace},
-        "involvedObject": {"apiVersion": kind.api_version, "kind": kind.kind, "name": candidate.name,
-                           "namespace": candidate.namespace, "uid": candidate.uid},
-        "reason": REASONS[decision.action],
-        "message": decision.why[:1024],
-        "type": "Normal" if decision.action == CLEAR else "Warning",
-        "source": {"component": COMPONENT},
-        "reportingComponent": COMPONENT,
-        "reportingInstance": COMPONENT,
-        "firstTimestamp": _stamp(now),
-        "lastTimestamp": _stamp(now),
-        "count": 1,
-    }
+    return event_for(candidate, decision, now, VCJOB if candidate.kind == "VolcanoJob" else JOB)
 
 
 def abort_command(candidate: Candidate, why: str) -> dict[str, Any]:
