@@ -568,15 +568,7 @@ class Converter:
         tenant: Obj = {"description": f"Imported from ClusterQueue {name}."}
         if spec.get("cohortName"):
             tenant["department"] = spec["cohortName"]
-        cost_center = (obj["metadata"].get("labels") or {}).get(LABEL_COST_CENTER)
-        if cost_center:  # a queue gpugov wrote carries its tenant's cost centre
-            tenant["costCenter"] = cost_center
-        tenant.update(self._personas(name, namespaces))
-        tenant["namespaces"] = namespaces
-        self.tenant_namespaces.extend(namespaces)
-        existing = [n for n in namespaces if n in self.inv.namespaces] if self.inv.namespaces else namespaces
-        if existing:
-            tenant["adoptNamespaces"] = existing
+        self._tenant_identity(tenant, obj, name, namespaces)
         if declared_queues:
             tenant["queues"] = declared_queues
         if quotas:
@@ -586,6 +578,20 @@ class Converter:
         if fungibility:
             tenant["flavorFungibility"] = fungibility
         self.out.files[f"tenants/{name}.yaml"] = [document("Tenant", name, tenant)]
+
+    def _tenant_identity(self, tenant: Obj, queue: Obj, name: str, namespaces: list[str]) -> None:
+        """What a tenant imported from its queue `queue` carries whatever the scheduler: its cost centre (a
+        queue gpugov wrote has its tenant's), owners, members and viewers, and its namespaces (those that
+        exist adopted)."""
+        cost_center = (queue["metadata"].get("labels") or {}).get(LABEL_COST_CENTER)
+        if cost_center:
+            tenant["costCenter"] = cost_center
+        tenant.update(self._personas(name, namespaces))
+        tenant["namespaces"] = namespaces
+        self.tenant_namespaces.extend(namespaces)
+        existing = [n for n in namespaces if n in self.inv.namespaces] if self.inv.namespaces else namespaces
+        if existing:
+            tenant["adoptNamespaces"] = existing
 
     def _personas(self, name: str, namespaces: list[str]) -> Obj:
         """spec.owners, members and viewers from gpugov's tenant RoleBindings in the tenant's namespaces (what an

@@ -40,7 +40,7 @@ from gpugov.catalog import MODELS
 from gpugov.compile.volcano_scheduler import action_names, plugin_names
 from gpugov.kube.canonical import quantity
 from gpugov.kube.names import VOLCANO_NODEGROUP_LABEL
-from gpugov.kube.objects import LABEL_COST_CENTER, LABEL_POOL, LABEL_PREEMPTIBLE, LABEL_TENANT
+from gpugov.kube.objects import LABEL_POOL, LABEL_PREEMPTIBLE, LABEL_TENANT
 from gpugov.kube.resources import is_accelerator
 
 DEFAULT_QUEUE = "default"  # Volcano's controller makes it; a job that names no queue lands there
@@ -331,15 +331,7 @@ class VolcanoConverter(Converter):
         tenant: Obj = {"description": f"Imported from Volcano Queue {name}."}
         if department:
             tenant["department"] = parent if self.plugin == "capacity" else SHARED
-        cost_center = (obj["metadata"].get("labels") or {}).get(LABEL_COST_CENTER)
-        if cost_center:  # a queue gpugov wrote carries its tenant's cost centre
-            tenant["costCenter"] = cost_center
-        tenant.update(self._personas(name, declared))
-        tenant["namespaces"] = declared
-        self.tenant_namespaces.extend(declared)
-        existing = [n for n in declared if n in self.inv.namespaces] if self.inv.namespaces else declared
-        if existing:
-            tenant["adoptNamespaces"] = existing
+        self._tenant_identity(tenant, obj, name, declared)
         tenant["queues"] = self._queues_of(name, declared)
         tenant["quotas"] = quotas
         if (fair := _fair_sharing(self.report, label, view["weight"])) is not None:
