@@ -215,7 +215,8 @@ def alike(workload: Workload) -> tuple[object, ...]:
             None if reserved is None else (reserved.reason, reserved.message),
             None if evicted is None else evicted.message,
             tuple((ps.name, ps.count, tuple(ps.requests.items()), tuple(ps.flavors.items()))
-                  for ps in workload.pod_sets))
+                  for ps in workload.pod_sets),
+            workload.cluster_name, workload.checks)  # a fleet's manager: the worker, the admission checks
 
 
 def explain(workload: Workload, queue: ClusterQueue | None, queue_problem: str = "",

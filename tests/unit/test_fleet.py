@@ -163,7 +163,7 @@ def test_a_worker_trusts_the_managers_user_as_it_trusts_kueue(model: Model) -> N
 
 
 def test_why_names_the_worker_or_what_the_fleet_waits_for() -> None:
-    from gpugov.queueing.reasons import Why, explain
+    from gpugov.queueing.reasons import Why, alike, explain
     from gpugov.queueing.workload import from_object
 
     def workload(status: dict[str, Any]) -> Any:
@@ -184,6 +184,11 @@ def test_why_names_the_worker_or_what_the_fleet_waits_for() -> None:
         {"name": "gpugov-fleet-training", "state": "Pending", "message": "no worker has room", "lastTransitionTime": now}]}),
         None)
     assert pending.why is Why.RESERVED and "gpugov-fleet-training: no worker has room" in str(pending.text)
+    # queue explains workloads alike once (reasons.alike): two on different workers are not alike
+    on_lab = workload({"admission": admission, "conditions": conditions, "clusterName": "lab"})
+    on_lab2 = workload({"admission": admission, "conditions": conditions, "clusterName": "lab2"})
+    assert alike(on_lab) != alike(on_lab2) and alike(on_lab) == alike(workload({
+        "admission": admission, "conditions": conditions, "clusterName": "lab"}))
 
 
 def test_the_managers_admission_policies_hold_the_workers_accelerators(model: Model) -> None:
