@@ -9,6 +9,7 @@ must change nothing.
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -21,6 +22,7 @@ from gpugov.compile import compile
 from gpugov.sandbox.nodes import create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
 from tests.helpers.repos import REPO
+from tests.helpers.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -290,8 +292,15 @@ def test_a_removed_tenants_admitted_work_is_drained_and_its_queue_goes(sandbox_b
                                                        ("delete", "LocalQueue leaves/main"),
                                                        ("release", "Namespace leaves")}
         outcomes = {p.item.label: p for p in prune(api, plan, drain_timeout=90)}
-        (workload,) = custom.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "leaves", "workloads")["items"]
-        conditions = {c["type"]: c for c in workload["status"]["conditions"]}
+
+        def evicted() -> dict[str, Any] | None:
+            """The Workload's conditions once Kueue has written its eviction (it does so asynchronously)."""
+            (workload,) = custom.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "leaves",
+                                                               "workloads")["items"]
+            found = {c["type"]: c for c in workload["status"]["conditions"]}
+            return found if "Evicted" in found else None
+
+        conditions = eventually(evicted, timeout=60, what=f"the Workload evicted after prune ({outcomes})")
         assert (conditions["Evicted"]["status"], conditions["Evicted"]["reason"]) == ("True", "ClusterQueueStopped")
         queue_outcome = outcomes["ClusterQueue leaves"]
         if conditions["QuotaReserved"]["status"] == "False":  # Kueue finished evicting within the wait
