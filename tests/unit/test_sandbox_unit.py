@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -177,6 +178,39 @@ def test_component_that_exits_is_reported_with_code_and_log(tmp_path: Path) -> N
     assert "cannot bind 127.0.0.1:1" in str(info.value)
     component.stop()
     assert component.pid is None
+
+
+SPAWN_BESIDE_GRPC = """
+import sys
+from concurrent import futures
+from pathlib import Path
+
+import gpugov.deploy  # as in a test process that drives Pulumi
+import grpc
+from gpugov.sandbox.processes import spawn
+
+server = grpc.server(futures.ThreadPoolExecutor(2))
+port = server.add_insecure_port("127.0.0.1:0")
+server.start()
+grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{port}")).result(timeout=10)
+codes = [spawn(["/bin/true"], Path(sys.argv[1]), None, detach=False).wait() for _ in range(200)]
+print(sum(code != 0 for code in codes))
+"""
+
+
+def test_servers_start_beside_a_live_grpc_runtime(tmp_path: Path) -> None:
+    """A test process that drove Pulumi holds gRPC's poller threads; the sandbox still forks its
+    servers from it. gRPC's fork support restarted those threads in each child, where closing the
+    inherited descriptors before exec aborted about one start in forty (SIGABRT, `epoll_wait error:
+    Bad file descriptor` in the server's log: a CI run lost a module's KWOK so)."""
+    log = tmp_path / "children.log"
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_ENABLE_FORK_SUPPORT"}
+    run = subprocess.run(
+        [sys.executable, "-c", SPAWN_BESIDE_GRPC, str(log)], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "0", log.read_text(errors="replace")[-2000:]
+    assert "epoll" not in (log.read_text() if log.exists() else "")
 
 
 @pytest.mark.parametrize("command", ["up", "jobs"])
