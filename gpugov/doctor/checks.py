@@ -957,6 +957,55 @@ def check_pool_hardware(s: Situation) -> Outcome:
     return _pass(Text("{checked} pool nodes have the declared model and accelerator count", checked=checked))
 
 
+# Kueue v0.17's feature gate (beta, on by default) under which its TAS node controller judges a node's taints.
+TAINTS_GATE = "TASReplaceNodeOnNodeTaints"
+EVICTING_EFFECTS = ("NoSchedule", "NoExecute")  # the taints Kueue's check weighs (tas classifyTaints)
+
+
+def tolerating_tas_flavors(state: DesiredState) -> list[str]:
+    """The topology-aware ResourceFlavors compile emits whose own tolerations let pods onto tainted nodes."""
+    return sorted(o["metadata"]["name"] for o in state.objects if o["kind"] == "ResourceFlavor"
+                  and o["spec"].get("topologyName")
+                  and any(t.get("effect") in (None, "", *EVICTING_EFFECTS) for t in o["spec"].get("tolerations") or []))
+
+
+@check("DR022", "kueue-tas-node-taints", reads=("kueue-config",),
+       summary="Where a topology-aware pool's nodes are tainted, Kueue runs with the feature gate "
+               "TASReplaceNodeOnNodeTaints off: Kueue v0.17 judges a node's taints against the Workload's own pod "
+               "sets, never the ResourceFlavor's tolerations, and evicts a running workload (NodeFailures) once no "
+               "pod of it is left on such a node while the job runs on.",
+       hint=Text("Set featureGates: {{TASReplaceNodeOnNodeTaints: false}} in Kueue's Configuration (Kueue v0.17 or "
+                 "later; where its Deployment passes --feature-gates, add TASReplaceNodeOnNodeTaints=false there "
+                 "instead, since Kueue refuses both), and restart it."))
+def check_tas_node_taints(s: Situation) -> Outcome:
+    if (other := _not_kueue(s)) is not None:
+        return other
+    flavors = tolerating_tas_flavors(s.state)
+    if not flavors:
+        return _pass(Text("no topology-aware flavor tolerates a taint: Kueue's node taint check sees what the pods "
+                          "tolerate"))
+    config, problem = s.kueue_config()
+    if problem:
+        return _fail(problem)
+    if config is None:
+        return _skip(Text("Kueue's Configuration is not readable from the API (no ConfigMap "
+                          "{kueue_namespace}/{configmap}); check that the feature gate {gate} is off by hand "
+                          "(tainted topology-aware pools: {flavors})", kueue_namespace=s.request.kueue_namespace,
+                          configmap=KUEUE_CONFIGMAP, gate=TAINTS_GATE, flavors=_listing(flavors)))
+    gates = config.get("featureGates")
+    if isinstance(gates, dict) and gates.get(TAINTS_GATE) is False:
+        return _pass(Text("the feature gate {gate} is off: Kueue keeps a workload on the tainted nodes of "
+                          "{flavors}, which the flavors' tolerations admitted it to", gate=TAINTS_GATE,
+                          flavors=_listing(flavors)))
+    harm = Text("Kueue evicts a running workload of {flavors} (NodeFailures) once its pods on a node have ended "
+                "before the job: the flavors' tolerations are not in the Workload's pod sets", flavors=_listing(flavors))
+    if not isinstance(gates, dict):
+        return _warn(Text("Kueue's Configuration sets no featureGates, so {gate} is on (Kueue v0.17's default) unless "
+                          "its --feature-gates flag turns it off, which the API does not show: {harm}", gate=TAINTS_GATE,
+                          harm=harm))
+    return _fail(Text("the feature gate {gate} is on: {harm}", gate=TAINTS_GATE, harm=harm))
+
+
 @check("DR030", "admission-policies", reads=("admission",),
        summary="The ValidatingAdmissionPolicies and bindings gpugov emits exist, and the bindings deny.",
        hint=Text("gpugov apply."))
@@ -1177,7 +1226,7 @@ CHECKS: tuple[Check, ...] = (  # the order of the report
     check_fair_sharing, check_manage_jobs, check_visibility,
     check_kueue_metrics, check_kueue_reach, check_gpu_operator, check_device_plugin, check_gfd, check_mig_strategy, check_mig_state,
     check_mig_manager, check_dcgm_exporter, check_dcgm_pod_labels, check_runtime_refuses_variable, check_pool_nodes,
-    check_pool_hardware,
+    check_pool_hardware, check_tas_node_taints,
     check_admission, check_integrations, check_pod_security, check_external_ips, check_isolation_intact,
     check_tenant_roles,
     check_broad_bindings, check_multikueue,

@@ -14,7 +14,8 @@ the sandbox sets up by hand, as Kueue's own integration tests do:
   APIService and an ExternalName Service, reached through the apiserver's
   front-proxy (requestheader) flags;
 - integrations batch/job and pod; fair sharing on (so ClusterQueue weights act); no leader
-  election; internal cert management off;
+  election; internal cert management off; the feature gate TASReplaceNodeOnNodeTaints off (gpugov's
+  tainted topology-aware pools: doctor DR022);
 - ``manageJobsWithoutQueueName: true`` with ``managedJobsNamespaceSelector`` on gpugov's tenant
   label: in a tenant namespace a Job or Pod without a queue label is held, never run (the
   second line behind gpugov's admission policies, README "Threat model");
@@ -67,6 +68,8 @@ SYSTEM_NAMESPACES = ("kube-system", NAMESPACE)
 # permissions, since the sandbox installs no RBAC of Kueue's.
 KUEUE_USER = f"system:serviceaccount:{NAMESPACE}:kueue-controller-manager"
 KUEUE_GROUPS = ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:masters"]
+# Kueue's feature gates the sandbox sets, as a cluster with tainted topology-aware pools must (DR022).
+FEATURE_GATES = {"TASReplaceNodeOnNodeTaints": False}
 # The namespaces whose queue-less jobs and pods Kueue holds: gpugov's tenant namespaces.
 MANAGED_JOBS_NAMESPACE_SELECTOR = {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]}
 
@@ -89,6 +92,10 @@ def configuration(workdir: Path, ports: dict[str, int], extra: dict[str, Any] | 
         "integrations": {"frameworks": ["batch/job", "pod"]},
         # What gpugov's fairSharing.weight needs: without this block Kueue ignores the weights.
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+        # What gpugov's tainted topology-aware pools need (doctor DR022): v0.17's node health check judges a
+        # node's taints against the Workload's pod sets, never the ResourceFlavor's tolerations, and evicts a
+        # running workload (NodeFailures) once no pod of it is left on a node of such a pool.
+        "featureGates": dict(FEATURE_GATES),
         **(extra or {}),
     }
 

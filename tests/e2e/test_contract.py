@@ -18,6 +18,7 @@ from kubernetes.dynamic import DynamicClient
 
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
+from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION
 
 pytestmark = pytest.mark.e2e
 
@@ -304,3 +305,54 @@ def test_topology_aware_job_lands_within_one_rack(jobs: Submitter) -> None:
     time.sleep(8)
     assert not jobs.admitted(too_wide)
     assert "topology" in _reason(jobs, too_wide), _reason(jobs, too_wide)
+
+
+def test_a_job_whose_pod_ended_first_keeps_its_tainted_topology_aware_nodes(jobs: Submitter) -> None:
+    """hardware/h100.yaml: the pool is tainted and topology-aware; its flavor's tolerations, not the
+    Job's, let the pods onto the nodes. Kueue v0.17's TASReplaceNodeOnNodeTaints (on by default)
+    judges a node's taints against the Workload's own pod sets only (tas node_controller
+    getWorkloadStatus, classifyTaints): once no pod of a running workload is left on such a node,
+    the node counts as failed for it, and where no replacement fits (here: the rack is full) the
+    scheduler evicts it (NodeFailures). The sandbox runs Kueue with the gate off, as DR022 asks.
+    nlp runs 3 pods x 8 GPUs within one rack; one pod ends while the others run: the Workload
+    stays admitted on its nodes, with no unhealthy node and no eviction."""
+    core = client.CoreV1Api(jobs.api)
+    job = samples.SampleJob("nlp", "nlp-train", f"c-tas-{uuid.uuid4().hex[:6]}", "training", "nlp", "", GPU)
+    manifest = samples.job_manifest(job, run_for=None, pods=3, amount=8, priority_class="training-high")
+    manifest["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = RACK
+    client.BatchV1Api(jobs.api).create_namespaced_job(job.namespace, manifest)
+    jobs.jobs.append(job)
+    jobs.wait_admitted(job)
+
+    deadline = time.monotonic() + 60
+    running: list[Any] = []
+    while len(running) < 3:
+        assert time.monotonic() < deadline, ("the pods never ran", [(p.metadata.name, p.status.phase) for p in running])
+        pods = core.list_namespaced_pod(job.namespace, label_selector=f"job-name={job.name}").items
+        running = [p for p in pods if p.spec.node_name and p.status.phase == "Running"]
+        time.sleep(0.5)
+    first = running[0]
+    assert any(t.key == "gpugov.io/pool" for t in first.spec.tolerations or []), "the flavor's toleration"
+    assert not any(t.key == "gpugov.io/pool" for ps in jobs.workload(job)["spec"]["podSets"]
+                   for t in ps["template"]["spec"].get("tolerations") or []), "the Workload's pod sets have none"
+
+    # The pod ends as a kubelet would report it (KWOK's run-for stage): Succeeded, the others still running.
+    core.patch_namespaced_pod(first.metadata.name, job.namespace,
+                              {"metadata": {"annotations": {RUN_FOR_ANNOTATION: "1s"}}})
+    deadline = time.monotonic() + 30
+    while core.read_namespaced_pod(first.metadata.name, job.namespace).status.phase != "Succeeded":
+        assert time.monotonic() < deadline, "the pod never ended"
+        time.sleep(0.2)
+
+    unhealthy: set[str] = set()
+    evictions: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 15  # Kueue's node controller reacts within 100 ms, its scheduler within a cycle
+    while time.monotonic() < deadline and not evictions:
+        status = jobs.workload(job).get("status", {})
+        unhealthy |= {n["name"] for n in status.get("unhealthyNodes") or []}
+        evictions = jobs.evictions(job)
+        time.sleep(0.2)
+    assert not unhealthy and not evictions, (
+        f"Kueue judged node {first.spec.node_name} failed for the Workload once its pod there ended", unhealthy,
+        [(e["reason"], e["message"]) for e in evictions])
+    assert jobs.admitted(job), jobs.workload(job).get("status")

@@ -35,7 +35,7 @@ SANDBOX = {
     "DR001": "pass", "DR002": "pass", "DR003": "pass", "DR004": "skip", "DR005": "pass", "DR006": "warn",
     "DR007": "skip", "DR008": "skip",
     "DR009": "pass", "DR010": "skip", "DR011": "pass", "DR012": "pass", "DR013": "pass", "DR014": "pass", "DR015": "skip",
-    "DR016": "warn", "DR017": "skip", "DR018": "skip", "DR020": "pass", "DR021": "pass", "DR030": "pass",
+    "DR016": "warn", "DR017": "skip", "DR018": "skip", "DR020": "pass", "DR021": "pass", "DR022": "skip", "DR030": "pass",
     "DR040": "skip", "DR041": "pass", "DR042": "pass", "DR043": "pass", "DR050": "pass", "DR051": "pass",
     "DR060": "skip",  # east manages no fleet (tests/e2e/test_fleet.py checks a manager)
 }
@@ -198,9 +198,11 @@ def test_kueue_configuration_from_its_configmap(sandbox: Sandbox, kueue_configma
     body = doctor(capsys, sandbox)[1]
     assert check(body, "DR003")["status"] == "pass" and "has a fairSharing block" in check(body, "DR003")["message"]
     assert check(body, "DR004")["status"] == "pass"
-    write({k: v for k, v in running.items() if k != "fairSharing"})
+    assert check(body, "DR022")["status"] == "pass", check(body, "DR022")  # the sandbox's featureGates
+    write({k: v for k, v in running.items() if k not in ("fairSharing", "featureGates")})
     body = doctor(capsys, sandbox)[1]
     assert check(body, "DR003")["status"] == "fail" and "turns fair sharing off" in check(body, "DR003")["message"]
+    assert check(body, "DR022")["status"] == "warn" and "h100" in check(body, "DR022")["message"]
     write({**running, "manageJobsWithoutQueueName": False})
     code, body = doctor(capsys, sandbox)
     assert code == 1 and check(body, "DR004")["status"] == "fail"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import http.server
 import json
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from gpugov.doctor.checks import (
     required_crds,
     run_checks,
     tenant_namespaces,
+    tolerating_tas_flavors,
 )
 from gpugov.doctor.facts import KUEUE_CONFIG_KEY, KUEUE_CONFIGMAP, Facts, FactsRequest
 from gpugov.doctor.metrics import parse_samples
@@ -118,7 +120,8 @@ def healthy(state: DesiredState) -> Facts:
               "managedJobsNamespaceSelector": {"matchExpressions": [{"key": "gpugov.io/tenant", "operator": "Exists"}]},
               "integrations": {"frameworks": ["batch/job", "pod"]},
               "metrics": {"enableClusterQueueResources": True},
-              "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}}
+              "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+              "featureGates": {"TASReplaceNodeOnNodeTaints": False}}
     facts.kueue_configmap = {"metadata": {"name": KUEUE_CONFIGMAP, "namespace": "kueue-system"},
                              "data": {KUEUE_CONFIG_KEY: json.dumps(config)}}
     facts.kueue_services = [{"metadata": {"name": "kueue-controller-manager-metrics-service",
@@ -185,6 +188,13 @@ def _fair_sharing_off_without_configmap(facts: Facts) -> None:
     facts.kueue_configmap = None
 
 
+def _kueue_config(facts: Facts, **changes: Any) -> None:
+    """Kueue's Configuration in its ConfigMap with top-level fields replaced (None: removed)."""
+    config = json.loads(facts.kueue_configmap["data"][KUEUE_CONFIG_KEY])
+    config.update(changes)
+    facts.kueue_configmap["data"][KUEUE_CONFIG_KEY] = json.dumps({k: v for k, v in config.items() if v is not None})
+
+
 # Each check fails on one break of the healthy cluster (the message must say what broke).
 FAILURES = {
     "DR001": (lambda f: f.crds.pop("cohorts.kueue.x-k8s.io"), "cohorts.kueue.x-k8s.io"),
@@ -217,6 +227,8 @@ FAILURES = {
               "pool a100-mig"),
     "DR021": (lambda f: _node(f, "h100-05")["metadata"]["labels"].update({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}),
               "h100-05 is NVIDIA-A100-SXM4-80GB"),
+    "DR022": (lambda f: _kueue_config(f, featureGates={"TASReplaceNodeOnNodeTaints": True, "TASBalancedPlacement": True}),
+              "TASReplaceNodeOnNodeTaints is on: Kueue evicts a running workload of h100 (NodeFailures)"),
     "DR030": (lambda f: f.admission.pop(("ValidatingAdmissionPolicyBinding", "gpugov-accelerators-need-a-queue")),
               "ValidatingAdmissionPolicyBinding gpugov-accelerators-need-a-queue"),
     "DR040": (lambda f: f.crds.update({"jobsets.jobset.x-k8s.io": crd("jobsets.jobset.x-k8s.io", "v1alpha2")}),
@@ -395,6 +407,38 @@ def test_kueue_settings_that_cannot_be_observed_are_skipped_not_passed(east: Des
     assert outcome(east, facts, "DR003")[0] is Status.SKIP
     results = run_checks(east, facts=facts, request=request_for(east))
     assert exit_code(results) is ExitCode.OK  # a skip is not a failure, and nothing went unread
+
+
+def test_tas_node_taints_gate_left_to_its_default_warns_and_untainted_pools_pass(east: DesiredState) -> None:
+    """DR022: h100 is tainted and topology-aware, its flavor tolerates the taint. A Configuration with no
+    featureGates leaves Kueue v0.17's default (on) unless the --feature-gates flag, which the API does not
+    show, turns it off: warn. A featureGates map without the gate: on (Kueue refuses the flag beside it): fail.
+    No ConfigMap: skip. Pools without taints, or flavors without a topology: nothing to misjudge, pass."""
+    facts = healthy(east)
+    status, message = outcome(east, facts, "DR022")
+    assert status is Status.PASS and "TASReplaceNodeOnNodeTaints is off" in message and "h100" in message
+    _kueue_config(facts, featureGates=None)
+    status, message = outcome(east, facts, "DR022")
+    assert status is Status.WARN and "sets no featureGates" in message and "--feature-gates" in message
+    _kueue_config(facts, featureGates={"TASBalancedPlacement": True})
+    assert outcome(east, facts, "DR022")[0] is Status.FAIL
+    facts.kueue_configmap = None
+    status, message = outcome(east, facts, "DR022")
+    assert status is Status.SKIP and "TASReplaceNodeOnNodeTaints" in message
+    assert tolerating_tas_flavors(east) == ["h100"]  # a100-mig is untainted
+
+    def flavors(change: Any) -> DesiredState:
+        objects = copy.deepcopy(east.objects)
+        for obj in objects:
+            if obj["kind"] == "ResourceFlavor":
+                change(obj["spec"])
+        return dataclasses.replace(east, objects=objects)
+
+    for untainted in (flavors(lambda spec: spec.pop("tolerations", None)), flavors(lambda spec: spec.pop("topologyName")),
+                      flavors(lambda spec: [t.update(effect="PreferNoSchedule") for t in spec.get("tolerations", [])])):
+        assert tolerating_tas_flavors(untainted) == []
+        status, message = outcome(untainted, facts, "DR022")
+        assert status is Status.PASS and "no topology-aware flavor tolerates a taint" in message
 
 
 def test_missing_visibility_apiservice_fails(east: DesiredState) -> None:

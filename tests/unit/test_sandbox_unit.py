@@ -107,6 +107,8 @@ def test_configuration_binds_only_loopback(tmp_path: Path) -> None:
     assert config["visibilityServer"] == {"bindAddress": "127.0.0.1", "bindPort": 4}
     assert config["integrations"]["frameworks"] == ["batch/job", "pod"]
     assert config["leaderElection"] == {"leaderElect": False}
+    # gpugov's tainted topology-aware pools (DR022): Kueue v0.17's node taint check would evict their workloads
+    assert config["featureGates"] == {"TASReplaceNodeOnNodeTaints": False}
 
 
 def test_visibility_behind_an_external_name_service() -> None:
