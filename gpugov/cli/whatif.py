@@ -20,6 +20,7 @@ from gpugov.i18n import _
 if TYPE_CHECKING:  # the commands import them when they run
     from gpugov.app.revision import Revision
     from gpugov.declarations.model import Model
+    from gpugov.whatif.pair import Pair
     from gpugov.whatif.trace import Job
 
 DEFAULT_SYNTHETIC_JOBS = 2000
@@ -93,20 +94,23 @@ def _start(text: str | None, models: list[Model]) -> datetime:
 
 class ProgressLine:
     """One line on a terminal, rewritten in place while the what-if replays: which revision, how many of
-    the trace's jobs it has submitted and the simulated time. Only on a terminal (on_terminal), at most
-    every REFRESH_S seconds, and cleared at the end, so nothing of it reaches a log or a pipe."""
+    the trace's jobs it has submitted and the simulated time; where base and head replay at once
+    (`together`), both on the one line. Only on a terminal (on_terminal), at most every REFRESH_S
+    seconds, and cleared at the end, so nothing of it reaches a log or a pipe."""
 
     REFRESH_S = 0.2
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, together: bool = False) -> None:
         self.stream = stream
+        self.together = together
         self.shown = 0.0  # monotonic time of the last line written
         self.width = 0  # characters on the line now
+        self.sides: dict[str, tuple[int, int, int]] = {}  # which -> (submitted, total, simulated ms)
 
     @classmethod
-    def on_terminal(cls, stream: TextIO) -> ProgressLine | None:
+    def on_terminal(cls, stream: TextIO, together: bool = False) -> ProgressLine | None:
         try:
-            return cls(stream) if stream.isatty() else None
+            return cls(stream, together) if stream.isatty() else None
         except (AttributeError, ValueError):  # a replaced or closed stream
             return None
 
@@ -116,15 +120,31 @@ class ProgressLine:
 
         return report
 
+    def __call__(self, which: str, submitted: int, total: int, now_ms: int) -> None:
+        """gpugov.whatif.pair's progress: one side's."""
+        self.show(submitted, total, now_ms, which)
+
     def show(self, submitted: int, total: int, now_ms: int, which: str) -> None:
+        self.sides[which] = (submitted, total, now_ms)
         now = time.monotonic()
         if now - self.shown < self.REFRESH_S:
             return
         self.shown = now
-        days = now_ms / 86_400_000
-        percent = 100 * submitted // total if total else 100
-        text = (f"gpugov whatif: replaying the {which}: {submitted:,} of {total:,} jobs submitted ({percent}%), "
-                f"simulated day {days:,.1f}")
+        if self.together:
+            parts = []
+            for side in ("base", "head"):
+                if side in self.sides:
+                    done, jobs, ms = self.sides[side]
+                    parts.append(f"{side} {done:,} of {jobs:,} jobs ({100 * done // jobs if jobs else 100}%), "
+                                 f"day {ms / 86_400_000:,.1f}")
+                else:
+                    parts.append(f"{side} starting")
+            text = "gpugov whatif: replaying the base and the head at once: " + "; ".join(parts)
+        else:
+            days = now_ms / 86_400_000
+            percent = 100 * submitted // total if total else 100
+            text = (f"gpugov whatif: replaying the {which}: {submitted:,} of {total:,} jobs submitted ({percent}%), "
+                    f"simulated day {days:,.1f}")
         self.stream.write("\r" + text.ljust(self.width))
         self.stream.flush()
         self.width = len(text)
@@ -137,6 +157,13 @@ class ProgressLine:
 
 
 def cmd_whatif(args: argparse.Namespace) -> ExitCode:
+    from gpugov.whatif.pair import Pair, parallel_wanted
+
+    with Pair(parallel_wanted(args.serial)) as pair:  # its second process starts while the revisions validate
+        return _whatif(args, pair)
+
+
+def _whatif(args: argparse.Namespace, pair: Pair) -> ExitCode:
     from gpugov.compile import Backend, CompileError
     from gpugov.whatif.replay import kueue_setup, replay
     from gpugov.whatif.report import compare, markdown, to_json
@@ -150,7 +177,7 @@ def cmd_whatif(args: argparse.Namespace) -> ExitCode:
     base, base_label = _valid(repo, args.base, lambda label: f"the base {label}")
     cluster = _cluster([base, head], args.cluster)
     if head.cluster(cluster).backend == Backend.VOLCANO:
-        return _whatif_volcano(args, repo, base, head, base_label, head_label, cluster)
+        return _whatif_volcano(args, pair, repo, base, head, base_label, head_label, cluster)
     options = Options(fair_sharing=not args.classical_preemption, seed=args.seed)
     start = _start(args.start, [base, head])
     try:
@@ -164,10 +191,10 @@ def cmd_whatif(args: argparse.Namespace) -> ExitCode:
                 return fail(f"no tenant of cluster '{cluster}' holds accelerator quota to synthesize a trace from; "
                             "give one with --trace")
             name = f"a synthetic trace ({len(jobs):,} jobs, seed {args.seed})"
-        line = ProgressLine.on_terminal(sys.stderr)
+        line = ProgressLine.on_terminal(sys.stderr, pair.parallel)
         try:
-            base_run = replay(base, cluster, jobs, base_label, options, start, line.reporter("base") if line else None)
-            head_run = replay(head, cluster, jobs, head_label, options, start, line.reporter("head") if line else None)
+            base_run, head_run = pair.replay(replay, (base, cluster, jobs, base_label, options, start),
+                                             (head, cluster, jobs, head_label, options, start), line)
         finally:
             if line is not None:
                 line.clear()
@@ -178,15 +205,14 @@ def cmd_whatif(args: argparse.Namespace) -> ExitCode:
     return _emit(text, args.out)
 
 
-def _whatif_volcano(args: argparse.Namespace, repo: Path, base: Model, head: Model, base_label: str,
+def _whatif_volcano(args: argparse.Namespace, pair: Pair, repo: Path, base: Model, head: Model, base_label: str,
                     head_label: str, cluster: str) -> ExitCode:
     """whatif on a cluster Volcano schedules: the trace replayed through vc-scheduler's sessions
     (gpugov.whatif.volcano) over each revision's compiled Queues."""
     from gpugov.compile import CompileError
     from gpugov.whatif.setup import SetupError
     from gpugov.whatif.trace import TraceError, read_trace
-    from gpugov.whatif.volcano import replay_volcano
-    from gpugov.whatif.volcano_report import VRun, markdown, to_json
+    from gpugov.whatif.volcano_report import markdown, to_json, volcano_run
     from gpugov.whatif.volcano_setup import volcano_setup
     from gpugov.whatif.volcano_synthetic import synthesize_volcano
 
@@ -201,12 +227,10 @@ def _whatif_volcano(args: argparse.Namespace, repo: Path, base: Model, head: Mod
                 return fail(_("no tenant of cluster '{cluster}' holds accelerator quota to synthesize a trace from; "
                               "give one with --trace").format(cluster=cluster))
             name = _("a synthetic trace ({jobs} jobs, seed {seed})").format(jobs=f"{len(jobs):,}", seed=args.seed)
-        line = ProgressLine.on_terminal(sys.stderr)
+        line = ProgressLine.on_terminal(sys.stderr, pair.parallel)
         try:
-            base_run = VRun(base_label, base_setup, replay_volcano(base_setup, jobs,
-                                                                   line.reporter("base") if line else None))
-            head_run = VRun(head_label, head_setup, replay_volcano(head_setup, jobs,
-                                                                   line.reporter("head") if line else None))
+            base_run, head_run = pair.replay(volcano_run, (base_label, base_setup, jobs),
+                                             (head_label, head_setup, jobs), line)
         finally:
             if line is not None:
                 line.clear()
@@ -333,6 +357,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where a revision declares QuotaGrants or QuotaWindows: the calendar instant of the "
                    "trace's second 0, RFC 3339 with a zone (default: the earliest QuotaGrant's start in either "
                    "revision, else 2024-01-01T00:00:00Z, a Monday); the quotas change at each boundary after it")
+    p.add_argument("--serial", action="store_true",
+                   help="replay the base, then the head, in this process (default: where more than one CPU is "
+                   "usable, the head replays in a second process while this one replays the base; the report is "
+                   "the same either way; GPUGOV_WHATIF_SERIAL=1 does the same as this flag)")
     p.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
     p.set_defaults(func=cmd_whatif)
 

@@ -7,13 +7,15 @@ capacity plugin lets it keep against reclaim) and of its department, the parent 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from gpugov.i18n import _
 from gpugov.whatif.report import MARKER, cell, duration, hours, percent, percentile
-from gpugov.whatif.volcano import VJob, VOutcome
+from gpugov.whatif.trace import Job
+from gpugov.whatif.volcano import VJob, VOutcome, replay_volcano
 from gpugov.whatif.volcano_setup import VolcanoSetup
 
 
@@ -22,6 +24,12 @@ class VRun:
     label: str
     setup: VolcanoSetup
     outcome: VOutcome
+
+
+def volcano_run(label: str, setup: VolcanoSetup, jobs: list[Job],
+                progress: Callable[[int, int, int], None] | None = None) -> VRun:
+    """One revision's replay through vc-scheduler's sessions (gpugov.whatif.pair's `work` for Volcano)."""
+    return VRun(label, setup, replay_volcano(setup, jobs, progress))
 
 
 @dataclass(frozen=True)

@@ -357,7 +357,8 @@ def test_whatif_shows_progress_on_a_terminal_only(tmp_path: Path, capsys, monkey
     import gpugov.whatif.simulate as simulate
 
     repo = move_8_gpus(tmp_path)
-    args = ("whatif", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--trace", str(TRACES / "two-teams.csv"))
+    args = ("whatif", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--trace", str(TRACES / "two-teams.csv"),
+            "--serial")
     code, piped, err = run(capsys, *args)
     assert code == 0 and "replaying" not in err
     terminal = _Terminal()
@@ -370,3 +371,27 @@ def test_whatif_shows_progress_on_a_terminal_only(tmp_path: Path, capsys, monkey
     assert "gpugov whatif: replaying the base: " in written and "replaying the head: " in written
     assert "jobs submitted" in written and "\n" not in written
     assert written.endswith("\r") and written.rsplit("\r", 2)[-2].strip() == ""  # the line is cleared
+
+
+def test_whatif_replaying_base_and_head_at_once_shows_both_on_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Where base and head replay at once (gpugov.whatif.pair), the terminal's one line names both; it is
+    cleared at the end, and the report is the serial one's."""
+    import gpugov.cli.whatif as whatif_cli
+    import gpugov.whatif.pair as pair
+    import gpugov.whatif.simulate as simulate
+
+    repo = move_8_gpus(tmp_path)
+    args = ("whatif", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--trace", str(TRACES / "two-teams.csv"))
+    code, serial, _ = run(capsys, *args, "--serial")
+    assert code == 0
+    monkeypatch.setattr(pair, "usable_cpus", lambda: 2)
+    monkeypatch.delenv(pair.SERIAL_ENV, raising=False)
+    terminal = _Terminal()
+    monkeypatch.setattr(whatif_cli.sys, "stderr", terminal)
+    monkeypatch.setattr(simulate, "PROGRESS_EVERY", 1)
+    monkeypatch.setattr(whatif_cli.ProgressLine, "REFRESH_S", 0.0)
+    code, shown, _ = run(capsys, *args)
+    assert code == 0 and shown == serial
+    written = terminal.getvalue()
+    assert "gpugov whatif: replaying the base and the head at once: base " in written and "; head " in written
+    assert "\n" not in written and written.endswith("\r") and written.rsplit("\r", 2)[-2].strip() == ""
