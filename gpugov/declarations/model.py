@@ -491,6 +491,7 @@ class SchedulingPolicy(Decl):
     borrow_within_cohort: str
     borrow_max_priority_threshold: int | None
     volcano_plugin: str
+    volcano_not_kept: tuple[str, ...] = ()  # promises said not kept on Volcano (GG064 stays silent on them)
     declared: bool = True
 
 
@@ -810,6 +811,7 @@ def scheduling_from_spec(name: str, doc: Locator, declared_spec: dict[str, Any],
         borrow_within_cohort=preemption["borrowWithinCohort"]["policy"],
         borrow_max_priority_threshold=preemption["borrowWithinCohort"].get("maxPriorityThreshold"),
         volcano_plugin=spec["volcano"]["plugin"],
+        volcano_not_kept=tuple(spec["volcano"].get("notKept", ())),
         declared=declared,
     )
 

@@ -33,6 +33,8 @@ ADOPTABLE_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor", "LocalQueue", "Wo
                    "Queue", "ConfigMap", "PriorityClass")
 
 FUNGIBILITY = ("MayStopSearch", "TryNextFlavor")  # Kueue's ClusterQueue flavorFungibility values
+# What a SchedulingPolicy may say Volcano clusters do not keep (spec.volcano.notKept; GG064).
+VOLCANO_NOT_KEPT = ("borrowWithinCohort", "fairSharing.weight")
 
 SCHEMA = rule(
     "GG003",
@@ -732,7 +734,21 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             {
                 "queueingStrategy": {"enum": ["StrictFIFO", "BestEffortFIFO"], "default": "BestEffortFIFO"},
                 "preemption": _spec(_ENUM_PREEMPTION),
-                "volcano": _spec({"plugin": {"enum": ["capacity", "proportion"], "default": "capacity"}}),
+                "volcano": _spec(
+                    {
+                        "plugin": {"enum": ["capacity", "proportion"], "default": "capacity"},
+                        "notKept": {
+                            "type": "array",
+                            "items": {"enum": list(VOLCANO_NOT_KEPT)},
+                            "uniqueItems": True,
+                            "description": "Promises that Volcano clusters do not keep, said here so that the "
+                            "declarations promise no more there (GG064 then stays silent on them): "
+                            "borrowWithinCohort (under the capacity plugin a queue above its deserved never "
+                            "preempts in another queue), fairSharing.weight (the capacity plugin shares by "
+                            "deserved alone; the proportion plugin has no department queues).",
+                        },
+                    }
+                ),
             }
         ),
     ),

@@ -183,6 +183,7 @@ DIRECTIONS: dict[str, dict[str, Field]] = {
         "spec.preemption.borrowWithinCohort.policy": widens("changed", SCHEDULING_CHANGED),
         "spec.preemption.borrowWithinCohort.maxPriorityThreshold": widens("changed", SCHEDULING_CHANGED),
         "spec.volcano.plugin": widens("changed", SCHEDULING_CHANGED),
+        "spec.volcano.notKept": widens("added", SCHEDULING_CHANGED),  # silences GG064 for what it names
     },
     "Guardrails": {
         **_METADATA,

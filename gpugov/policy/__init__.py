@@ -30,12 +30,13 @@ from gpugov.policy import (
     references,
     repository,
     timeline,
+    volcano,
 )
 from gpugov.policy.checks import change_checks, model_checks
 
 FAMILIES = (
     references, naming, accelerators, capacity, mig, hardware, priorities, ownership, conformance, repository,
-    isolation, reclaim, adoption, timeline, budget, fleet,
+    isolation, reclaim, adoption, timeline, budget, fleet, volcano,
 )
 
 

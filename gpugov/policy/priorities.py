@@ -42,35 +42,6 @@ PROTECTED_BORROWS = rule(
     "Drop the borrowingLimit (such tenants never borrow), run the non-preemptible queue as a tenant of its own, "
     "or set reclaimWithinCohort to LowerPriority.",
 )
-VOLCANO_CANNOT_KEEP = rule(
-    "GG064",
-    "volcano-cannot-keep",
-    Level.WARNING,
-    "A declaration promises what a Volcano cluster cannot keep: queueingStrategy StrictFIFO (Volcano's "
-    "allocate action lets a later job that fits pass one that does not).",
-    "Use BestEffortFIFO.",
-)
-
-
-def _volcano_clusters(model: Model) -> list[str]:
-    return [name for name in model.cluster_names() if model.cluster(name).backend == "volcano"]
-
-
-@check
-def check_volcano_can_keep(model: Model) -> Iterator[Finding]:
-    volcano = _volcano_clusters(model)
-    if not volcano:
-        return
-    policy = model.policy
-    if policy.declared and policy.queueing_strategy == "StrictFIFO":
-        yield make(
-            VOLCANO_CANNOT_KEEP,
-            Text("queueingStrategy StrictFIFO is not kept on Volcano cluster(s) {clusters}: a later job that fits "
-                 "is scheduled before an earlier one that does not", clusters=", ".join(volcano)),
-            policy.at("queueingStrategy"),
-        )
-
-
 @check
 def check_protected_tenants_do_not_borrow(model: Model) -> Iterator[Finding]:
     for name in sorted(model.tenants):

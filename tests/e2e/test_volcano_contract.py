@@ -234,6 +234,24 @@ def test_higher_priority_preempts_lower_priority_of_its_queue_on_a_full_pool(api
     assert sum(len(bound(pods_of(api, "llm-pretrain", j))) for j in borrower) == 3
 
 
+def test_a_borrower_never_preempts_in_another_queue(api: client.ApiClient) -> None:
+    """What GG064 says of borrowWithinCohort on Volcano (the example says it in `volcano.notKept`): the pool is
+    full, llm-pretrain holds its deserved 16, recsys 16 of `batch-low` (8 borrowed). llm-pretrain's next
+    `training-high` job would take it above its deserved: Kueue's `borrowWithinCohort: LowerPriority` would
+    preempt recsys's borrowed `batch-low` for it; the capacity plugin lets no queue above its deserved reclaim,
+    so the job waits and recsys keeps all 16."""
+    lows = [job(api, "recsys", priority_class="batch-low") for _ in range(2)]
+    eventually(lambda: running(api, "recsys") == 16, 90, "recsys holding 16, 8 of them borrowed")
+    own = [job(api, "llm-pretrain") for _ in range(2)]
+    eventually(lambda: running(api, "llm-pretrain") == 16, 90, "llm-pretrain at its deserved 16")
+    beyond = job(api, "llm-pretrain")
+    eventually(lambda: len(pods_of(api, "llm-pretrain", beyond)) == 1, 30, "the borrowing job's pod created")
+    time.sleep(6)  # several scheduling cycles (1 s each)
+    assert bound(pods_of(api, "llm-pretrain", beyond)) == []
+    assert sum(len(bound(pods_of(api, "recsys", j))) for j in lows) == 2
+    assert sum(len(bound(pods_of(api, "llm-pretrain", j))) for j in own) == 2
+
+
 def _close_queue(api: client.ApiClient, name: str) -> None:
     """Close a Queue as Volcano's own tooling does (`vcctl queue operate -a close`): a bus.volcano.sh Command
     that the controller manager's queue controller carries out and deletes."""
