@@ -62,7 +62,8 @@ def spawn(argv: Sequence[str], log_path: Path, cwd: Path | None, detach: bool) -
 
     Own session => own process group: ``terminate_group`` can signal the whole group, and a
     Ctrl-C in the terminal does not hit the server directly. Unless detached, the child gets
-    SIGTERM when this process dies (Linux only).
+    SIGTERM when this process dies (Linux, where gRPC is not loaded:
+    `_forking_is_unsafe`).
     """
     log: IO[bytes]
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,8 +75,17 @@ def spawn(argv: Sequence[str], log_path: Path, cwd: Path | None, detach: bool) -
             stderr=subprocess.STDOUT,
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=None if detach or sys.platform != "linux" else _set_parent_death_signal,
+            preexec_fn=None if detach or sys.platform != "linux" or _forking_is_unsafe() else _set_parent_death_signal,
         )
+
+
+def _forking_is_unsafe() -> bool:
+    """A preexec_fn makes subprocess fork() where it would otherwise vfork(), and fork() runs the
+    libraries' at-fork handlers in the child. gRPC's (loaded by Pulumi) restart its poller threads
+    there, and the child's closing of inherited descriptors before exec can close their epoll
+    descriptor under them: the child aborts (SIGABRT, `epoll_wait error: Bad file descriptor` in the
+    server's log). Where gRPC is loaded the server starts without the parent-death signal."""
+    return "grpc" in sys.modules
 
 
 def _set_parent_death_signal() -> None:

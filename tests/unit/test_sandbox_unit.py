@@ -187,24 +187,25 @@ import sys
 from concurrent import futures
 from pathlib import Path
 
-import gpugov.deploy  # as in a test process that drives Pulumi
-import grpc
+import grpc  # first, as a test that drives Pulumi's automation API loads it
+import gpugov.deploy
 from gpugov.sandbox.processes import spawn
 
 server = grpc.server(futures.ThreadPoolExecutor(2))
 port = server.add_insecure_port("127.0.0.1:0")
 server.start()
 grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{port}")).result(timeout=10)
-codes = [spawn(["/bin/true"], Path(sys.argv[1]), None, detach=False).wait() for _ in range(200)]
+codes = [spawn(["/bin/true"], Path(sys.argv[1]), None, detach=False).wait() for _ in range(400)]
 print(sum(code != 0 for code in codes))
 """
 
 
 def test_servers_start_beside_a_live_grpc_runtime(tmp_path: Path) -> None:
-    """A test process that drove Pulumi holds gRPC's poller threads; the sandbox still forks its
-    servers from it. gRPC's fork support restarted those threads in each child, where closing the
-    inherited descriptors before exec aborted about one start in forty (SIGABRT, `epoll_wait error:
-    Bad file descriptor` in the server's log: a CI run lost a module's KWOK so)."""
+    """A test process that drove Pulumi holds gRPC's poller threads; the sandbox still starts its
+    servers from it. Forked with the parent-death signal's preexec_fn, gRPC's fork support restarted
+    those threads in each child, where closing the inherited descriptors before exec aborted about one
+    start in forty (SIGABRT, `epoll_wait error: Bad file descriptor` in the server's log: CI runs lost
+    a module's KWOK and kube-scheduler so)."""
     log = tmp_path / "children.log"
     env = {k: v for k, v in os.environ.items() if k != "GRPC_ENABLE_FORK_SUPPORT"}
     run = subprocess.run(
