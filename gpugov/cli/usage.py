@@ -58,15 +58,8 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
         return _volcano_usage(args, state, window, now)
     if state.backend is not Backend.KUEUE:
         return fail(f"usage reads Kueue's Workloads; cluster {state.cluster} is scheduled by {state.backend}")
-    managed = state.model.fleets_managed_by(state.cluster)
-    if managed:  # its Workloads are the copies of jobs that ran on the workers: counted there, once
-        from gpugov.i18n import _
-
-        return fail(_("cluster {cluster} is the manager of fleet {fleet}: its jobs run on the workers, where they "
-                      "are counted once; run gpugov usage --fleet {fleet}").format(cluster=state.cluster,
-                                                                                    fleet=managed[0].name))
     try:
-        book, found = _kueue_book(args, state, window, now, api_client(args))
+        book, found = _kueue_book(args, state, window, now, api_client(args), _dispatched(state))
     except CommandFailed as exc:
         return fail(str(exc), exc.code)
     _write(args.out, formats.RENDER[args.format](book))
@@ -77,10 +70,17 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
+def _dispatched(state: DesiredState) -> dict[str, str]:
+    """On a fleet's manager, its fleet tenants and their fleet: the Workloads of theirs there are the
+    copies of jobs that run on the workers, where `usage --fleet` counts them once."""
+    return {tenant: fleet.name for fleet in state.model.fleets_managed_by(state.cluster)
+            for tenant in fleet.tenant_names()}
+
+
 def _kueue_book(args: argparse.Namespace, state: DesiredState, window: Window, now: datetime,
-                api: Any) -> tuple[Ledger, list[Segment]]:
-    """The ledger of one Kueue cluster read through `api` and its admitted segments; CommandFailed
-    (exit 3) where the read is not whole."""
+                api: Any, dispatched: dict[str, str] | None = None) -> tuple[Ledger, list[Segment]]:
+    """The ledger of one Kueue cluster read through `api` and its admitted segments, the Workloads of
+    `dispatched` tenants left out; CommandFailed (exit 3) where the read is not whole."""
     from dataclasses import replace
     from datetime import timedelta
 
@@ -88,6 +88,7 @@ def _kueue_book(args: argparse.Namespace, state: DesiredState, window: Window, n
 
     from gpugov.app.pipeline import gc_paused
     from gpugov.cluster.queues import read_workloads
+    from gpugov.i18n import _
     from gpugov.queueing.workload import WorkloadError, from_object
     from gpugov.sources import CheckIncomplete
     from gpugov.sources.prometheus import utilisation_series
@@ -107,8 +108,14 @@ def _kueue_book(args: argparse.Namespace, state: DesiredState, window: Window, n
         show, clear = progress_printer("usage")
         try:
             workloads, marks = [], []  # only the annotations of the raw objects are kept (reclaim's)
+            left_out: dict[str, set[str]] = {}
             for raw in read_workloads(api, page_size=args.page_size, on_progress=show):
-                workloads.append(from_object(raw))
+                workload = from_object(raw)
+                fleet = (dispatched or {}).get(rules.tenant_of(workload))
+                if fleet is not None:
+                    left_out.setdefault(fleet, set()).add(rules.tenant_of(workload))
+                    continue
+                workloads.append(workload)
                 marks.append(raw["metadata"].get("annotations") or {})
             taken = reclaimed(zip(workloads, marks, strict=True), window, rules.tenant_of)
             found, unplaced = segments(workloads, window, now, rules.tenant_of, rules.offers)
@@ -117,7 +124,10 @@ def _kueue_book(args: argparse.Namespace, state: DesiredState, window: Window, n
                 raise CheckIncomplete(f"{len(unplaced)} earlier admission(s) cannot be placed in a pool, e.g. "
                                       f"{first.workload} ({first.seconds} s): {first.why}")
             idle_seconds: dict[tuple[str, str, str], Decimal] = {}
-            notes: list[str] = list(taken.notes)
+            notes: list[str] = list(taken.notes) + [
+                _("fleet {fleet}: the jobs of {tenants} run on its workers and are counted there, once: "
+                  "gpugov usage --fleet {fleet}").format(fleet=fleet, tenants=", ".join(sorted(tenants)))
+                for fleet, tenants in sorted(left_out.items())]
             if args.prometheus:
                 series = utilisation_series(args.prometheus, window.since, window.until, args.step, on_progress=show)
                 measured = idle(workloads, found, series, timedelta(seconds=args.step), model.limits.idle_below_percent,

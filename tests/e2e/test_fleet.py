@@ -280,10 +280,14 @@ def test_usage_of_the_fleet_counts_each_job_once_on_the_worker_that_ran_it(
             assert Decimal(alone[("alpha", pool)]) > 0, own
     assert _hours(report) == alone, (report, alone)  # each job once: the workers' sum, no manager row
     assert {r["pool"] for r in report["rows"]} <= {"p1", "p2"}, report
-    # The manager's Workloads are copies of the same jobs: not counted there, pointed at the fleet's ledger.
+    # The manager's Workloads are copies of the same jobs: its own ledger leaves them out (a tenant outside
+    # the fleet with quota on the manager would be counted there) and points at the fleet's.
+    assert [w for w in _workloads(fleet.api("hub")) if _admitted(w)], "the manager's copies of the jobs"
     assert main(["usage", str(fleet.root), "--cluster", "hub", "--kubeconfig", str(fleet.hub.cp.kubeconfig),
-                 "--no-idle", "--since", "1h"]) == 2
-    assert "gpugov usage --fleet training" in capsys.readouterr().err
+                 "--no-idle", "--format", "json", *window]) == 0
+    out, err = capsys.readouterr()
+    assert _hours(json.loads(out)) == {}, out
+    assert "fleet training: the jobs of alpha run on its workers" in err and "gpugov usage --fleet training" in err
     # A cluster outside the fleet is refused, not read.
     assert main(["usage", str(fleet.root), "--fleet", "training", "--member=east=/nowhere", "--no-idle",
                  "--since", "1h"]) == 2
