@@ -33,7 +33,9 @@ def compile(model: Model, *, cluster: str | None = None, backend: str | None = N
 
 
 def compile_scope(scope: Scope) -> list[Object]:
-    """Desired objects for a resolved scope, in apply order."""
+    """Desired objects for a resolved scope, in apply order. They may share parts that are equal
+    (a borrow-only flavor entry between the ClusterQueues that list it): read them, or copy one
+    before changing it (cluster/apply.py and kube/canonical.py do)."""
     objects = compile_core(scope) + compile_roles(scope) + mig_configmap(scope)
     objects += compile_kueue(scope) if scope.backend is Backend.KUEUE else compile_volcano(scope) + scheduler_configmap(scope)
     objects += admission_objects(scope)

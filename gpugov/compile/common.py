@@ -9,6 +9,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
+from gpugov.declarations.equivalents import gpu_equivalents
 from gpugov.declarations.model import Cluster, Decl, Department, GPUPool, Model, PoolQuota, Tenant
 from gpugov.i18n import Text
 from gpugov.kube.objects import (  # noqa: F401  (re-exported for the compile modules)
@@ -87,6 +88,13 @@ class Scope:
     quotas: dict[str, tuple[PoolQuota, ...]] = field(default_factory=dict)
     department_quotas: dict[str, tuple[PoolQuota, ...]] = field(default_factory=dict)
     _capacity_cache: dict[frozenset[str], dict[str, Decimal]] = field(default_factory=dict, repr=False)
+    _equivalents_cache: dict[str, tuple[dict[str, Decimal], Decimal]] = field(default_factory=dict, repr=False,
+                                                                              compare=False)
+    queue_flavors_cache: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict, repr=False, compare=False)
+    # A borrow-only flavor entry of a resource group (every covered resource at nominal 0) per
+    # covered resources and pool, built once and shared by the queues of this compile that list it.
+    borrow_only_flavors: dict[tuple[str, ...], dict[str, dict[str, Any]]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     def root_of(self, department: str) -> str:
         return self._roots.get(department, department)
@@ -94,6 +102,16 @@ class Scope:
     @cached_property
     def _roots(self) -> dict[str, str]:
         return {name: self.model.root_department(name) for name in self.model.departments}
+
+    def pool_equivalents(self, name: str) -> tuple[dict[str, Decimal], Decimal]:
+        """(gpu_equivalents of the pool, its whole capacity in GPU equivalents), once per pool."""
+        found = self._equivalents_cache.get(name)
+        if found is None:
+            pool = self.pools[name]
+            weights = gpu_equivalents(pool)
+            whole = sum((amount * weights.get(r, Decimal(0)) for r, amount in pool.capacity.items()), Decimal(0))
+            found = self._equivalents_cache[name] = (weights, whole)
+        return found
 
     def capacity_of(self, pools: frozenset[str]) -> dict[str, Decimal]:
         """Summed capacity per resource of a set of pools (cached: queues of one cohort share it)."""

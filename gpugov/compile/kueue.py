@@ -52,7 +52,6 @@ from gpugov.compile.common import (
     resource_order,
     tenant_labels,
 )
-from gpugov.declarations.equivalents import gpu_equivalents
 from gpugov.declarations.model import GPUPool, PoolQuota, Tenant
 from gpugov.kube.names import KUEUE_API
 from gpugov.kube.objects import ANNOTATION_ALLOWED_PRIORITY_CLASSES
@@ -126,6 +125,7 @@ def _resource_group(
     quotas: tuple[PoolQuota, ...],
     default_for: dict[str, dict[str, Decimal]],
     never_borrow: bool = False,
+    borrow_only_flavors: dict[tuple[str, ...], dict[str, dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """One resourceGroup; each flavor lists every covered resource in coveredResources order.
 
@@ -136,11 +136,20 @@ def _resource_group(
     covered_set = set(covered)
     declaring = {pool for pool, resource in declared if resource in covered_set}  # flavors with a covered quota
     group_flavors = []
+    borrow_only = None if borrow_only_flavors is None else borrow_only_flavors.setdefault(tuple(covered), {})
     for flavor in flavors:
         defaults = default_for.get(flavor)
         if defaults is None and flavor not in declaring:
             # A pool listed only to borrow from: every resource at nominal 0 (the common,
-            # large case: fresh dicts, since shared ones would dump as YAML aliases).
+            # large case: one entry per pool and covered resources, shared by every queue
+            # that lists it: Scope.borrow_only_flavors).
+            if borrow_only is not None:
+                entry = borrow_only.get(flavor)
+                if entry is None:
+                    entry = borrow_only[flavor] = {
+                        "name": flavor, "resources": [{"name": resource, "nominalQuota": "0"} for resource in covered]}
+                group_flavors.append(entry)
+                continue
             resources = [{"name": resource, "nominalQuota": "0"} for resource in covered]
         else:
             resources = []
@@ -158,9 +167,7 @@ def _resource_group(
 
 def accelerator_share(scope: Scope, quota: PoolQuota) -> Decimal:
     """The tenant's part of a pool's accelerators, in GPU equivalents, at most 1."""
-    pool = scope.pools[quota.pool]
-    weights = gpu_equivalents(pool)
-    whole = sum((amount * weights.get(r, Decimal(0)) for r, amount in pool.capacity.items()), Decimal(0))
+    weights, whole = scope.pool_equivalents(quota.pool)
     if not whole:
         return Decimal(0)
     own = sum((rq.nominal * weights.get(rq.resource, Decimal(0)) for rq in quota.resources), Decimal(0))
@@ -183,7 +190,14 @@ def queue_flavors(scope: Scope, tenant: Tenant) -> tuple[list[str], list[str]]:
     """(flavors in preference order, covered resources in canonical order) of a tenant's queue.
 
     Own pools first in declared order; then every other pool the tenant's cohort tree holds
-    quota in, so it can borrow there."""
+    quota in, so it can borrow there. Worked out once per scope and tenant (fresh lists each call)."""
+    known = scope.queue_flavors_cache.get(tenant.name)
+    if known is None:
+        known = scope.queue_flavors_cache[tenant.name] = _queue_flavors(scope, tenant)
+    return list(known[0]), list(known[1])
+
+
+def _queue_flavors(scope: Scope, tenant: Tenant) -> tuple[list[str], list[str]]:
     own = [q.pool for q in scope.quotas[tenant.name]]
     resources = {rq.resource for q in scope.quotas[tenant.name] for rq in q.resources}
     borrowable: frozenset[str] = frozenset()
@@ -229,7 +243,8 @@ def cluster_queue(scope: Scope, tenant: Tenant) -> Object:
     spec["flavorFungibility"] = {"whenCanBorrow": "TryNextFlavor", **dict(tenant.flavor_fungibility)}
     if flavors:
         spec["resourceGroups"] = [
-            _resource_group(flavors, covered, quotas, defaults, never_borrow=scope.model.never_borrows(tenant))
+            _resource_group(flavors, covered, quotas, defaults, never_borrow=scope.model.never_borrows(tenant),
+                            borrow_only_flavors=scope.borrow_only_flavors)
         ]
     spec["fairSharing"] = {"weight": str(tenant.weight or 1)}
     return {

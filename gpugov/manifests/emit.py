@@ -272,12 +272,6 @@ class _Memo:
         self.spent = 0
         self.saved = 0
 
-    def count(self, spent: int, saved: int) -> None:
-        self.tries += 1
-        self.spent += spent
-        self.saved += saved
-        self.active = self.tries < 128 or self.saved * 8 >= self.spent
-
 
 class BlockEmitter:
     """Writes documents; keeps its caches across calls, so one emitter per render.
@@ -328,6 +322,12 @@ class BlockEmitter:
         return style
 
     def _value_text(self, value: str) -> str | None:
+        first = value[:1]
+        if (first and first not in _RESOLVED_FIRST and first not in "+-.0123456789" and value not in _GO_BOOLS
+                and _SIMPLE.fullmatch(value)):
+            # _style's common case at a glance: plain, no fold without breaks
+            text = self._values[value] = " " + value
+            return text
         style = self._string_style(value)
         text = None if style == _LITERAL else " " + _flow_scalar(value, style, 0, 0, False)
         self._values[value] = text
@@ -381,17 +381,22 @@ class BlockEmitter:
         if memo.active:
             try:
                 # marshal (format 4) spells out types and values: equal bytes, equal subtrees
-                key = (indent, marshal.dumps(value, 4))
+                data = marshal.dumps(value, 4)
             except ValueError:  # a type marshal does not know; the writer names it
-                key = None
-            if key is not None:
-                text = self._blocks.get(key)
-                if text is None:
-                    text = self._blocks[key] = self._write(value, indent, place)
-                    memo.count(len(key[1]), 0)
-                else:
-                    memo.count(len(key[1]), len(text))
-                return text
+                return self._write(value, indent, place)
+            key = (indent, data)
+            text = self._blocks.get(key)
+            if text is None:
+                text = self._blocks[key] = self._write(value, indent, place)
+                saved = 0
+            else:
+                saved = len(text)
+            # counted inline (this runs for most collections): active while hits save an eighth
+            memo.tries += 1
+            memo.spent += len(data)
+            memo.saved += saved
+            memo.active = memo.tries < 128 or memo.saved * 8 >= memo.spent
+            return text
         return self._write(value, indent, place)
 
     def _write(self, value: dict[str, Any] | list[Any], indent: int, place: str) -> str:
@@ -423,7 +428,8 @@ class BlockEmitter:
             kind = type(value)
             if (kind is dict or kind is list) and value:
                 # nested keys one level in; a sequence under a key is not indented
-                parts.append(f"{pad}{key_text}\n{self._block(value, inner if kind is dict else indent, key)}")
+                parts.append(f"{pad}{key_text}\n")  # the block apart: a memoized one can be long
+                parts.append(self._block(value, inner if kind is dict else indent, key))
             else:
                 parts.append(pad + key_text + self._node(value, indent + len(key_text), inner, key))
         return "".join(parts)

@@ -58,9 +58,10 @@ DUPLICATE_OBJECT = rule(
 
 def check_objects(objects: list[dict[str, Any]]) -> list[Finding]:
     findings: list[Finding] = []
+    in_order: dict[int, list[str]] = {}
     for obj in objects:
         if obj["kind"] in ("ClusterQueue", "Cohort"):
-            findings.extend(_check_groups(obj))
+            findings.extend(_check_groups(obj, in_order))
         elif obj["kind"] == "ResourceFlavor":
             findings.extend(_check_flavor(obj))
     keys = [(o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects]
@@ -80,13 +81,16 @@ def check_objects(objects: list[dict[str, Any]]) -> list[Finding]:
     return findings
 
 
-def _check_groups(obj: dict[str, Any]) -> Iterator[Finding]:
-    where = source_location(obj)
+def _check_groups(obj: dict[str, Any], in_order: dict[int, list[str]] | None = None) -> Iterator[Finding]:
+    """`in_order`: id of a flavor's resources list -> the coveredResources it was found to follow,
+    kept across one check_objects (whose objects stay alive meanwhile): compile shares a
+    borrow-only flavor's entry between the queues that list it, so each is read once."""
+    in_order = {} if in_order is None else in_order
     label = f"{obj['kind']} '{obj['metadata']['name']}'"
     groups = obj.get("spec", {}).get("resourceGroups", [])
     if len(groups) > 16:
         yield make(KUEUE_LIMITS, Text("{object} has {count} resource groups (max 16)", object=label, count=len(groups)),
-                   where)
+                   source_location(obj))
     resource_groups: dict[str, int] = {}
     flavor_groups: dict[str, int] = {}
     total_flavors = 0
@@ -100,14 +104,14 @@ def _check_groups(obj: dict[str, Any]) -> Iterator[Finding]:
                 KUEUE_LIMITS,
                 Text("{object} group {index}: {flavors} flavors and {covered} covered resources (max 64 each)",
                      object=label, index=index, flavors=len(flavors), covered=len(covered)),
-                where,
+                source_location(obj),
             )
         if len(covered) * len(flavors) > 512:
             yield make(
                 KUEUE_LIMITS,
                 Text("{object} group {index}: {pairs} flavor x resource pairs (max 512)", object=label, index=index,
                      pairs=len(covered) * len(flavors)),
-                where,
+                source_location(obj),
             )
         for resource in covered:
             if resource in resource_groups:
@@ -115,29 +119,36 @@ def _check_groups(obj: dict[str, Any]) -> Iterator[Finding]:
                     RESOURCE_IN_TWO_GROUPS,
                     Text("{object}: resource {resource} is in groups {first} and {index}", object=label,
                          resource=resource, first=resource_groups[resource], index=index),
-                    where,
+                    source_location(obj),
                 )
             resource_groups.setdefault(resource, index)
         for flavor in flavors:
-            if flavor["name"] in flavor_groups:
+            name = flavor["name"]
+            if name in flavor_groups:
                 yield make(
                     FLAVOR_IN_TWO_GROUPS,
                     Text("{object}: flavor {flavor} is in groups {first} and {index}", object=label,
-                         flavor=flavor["name"], first=flavor_groups[flavor["name"]], index=index),
-                    where,
+                         flavor=name, first=flavor_groups[name], index=index),
+                    source_location(obj),
                 )
-            flavor_groups.setdefault(flavor["name"], index)
-            names = [r["name"] for r in flavor.get("resources", [])]
-            if names != covered_list:
+            else:
+                flavor_groups[name] = index
+            resources = flavor.get("resources", [])
+            if in_order.get(id(resources)) == covered_list:
+                continue
+            names = [r["name"] for r in resources]
+            if names == covered_list:
+                in_order[id(resources)] = covered_list
+            else:
                 yield make(
                     FLAVOR_RESOURCE_ORDER,
                     Text("{object}: flavor {flavor} lists {names}, coveredResources is {covered}", object=label,
                          flavor=flavor["name"], names=names, covered=list(covered)),
-                    where,
+                    source_location(obj),
                 )
     if total_flavors > 256:
         yield make(KUEUE_LIMITS, Text("{object} has {count} flavors in all (max 256)", object=label,
-                                      count=total_flavors), where)
+                                      count=total_flavors), source_location(obj))
 
 
 def _check_flavor(obj: dict[str, Any]) -> Iterator[Finding]:

@@ -4,13 +4,12 @@ level of the tenant namespaces and why it is below restricted (README: Threat mo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from fnmatch import fnmatchcase
 
 from gpugov.declarations.model import Model, Tenant
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.i18n import Text
 from gpugov.policy.checks import check
-from gpugov.policy.naming import reserved_patterns
+from gpugov.policy.naming import any_pattern, reserved_patterns
 
 SERVICEACCOUNT_GROUP = "system:serviceaccounts:"
 SERVICEACCOUNT_USER = "system:serviceaccount:"
@@ -56,7 +55,7 @@ def check_trusted_identities(model: Model) -> Iterator[Finding]:
     trusted = [(u, False, "users", i) for i, u in enumerate(isolation.trusted_users)]
     trusted += [(g, True, "groups", i) for i, g in enumerate(isolation.trusted_groups)]
     guardrails = model.guardrails
-    reserved = [pattern for pattern, _ in reserved_patterns(model)]  # GG015's already
+    reserved = any_pattern([pattern for pattern, _ in reserved_patterns(model)])  # GG015's already
     claims: list[tuple[Tenant, str]] | None = None  # (tenant, namespace) outside the reserved ones, found once
     for identity, group, field, index in trusted:
         namespace = trusted_namespace(identity, group)
@@ -64,9 +63,10 @@ def check_trusted_identities(model: Model) -> Iterator[Finding]:
             continue
         if claims is None:
             claims = [(tenant, claimed) for tenant in model.tenants.values() for claimed in tenant.namespaces
-                      if not any(fnmatchcase(claimed, pattern) for pattern in reserved)]
+                      if not reserved(claimed)]
+        names = any_pattern([namespace])
         for tenant, claimed in claims:
-            if claimed == namespace or fnmatchcase(claimed, namespace):
+            if claimed == namespace or names(claimed):
                 where = guardrails.at("isolation", "trustedControllers", field, index) if guardrails else None
                 yield make(
                     TRUSTED_TENANT_NAMESPACE,

@@ -4,8 +4,8 @@ tenant claims a namespace the platform keeps (a tenant's namespaces get its Role
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from fnmatch import fnmatchcase
+from collections.abc import Callable, Iterator
+from fnmatch import fnmatchcase, translate
 
 from gpugov.declarations.model import RESERVED_NAMESPACES, Model
 from gpugov.findings import Finding, Level, Location, make, rule
@@ -98,15 +98,25 @@ def check_names(model: Model) -> Iterator[Finding]:
 
 
 def _claims(model: Model) -> dict[str, list[tuple[str, Location]]]:
-    """namespace -> every (tenant, location of its first claim), tenants sorted by name."""
-    claims: dict[str, list[tuple[str, Location]]] = {}
+    """namespace -> every (tenant, location of its first claim), tenants sorted by name; only the
+    namespaces that more than one tenant claims (a location is looked up only for a finding)."""
+    claims: dict[str, list[tuple[str, int]]] = {}
     for name in sorted(model.tenants):
         tenant = model.tenants[name]
         for index, namespace in enumerate(tenant.namespaces):
             holders = claims.setdefault(namespace, [])
             if all(holder != name for holder, _ in holders):
-                holders.append((name, tenant.at("namespaces", index)))
-    return claims
+                holders.append((name, index))
+    return {namespace: [(name, model.tenants[name].at("namespaces", index)) for name, index in holders]
+            for namespace, holders in claims.items() if len(holders) > 1}
+
+
+def any_pattern(patterns: list[str]) -> Callable[[str], object]:
+    """A test that is true where fnmatchcase(name, pattern) is for any of `patterns`: one regular
+    expression instead of a call per pattern (each is fnmatch's own translation, anchored)."""
+    if not patterns:
+        return lambda name: None
+    return re.compile("|".join(translate(pattern) for pattern in patterns)).match
 
 
 @change_check
@@ -174,8 +184,11 @@ def reserved_patterns(model: Model) -> list[tuple[str, str]]:
 @check
 def check_reserved_namespaces(model: Model) -> Iterator[Finding]:
     patterns = reserved_patterns(model)
+    reserved = any_pattern([p for p, _ in patterns])
     for tenant in model.tenants.values():
         for index, namespace in enumerate(tenant.namespaces):
+            if not reserved(namespace):
+                continue
             match = next(((p, why) for p, why in patterns if fnmatchcase(namespace, p)), None)
             if match is not None:
                 pattern, why = match

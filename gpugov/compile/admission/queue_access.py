@@ -52,10 +52,12 @@ def declared_queues(scope: Scope) -> dict[str, str]:
     return {ns: f"{', '.join(sorted(names))} (declared in {origin[ns]})" for ns, names in sorted(found.items())}
 
 
-def queue_access_policy(scope: Scope, namespaces: Collection[str] | None = None, name: str = QUEUE_ACCESS) -> Object:
-    """The queue-access policy over the queues of `namespaces` (None: every tenant's)."""
+def queue_access_policy(scope: Scope, namespaces: Collection[str] | None = None, name: str = QUEUE_ACCESS,
+                        maps: tuple[dict[str, list[str]], dict[str, str]] | None = None) -> Object:
+    """The queue-access policy over the queues of `namespaces` (None: every tenant's). `maps`:
+    (allowed_classes(scope), declared_queues(scope)) when the caller has them already."""
     labels = _labels_expr()
-    allowed, declared = allowed_classes(scope), declared_queues(scope)
+    allowed, declared = maps or (allowed_classes(scope), declared_queues(scope))
     if namespaces is not None:
         wanted = set(namespaces)  # a shard is a list: a set makes the filters linear
         allowed = {key: classes for key, classes in allowed.items() if key.split("/", 1)[0] in wanted}
@@ -124,24 +126,25 @@ def queue_access_objects(scope: Scope) -> list[Object]:
     """One queue-access policy bound everywhere while its maps fit CEL_BUDGET; past that, one policy a
     shard of tenant namespaces (bound to them by name) and gpugov-queue-access, with no queue at all,
     bound to every other namespace, so that a namespace no tenant declares still may use none."""
-    shards = _namespace_shards(scope)
+    maps = allowed_classes(scope), declared_queues(scope)  # once for the shards and every policy
+    shards = _namespace_shards(*maps)
     if len(shards) == 1:
-        return [queue_access_policy(scope), _binding(scope, QUEUE_ACCESS)]
+        return [queue_access_policy(scope, maps=maps), _binding(scope, QUEUE_ACCESS)]
     everyone = sorted(ns for shard in shards for ns in shard)
-    objects = [queue_access_policy(scope, (), QUEUE_ACCESS),
+    objects = [queue_access_policy(scope, (), QUEUE_ACCESS, maps),
                _binding(scope, QUEUE_ACCESS, _names_selector("NotIn", everyone))]
     for number, shard in enumerate(shards, start=1):
         name = f"{QUEUE_ACCESS}-{number}"
-        objects += [queue_access_policy(scope, shard, name), _binding(scope, name, _names_selector("In", shard))]
+        objects += [queue_access_policy(scope, shard, name, maps), _binding(scope, name, _names_selector("In", shard))]
     return objects
 
 
-def _namespace_shards(scope: Scope) -> list[list[str]]:
-    """The tenant namespaces, in order, cut where the queue maps of a shard would pass CEL_BUDGET."""
-    declared = declared_queues(scope)
+def _namespace_shards(allowed: dict[str, list[str]], declared: dict[str, str]) -> list[list[str]]:
+    """The tenant namespaces, in order, cut where the queue maps of a shard would pass CEL_BUDGET
+    (`allowed` and `declared`: allowed_classes and declared_queues of the scope)."""
     sizes = {namespace: len(_cel({namespace: queues})) for namespace, queues in declared.items()}
     allowed_sizes: dict[str, int] = {}
-    for key, classes in allowed_classes(scope).items():
+    for key, classes in allowed.items():
         namespace = key.split("/", 1)[0]
         allowed_sizes[namespace] = allowed_sizes.get(namespace, 0) + len(_cel({key: classes}))
     return _cut({ns: max(sizes.get(ns, 0), allowed_sizes.get(ns, 0)) for ns in set(sizes) | set(allowed_sizes)})
