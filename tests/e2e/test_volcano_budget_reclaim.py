@@ -437,9 +437,18 @@ def test_a_tenant_cannot_undo_or_dodge_a_reclaim(api: client.ApiClient, idle: di
     name = idle["job"]
 
     def replace_unsuspended() -> None:
-        current = batch.read_namespaced_job(name, "speech")
-        current.spec.suspend = False
-        batch.replace_namespaced_job(name, "speech", current)
+        # Read, change, replace: the Job's controllers write it too, and a write between the read and the
+        # replace answers 409 before admission is asked. Only a refusal (or success) ends the attempt.
+        for _ in range(20):
+            current = batch.read_namespaced_job(name, "speech")
+            current.spec.suspend = False
+            try:
+                batch.replace_namespaced_job(name, "speech", current)
+                return
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+        raise AssertionError("the replace met a newer Job twenty times")
 
     groups = client.CustomObjectsApi(api).list_namespaced_custom_object(*VOLCANO, "speech", "podgroups")["items"]
     attempts = {
