@@ -235,9 +235,7 @@ def test_lending_limit_keeps_the_lenders_share_and_reclaim_requeues_the_borrower
     client.BatchV1Api(jobs.api).delete_namespaced_job(too_much.name, too_much.namespace, propagation_policy="Foreground")
     jobs.jobs.remove(too_much)
 
-    # Long enough to be running when nlp reclaims: a TAS workload whose pods have all finished
-    # while its Job is not yet Complete is evicted by Kueue's node health check (NodeFailures:
-    # the flavor's pool toleration is not in the Workload's pod sets), which is not this contract.
+    # Long enough to be running when nlp reclaims.
     borrower = _gpu_job(jobs, "speech", "speech", "default", pods=5, gpus=4, priority="batch-low", run_for="20s")
     jobs.wait_admitted(borrower)
     guaranteed = _gpu_job(jobs, "nlp", "nlp-train", "training", pods=1, gpus=8, priority="batch-low", run_for="30s")
@@ -250,9 +248,7 @@ def test_lending_limit_keeps_the_lenders_share_and_reclaim_requeues_the_borrower
     assert evicted and "reclamation within the cohort" in evicted[0]["message"], jobs.workload(borrower).get("status")
 
     # Requeued, not dropped: Kueue admits the same Workload again once nlp's reclaiming job has ended and
-    # the tree lends again (an Admitted transition after the eviction's). Not its pods' completion: on a
-    # loaded machine Kueue's TAS node check evicted a run whose pods had finished before its Job was
-    # Complete (NodeFailures, as above), which is not this contract.
+    # the tree lends again (an Admitted transition after the eviction's).
     since = evicted[0]["lastTransitionTime"]
 
     def readmitted() -> bool:
