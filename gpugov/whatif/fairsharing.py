@@ -10,12 +10,12 @@ winner, since its admission changes them. A ClusterQueue alone in its tree needs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Protocol, TypeVar
 
 from gpugov.reach import QuotaNode, add_all, remove_all
 from gpugov.whatif.flavors import Assignment
-from gpugov.whatif.quota import DRS, compare_drs, kept_drs
+from gpugov.whatif.quota import DRS, compare_drs, drs
 from gpugov.whatif.state import ClusterQueue, Workload
 
 
@@ -33,23 +33,12 @@ class Head(Protocol):
 
 
 H = TypeVar("H", bound=Head)
-Shares = dict[tuple[int, int], DRS]  # (id of a cohort, id of a head's queue) -> the share it competes with there
-TOURNAMENTS_KEPT = 1 << 12  # tournaments kept, at most (as SHARES_KEPT)
+Shares = dict[tuple[int, int], DRS]  # (id of a cohort, id of a head) -> the share it competes with there
 
 
-def fair_order(heads: list[H], known: dict[tuple[object, ...], DRS] | None = None,
-               kept: dict[tuple[object, ...], Shares] | None = None, held: list[object] | None = None,
-               state: Callable[[ClusterQueue], int] | None = None) -> Iterator[H]:
+def fair_order(heads: list[H]) -> Iterator[H]:
     """The heads, each tournament's winner first; a lazy iterator, so that shares are computed
-    against the usage left by the heads admitted before. `known`: shares kept (quota.kept_drs).
-    `kept`: each tournament's shares, per cohort tree version and its heads' queues and usage, taken
-    while `held` (what the caller holds in the tree for this cycle only, outside of any version) is
-    empty: at rest a tree's version stands for its usage (every lasting change makes a new one), and
-    a cycle whose heads are the same as the last one's, in the same version, competes with the same
-    shares. `state`: a number for a queue's tree's state that stands for its usage at rest, if the caller
-    has one, instead of the version (the shares read nothing else)."""
-    if known is None:
-        known = {}
+    against the usage left by the heads admitted before."""
     remaining = {id(h.cq): h for h in heads}
     while remaining:
         first = min(remaining.values(), key=lambda h: h.cq.name)
@@ -63,23 +52,13 @@ def fair_order(heads: list[H], known: dict[tuple[object, ...], DRS] | None = Non
             del remaining[id(first.cq)]
             yield first
             continue
-        if kept is not None and not held:
-            key = (id(root), root.version if state is None else state(first.cq),
-                   *[(id(h.cq), *h.assignment.usage.items()) for h in rivals])
-            values = kept.get(key)
-            if values is None:
-                if len(kept) >= TOURNAMENTS_KEPT:
-                    kept.clear()
-                values = kept[key] = _shares(root, remaining, known)
-        else:
-            values = _shares(root, remaining, known)
-        winner = _tournament(root, remaining, values)
+        winner = _tournament(root, remaining, _shares(root, remaining))
         assert winner is not None
         del remaining[id(winner.cq)]
         yield winner
 
 
-def _shares(root: QuotaNode, remaining: dict[int, H], known: dict[tuple[object, ...], DRS]) -> Shares:
+def _shares(root: QuotaNode, remaining: dict[int, H]) -> Shares:
     """Each head's share at every cohort above its queue, as if it alone were admitted."""
     values: Shares = {}
     for node in root.subtree_cqs():
@@ -88,10 +67,10 @@ def _shares(root: QuotaNode, remaining: dict[int, H], known: dict[tuple[object, 
             continue
         usage = head.assignment.usage
         add_all(node, usage)
-        share = kept_drs(known, node)
+        share = drs(node)
         for ancestor in node.ancestors():
-            values[(id(ancestor), id(node.owner))] = share
-            share = kept_drs(known, ancestor)
+            values[(id(ancestor), id(head))] = share
+            share = drs(ancestor)
         remove_all(node, usage)
     return values
 
@@ -109,7 +88,7 @@ def _tournament(cohort: QuotaNode, remaining: dict[int, H], values: Shares) -> H
 
 
 def _fairer(a: Head, b: Head, parent: int, values: Shares) -> bool:
-    a_share, b_share = values[(parent, id(a.cq))], values[(parent, id(b.cq))]
+    a_share, b_share = values[(parent, id(a))], values[(parent, id(b))]
     # FairSharingPrioritizeNonBorrowing (on in 0.17): not borrowing on its own flavors wins.
     a_borrows = a_share.borrowing_on(a.assignment.usage)
     b_borrows = b_share.borrowing_on(b.assignment.usage)

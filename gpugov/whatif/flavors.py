@@ -123,8 +123,10 @@ def assign(wl: Workload, cq: ClusterQueue, flavors: dict[str, Flavor], oracle: O
     same now, so is the assignment (nothing else assign reads changes), and it is the answer.
     Otherwise `made` records the new one. `same`: whether every grade of such a list is the same now
     (by default, `grader` is asked each in turn)."""
-    grade = grader if grader is not None else (  # the plain grader is made only where none is given
-        lambda fr, value: grade_resource(wl, cq, fr, value, oracle, fair_sharing))
+    def plain(fr: FR, value: int) -> tuple[int, int]:
+        return grade_resource(wl, cq, fr, value, oracle, fair_sharing)
+
+    grade = grader or plain
     if made is None:
         return _assign(wl, cq, flavors, grade)
     if made.assignment is not None and (same(made.grades) if same is not None else

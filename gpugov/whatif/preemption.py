@@ -26,8 +26,8 @@ from gpugov.whatif.quota import (
     DRS,
     NEGATIVE_DRS,
     compare_drs,
+    drs,
     fits_in_quota,
-    kept_drs,
     lowest_subtree_that_fits,
 )
 from gpugov.whatif.setup import FR
@@ -112,10 +112,8 @@ class TargetOrdering:
     """Kueue's TargetClusterQueueOrdering: queues to take fair-sharing victims from, the
     subtree with the highest share first."""
 
-    def __init__(self, preemptor: ClusterQueue, candidates: list[Workload],
-                 known: dict[tuple[object, ...], DRS]) -> None:
+    def __init__(self, preemptor: ClusterQueue, candidates: list[Workload]) -> None:
         self.preemptor = preemptor
-        self.known = known  # shares kept (quota.kept_drs)
         self.ancestors = set(map(id, preemptor.node.ancestors()))
         self.by_cq: dict[int, list[Workload]] = {}
         for candidate in candidates:
@@ -151,7 +149,7 @@ class TargetOrdering:
             if id(child) in self.pruned:
                 continue
             cq: ClusterQueue = child.owner
-            share = kept_drs(self.known, child)
+            share = drs(child)
             if (not share.borrowing and cq is not self.preemptor) or not self.has(cq):
                 self.pruned.add(id(child))
                 continue
@@ -166,7 +164,7 @@ class TargetOrdering:
         for child in cohort.child_cohorts:
             if id(child) in self.pruned:
                 continue
-            share = kept_drs(self.known, child)
+            share = drs(child)
             if not share.borrowing and id(child) not in self.ancestors:
                 self.pruned.add(id(child))
             elif compare_drs(share, highest_cohort_drs) >= 0:
@@ -205,24 +203,11 @@ class Preemptor:
         # (not from finding none): such an answer depends on every queue's share, not only on usage
         # of the resources asked for (the simulator's nominations rely on this).
         self.searched = False
-        # Where the caller numbers its cohort trees' states (usage, and which ((flavor, resource), priority)
-        # each queue's admitted hold: Simulator._state), what a preemptor whose queue's policy reads no age
-        # finds without a search is kept by state too: targets' [] where no queue holds a candidate (a
-        # function of that state), and reaches.
-        self.state_of: Callable[[ClusterQueue], int] | None = None
-        self.state_memo: set[tuple[object, ...]] = set()
-        self.state_reaches: dict[tuple[object, ...], Reach] = {}
-        # Shares of nodes per usage (quota.kept_drs), for the fair-sharing tournament too; forgotten
-        # when quotas change.
-        self.shares: dict[tuple[object, ...], DRS] = {}
 
     # The oracle the flavor assigner asks while grading a flavor.
     def simulate(self, wl: Workload, cq: ClusterQueue, fr: FR, quantity: int, borrow_now: int) -> tuple[int, int]:
-        frs = frozenset((fr,))
-        if self.fair_sharing and self.nothing_to_take(wl, cq, frs):  # targets' own first answer, told sooner
-            return NO_CANDIDATES, borrow_now
         usage = {fr: quantity}
-        targets = self.targets(wl, cq, frs, usage)
+        targets = self.targets(wl, cq, frozenset(usage), usage)
         if not targets:
             return NO_CANDIDATES, borrow_now
         for target, _ in targets:
@@ -241,19 +226,9 @@ class Preemptor:
         if known is not None and known[0] == cq.root.version:
             self.searched = self.searched or known[2]
             return known[1]
-        by_state = self.state_of is not None and "LowerOrNewerEqualPriority" not in (
-            policy.within_cluster_queue, policy.reclaim_within_cohort)
-        if by_state:
-            state_key = (key, self.state_of(cq))  # type: ignore[misc]
-            if state_key in self.state_memo:  # nothing to take in this state: [] without a search
-                self.memo[key] = (cq.root.version, [], False)
-                return []
         outer, self.searched = self.searched, False
         found = self._fair(wl, cq, frs, usage, age) if self.fair_sharing else self._classical(wl, cq, frs, usage)
         self.memo[key] = (cq.root.version, found, self.searched)
-        if by_state and not self.searched:
-            assert not found
-            self.state_memo.add(state_key)
         self.searched = self.searched or outer
         return found
 
@@ -303,26 +278,14 @@ class Preemptor:
         known = self.reaches.get(key)
         if known is not None and known[0] == cq.root.version:
             return known[1]
-        policy = cq.spec.preemption
-        if self.state_of is not None and "LowerOrNewerEqualPriority" not in (policy.within_cluster_queue,
-                                                                             policy.reclaim_within_cohort):
-            state_key = (key, self.state_of(cq))
-            reach = self.state_reaches.get(state_key)
-            if reach is None:
-                reach = self.state_reaches[state_key] = self._holders(wl, cq, frs)
-        else:
-            reach = self._holders(wl, cq, frs)
-        self.reaches[key] = (cq.root.version, reach)
-        return reach
-
-    def _holders(self, wl: Workload, cq: ClusterQueue, frs: frozenset[FR]) -> Reach:
-        """_reach's answer, found."""
         holders = []
         for other in self._lenders(cq, frs):
             if next(self._cohort_candidates(wl, cq, other, frs), None) is not None:
                 target_node = self._below_lca(cq, other)[1]
-                holders.append((other, target_node, kept_drs(self.shares, target_node)))
-        return Reach(next(self._own_candidates(wl, cq, frs), None) is not None, holders)
+                holders.append((other, target_node, drs(target_node)))
+        reach = Reach(next(self._own_candidates(wl, cq, frs), None) is not None, holders)
+        self.reaches[key] = (cq.root.version, reach)
+        return reach
 
     def _fair(self, wl: Workload, cq: ClusterQueue, frs: frozenset[FR], usage: dict[FR, int], age: int) -> list[Target]:
         reach = self._reach(wl, cq, frs, age)
@@ -359,7 +322,7 @@ class Preemptor:
         if not any(cq.node.borrowing_with(fr, 0) for fr in frs):
             return False  # within nominal: reclaimed regardless of shares
         for other, _, target_share in reach.others:
-            if compare_drs(kept_drs(self.shares, self._below_lca(cq, other)[0]), target_share) <= 0:
+            if compare_drs(drs(self._below_lca(cq, other)[0]), target_share) <= 0:
                 return False
         return True
 
@@ -380,11 +343,11 @@ class Preemptor:
 
     def _shares(self, preemptor: ClusterQueue, target: ClusterQueue) -> tuple[DRS, QuotaNode]:
         preemptor_node, target_node = self._below_lca(preemptor, target)
-        return kept_drs(self.shares, preemptor_node), target_node
+        return drs(preemptor_node), target_node
 
     def _first_strategy(self, cq: ClusterQueue, candidates: list[Workload], frs: frozenset[FR],
                         usage: dict[FR, int]) -> tuple[bool, list[Target], list[Workload]]:
-        ordering = TargetOrdering(cq, candidates, self.shares)
+        ordering = TargetOrdering(cq, candidates)
         targets: list[Target] = []
         retry: list[Workload] = []
         # FairSharingPreemptWithinNominal (on in 0.17): within nominal, reclaim regardless of shares.
@@ -407,7 +370,7 @@ class Preemptor:
                 target_new = share_without.get(size)
                 if target_new is None:
                     remove_all(target_cq.node, victim.usage)
-                    target_new = share_without[size] = kept_drs(self.shares, target_node)
+                    target_new = share_without[size] = drs(target_node)
                     add_all(target_cq.node, victim.usage)
                 if compare_drs(preemptor_new, target_new) <= 0:  # LessThanOrEqualToFinalShare
                     _remove(victim)
@@ -420,10 +383,10 @@ class Preemptor:
 
     def _second_strategy(self, cq: ClusterQueue, retry: list[Workload], usage: dict[FR, int],
                          targets: list[Target]) -> tuple[bool, list[Target]]:
-        ordering = TargetOrdering(cq, retry, self.shares)
+        ordering = TargetOrdering(cq, retry)
         for target_cq in ordering:
             preemptor_new, target_node = self._shares(cq, target_cq)
-            if compare_drs(preemptor_new, kept_drs(self.shares, target_node)) < 0:  # LessThanInitialShare
+            if compare_drs(preemptor_new, drs(target_node)) < 0:  # LessThanInitialShare
                 victim = ordering.pop(target_cq)
                 _remove(victim)
                 targets.append((victim, FAIR_SHARING))

@@ -51,7 +51,7 @@ from gpugov.whatif.flavors import (
     grade_resource,
 )
 from gpugov.whatif.preemption import Preemptor, Target
-from gpugov.whatif.quota import DRS, relink, set_quotas
+from gpugov.whatif.quota import relink, set_quotas
 from gpugov.whatif.setup import DEFAULT_PLACEMENT, FR, NAMESPACE_NAME_LABEL, Placement, Setup, SetupError
 from gpugov.whatif.state import (
     EVICTING,
@@ -76,7 +76,6 @@ MAX_CYCLES_PER_INSTANT = 10_000
 # one by one (a byte names 256 kinds at most).
 MANY_KINDS = 255
 STALE_MARKS = 8  # see _hopeless_run
-STATES_KEPT = 1 << 14  # tree states numbered at most (see Simulator.state_grades): then all are forgotten
 ALL_MARKED = b"\x01" * 256  # _hopeless_run's table before a kind of the version is known to pass
 
 
@@ -233,12 +232,8 @@ def make_workloads(jobs: list[Job], setup: Setup, queues: dict[str, ClusterQueue
     return workloads, never, held_as
 
 
-def _below(node: QuotaNode) -> list[QuotaNode]:
-    """The nodes of node's subtree below it, each cohort before its children."""
-    nodes: list[QuotaNode] = []
-    for child in node.child_cohorts:
-        nodes += [child, *_below(child)]
-    return nodes + node.child_cqs
+def order_of(wl: Workload) -> tuple[int, int, int, int]:
+    return wl.order
 
 
 def fit_within_nominal(node: QuotaNode, fr: FR) -> int:
@@ -275,8 +270,6 @@ class Simulator:
         self.queue_order = [self.queues[name] for name in sorted(self.queues)]
         self.workloads, self.never, self.held_as = make_workloads(jobs, setup, self.queues, options.seed, placement)
         self.preemptor = Preemptor(self.queues, options.fair_sharing)
-        if options.fair_sharing:
-            self.preemptor.state_of = self._state
         self.finishing: list[tuple[int, int, int, Workload]] = []
         self.releasing: list[tuple[int, int, Workload]] = []
         self.requeuing: list[tuple[int, int, int]] = []  # (due, sequence, root id)
@@ -323,20 +316,6 @@ class Simulator:
         self.room: dict[tuple[int, FR], tuple[int, int]] = {}
         # queue id -> ((its root's id, the root's version, stop_at_holds), which kinds pass): _hopeless_run's
         self.tables: dict[int, tuple[tuple[int, int, bool], bytearray]] = {}
-        # With fair sharing, a grade that searched no candidate (see Preemptor.searched) is a function of
-        # the tree's state: every node's usage and which ((flavor, resource), priority) each queue's admitted
-        # workloads hold (whether there are candidates), for a queue whose preemption reads no age. A
-        # backlog's trees go back and forth between few such states (a finish, then an admission of the
-        # same size), so those grades are also kept per state: (grade key, state number) -> grade. States
-        # are numbered once per cohort tree version (`states`).
-        self.state_grades: dict[tuple[object, ...], tuple[int, int]] = {}
-        self.state_numbers: dict[tuple[object, ...], int] = {}  # a state -> its number
-        self.states: dict[int, tuple[int, int]] = {}  # cohort tree root id -> (its version, its state's number)
-        self.tree_nodes: dict[int, list[QuotaNode]] = {}  # cohort tree root id -> its nodes (the shape is kept)
-        # queue id -> ((flavor, resource), priority) -> how many of its admitted workloads hold it
-        self.presence: dict[int, dict[tuple[FR, int], int]] = {}
-        # A fair-sharing tournament's shares, per tree version and heads (fairsharing.fair_order's `kept`).
-        self.tournaments: dict[tuple[object, ...], dict[tuple[int, int], DRS]] = {}
         self.outcome = Outcome(self.workloads, self.queues, 0, 0)
 
     # -- queues -------------------------------------------------------------------------------
@@ -378,13 +357,13 @@ class Simulator:
             return True
         if sticky.state != INADMISSIBLE:
             return False
-        at = bisect.bisect_left(cq.parked_orders, sticky.order)
+        at = bisect.bisect_left(cq.parked, sticky.order, key=order_of)
         return at >= cq.pending_from
 
     def _unpark(self, cq: ClusterQueue, wl: Workload) -> bool:
         """Take a requeued workload out of the parked list, in flight; False when it is still parked."""
         parked = cq.parked
-        at = bisect.bisect_left(cq.parked_orders, wl.order)
+        at = bisect.bisect_left(parked, wl.order, key=order_of)
         if at < cq.pending_from:
             return False
         assert parked[at] is wl
@@ -397,7 +376,7 @@ class Simulator:
         assert cq is not None
         wl.state = INADMISSIBLE
         parked = cq.parked
-        at = bisect.bisect_left(cq.parked_orders, wl.order)
+        at = bisect.bisect_left(parked, wl.order, key=order_of)
         if at > cq.pending_from:
             # A sticky preemptor, popped before its turn: the requeued that sort before it move to
             # the heap (queued all the same), so that the parked still come first.
@@ -447,9 +426,6 @@ class Simulator:
             raise SetupError(f"the quota timeline adds or removes ClusterQueue {changed[0]}: the replay keeps "
                              "the queues of the trace's start")
         self.epoch += 1  # every nomination is made again
-        self.preemptor.shares.clear()  # kept per usage, not per quotas
-        self.tournaments.clear()
-        self._forget_states()  # a node's usage is made again, in another order of keys
         for cq in self.queue_order:
             self._account(cq, now)  # borrowing until now is counted against the quotas until now
         nodes: list[QuotaNode] = []
@@ -518,7 +494,6 @@ class Simulator:
         wl.admissions += 1
         wl.run_token += 1
         cq.admitted[wl.index] = wl
-        self._present(cq, wl, 1)
         if cq.sticky is wl:
             cq.sticky = None
         self.sequence += 1
@@ -532,7 +507,6 @@ class Simulator:
         remove_all(cq.node, wl.usage)
         self._changed(cq, wl.usage)
         del cq.admitted[wl.index]
-        self._present(cq, wl, -1)
         wl.state = FINISHED
         wl.waited_ms = wl.admitted_ms - wl.job.submit_ms
 
@@ -553,7 +527,6 @@ class Simulator:
         remove_all(cq.node, victim.usage)
         self._changed(cq, victim.usage)
         del cq.admitted[victim.index]
-        self._present(cq, victim, -1)
         ran = now - victim.admitted_ms
         for fr, value in victim.usage.items():
             victim.lost_units_ms[fr] = victim.lost_units_ms.get(fr, 0) + value * ran
@@ -633,8 +606,6 @@ class Simulator:
                                                                policy.reclaim_within_cohort) else 0
         version, memo, preemptor, fair_sharing = cq.root.version, self.grades, self.preemptor, self.options.fair_sharing
         queue, priority, node, room = id(cq), wl.priority, cq.node, self.room
-        by_state, states = fair_sharing and "LowerOrNewerEqualPriority" not in (
-            policy.within_cluster_queue, policy.reclaim_within_cohort), self.state_grades
 
         def grade(fr: FR, value: int) -> tuple[int, int]:
             fits = room.get((queue, fr))
@@ -648,17 +619,9 @@ class Simulator:
                 if known[2]:
                     preemptor.searched = True
                 return known[1]
-            if by_state:
-                state_key = (key, self._state(cq))
-                found = states.get(state_key)
-                if found is not None:
-                    memo[key] = (version, found, False)
-                    return found
             outer, preemptor.searched = preemptor.searched, False
             result = grade_resource(wl, cq, fr, value, preemptor, fair_sharing)
             memo[key] = (version, result, preemptor.searched)
-            if by_state and not preemptor.searched:
-                states[state_key] = result
             preemptor.searched = preemptor.searched or outer
             return result
 
@@ -681,48 +644,6 @@ class Simulator:
             return True
 
         return grade, same
-
-    def _state(self, cq: ClusterQueue) -> int:
-        """The number of the state of cq's cohort tree now (see state_grades): every node's usage, in the
-        order of its keys (within one set of quotas a node's usage only gains keys, so the same values
-        are the same usage), and which ((flavor, resource), priority) each queue's admitted hold."""
-        root = cq.root
-        kept = self.states.get(id(root))
-        if kept is not None and kept[0] == root.version:
-            return kept[1]
-        nodes = self.tree_nodes.get(id(root))
-        if nodes is None:
-            nodes = self.tree_nodes[id(root)] = [root, *_below(root)]
-        presence = self.presence
-        state = (*[tuple(node.usage.values()) for node in nodes],
-                 *[frozenset(presence.get(id(node.owner), ())) for node in nodes if node.is_cq])
-        number = self.state_numbers.get(state)
-        if number is None:
-            if len(self.state_numbers) >= STATES_KEPT:
-                self._forget_states()
-            number = self.state_numbers[state] = len(self.state_numbers)
-        self.states[id(root)] = (root.version, number)
-        return number
-
-    def _forget_states(self) -> None:
-        """Forget the states and the grades kept by them (a number is given again after this)."""
-        self.state_grades.clear()
-        self.state_numbers.clear()
-        self.states.clear()
-        self.preemptor.state_memo.clear()
-        self.preemptor.state_reaches.clear()
-        self.tournaments.clear()  # kept by state number too
-
-    def _present(self, cq: ClusterQueue, wl: Workload, step: int) -> None:
-        """wl joins (1) or leaves (-1) cq's admitted workloads: what they hold, by priority (see _state)."""
-        counts = self.presence.setdefault(id(cq), {})
-        for fr in wl.usage:
-            key = (fr, wl.priority)
-            count = counts.get(key, 0) + step
-            if count:
-                counts[key] = count
-            else:
-                del counts[key]
 
     def _known_same(self, wl: Workload, cq: ClusterQueue, grades: Grades, age: int) -> bool:
         """Whether every grade of `grades` is the same now, as far as _grader's `same` can tell from
@@ -840,10 +761,9 @@ class Simulator:
         if all(hopeless(e.assignment, e.targets) for e in entries):
             # Nobody can be admitted or preempt: the order does not matter, all go back.
             return self._requeue(entries, now), self.options.status_write_ms * len(entries)
+        ordered = fair_order(entries) if self.options.fair_sharing else self._classical_order(entries)
         preempted: dict[int, Workload] = {}
         held: list[tuple[ClusterQueue, dict[FR, int]]] = []  # usage added to the snapshot for this cycle only
-        ordered = (fair_order(entries, self.preemptor.shares, self.tournaments, held, self._state)
-                   if self.options.fair_sharing else self._classical_order(entries))
         victims: list[tuple[Workload, Workload, str]] = []
         changed = False
         for entry in ordered:
@@ -933,24 +853,22 @@ class Simulator:
             return 0  # nothing parked, or the preemptor's fit depends on the cycle's order
         # The shortest bounds the run soonest.
         best_effort.sort(key=lambda cq: len(cq.heap) + len(cq.parked) - cq.pending_from)
-        runs: list[tuple[ClusterQueue, list[Workload], dict[int, tuple[int, int, int, int, int, Workload]], int,
-                         int]] = []
+        runs: list[tuple[ClusterQueue, list[Workload], dict[int, tuple[int, int, int, int, int, Workload]]]] = []
         cache = self.assignments
         stop_at_holds = waiting is not None
         for cq in best_effort:
-            # The queue's next heads in order, from the heap and the requeued, while hopeless; then,
-            # where the heap has none left, a run of requeued ones: parked[run_start:run_end].
+            # The queue's next heads in order, from the heap and the requeued, while hopeless.
             taken: list[Workload] = []
             from_heap: dict[int, tuple[int, int, int, int, int, Workload]] = {}  # index -> its heap entry
             heap, parked, at = cq.heap, cq.parked, cq.pending_from
             count = len(parked)
             version = cq.root.version
             top = heap_top(heap)
-            run_start = run_end = 0
             while len(taken) < limit:
                 if top is None:  # only requeued ones left: the bulk of a backlog
-                    run_start = at
-                    run_end = self._hopeless_run(cq, at, min(count, at + limit - len(taken)), stop_at_holds)
+                    start = at
+                    at = self._hopeless_run(cq, at, min(count, at + limit - len(taken)), stop_at_holds)
+                    taken += parked[start:at]
                     break
                 if at < count and parked[at].order < top:
                     wl, entry = parked[at], None
@@ -970,24 +888,23 @@ class Simulator:
                     heapq.heappop(heap)
                     from_heap[wl.index] = entry
                     top = heap_top(heap)
-            limit = min(limit, len(taken) + run_end - run_start)
-            runs.append((cq, taken, from_heap, run_start, run_end))
-        for cq, taken, from_heap, _, _ in runs:
-            for wl in taken[limit:] if from_heap else ():  # not parked after all: heap entries go back
+            limit = min(limit, len(taken))
+            runs.append((cq, taken, from_heap))
+        for cq, taken, from_heap in runs:
+            for wl in taken[limit:]:  # not parked after all: heap entries go back
                 entry = from_heap.get(wl.index)
                 if entry is not None:
                     heapq.heappush(cq.heap, entry)
         if not limit:
             return 0
-        for cq, taken, from_heap, run_start, _ in runs:
+        for cq, taken, from_heap in runs:
+            parked = cq.parked
             for wl in taken[:limit]:  # parked again (state INADMISSIBLE), with why they wait
-                wl.waiting_for = cache[wl.kind][4]  # type: ignore[index]
-            for wl in cq.parked[run_start:run_start + limit - len(taken)] if len(taken) < limit else ():
                 wl.waiting_for = cache[wl.kind][4]  # type: ignore[index]
             for wl in taken[:limit] if from_heap else ():  # those from the heap join the parked, as _park does
                 if wl.index in from_heap:
                     wl.state = INADMISSIBLE
-                    cq.park_at(bisect.bisect_left(cq.parked_orders, wl.order), wl)
+                    cq.park_at(bisect.bisect_left(parked, wl.order, key=order_of), wl)
             cq.pending_from += limit
         for wl, reason in kept:
             wl.waiting_for = reason
@@ -1005,6 +922,11 @@ class Simulator:
         in this version, and only those places are nominated (a requeued backlog is scanned whole at
         each finish in its tree, and holds few kinds)."""
         version = cq.root.version
+
+        def passes(nomination: Nomination | None) -> bool:
+            return (nomination is not None and nomination[0] == version and nomination[3]
+                    and not (stop_at_holds and nomination[5]))
+
         # The table is kept per queue for its tree's version: a kind's nomination, once made in a
         # version, stays for it, so a 0 stays true; a kind nominated elsewhere since is looked up again.
         # A new version's table starts all 1s: a kind already nominated in it (a head, by the cycle)
@@ -1036,8 +958,7 @@ class Simulator:
                     at = marked.find(1, at + 1)
                 continue
             wl = parked[base + at]
-            nomination = self._nomination(wl, cq)  # passes: hopeless, made in this version, holds nothing if asked
-            if nomination[0] != version or not nomination[3] or (stop_at_holds and nomination[5]):
+            if not passes(self._nomination(wl, cq)):
                 return base + at
             if wl.kind_byte < MANY_KINDS:  # its kind passes from here on
                 table[wl.kind_byte] = 0

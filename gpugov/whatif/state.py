@@ -104,8 +104,6 @@ class ClusterQueue:
     # Each parked workload's kind_byte, in the same order, so that a run of parked workloads of
     # kinds known to be hopeless is found at the speed of bytes.find (ClusterQueue.kinds names them).
     parked_kinds: bytearray = field(default_factory=bytearray)
-    # Each parked workload's order, in the same order: where a workload goes is bisected over it.
-    parked_orders: list[tuple[int, int, int, int]] = field(default_factory=list)
     kinds: list[int] = field(default_factory=list)  # kind_byte -> the simulator's kind (simulate.MANY_KINDS)
     pending_from: int = 0
     sticky: Workload | None = None
@@ -122,17 +120,14 @@ class ClusterQueue:
     def park_at(self, at: int, wl: Workload) -> None:
         self.parked.insert(at, wl)
         self.parked_kinds.insert(at, wl.kind_byte)
-        self.parked_orders.insert(at, wl.order)
 
     def unpark_at(self, at: int) -> Workload:
         del self.parked_kinds[at]
-        del self.parked_orders[at]
         return self.parked.pop(at)
 
     def unpark_range(self, start: int, end: int) -> None:
         del self.parked[start:end]
         del self.parked_kinds[start:end]
-        del self.parked_orders[start:end]
 
     @property
     def best_effort(self) -> bool:
