@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpugov.compile.common import Scope, select
+from gpugov.compile.volcano import tenant_queue
 from gpugov.declarations.model import Department, Model, Tenant
 from gpugov.findings import Finding, Level, make, rule
 from gpugov.i18n import Text
-from gpugov.kube.resources import is_accelerator
+from gpugov.kube.quantity import parse_quantity
 from gpugov.policy.checks import check
 
 VOLCANO_CANNOT_KEEP = rule(
@@ -66,7 +67,7 @@ def _borrowing_not_kept(model: Model, scopes: list[Scope]) -> Iterator[Finding]:
     if policy.borrow_within_cohort == "Never" or policy.volcano_plugin != "capacity":
         return
     for scope in scopes:
-        borrowers = [name for name, tenant in scope.tenants.items() if _can_borrow(model, scope, tenant)]
+        borrowers = [name for name, tenant in scope.tenants.items() if _can_borrow(scope, tenant)]
         if not borrowers or len(scope.tenants) < 2:
             continue
         where = policy.at("preemption", "borrowWithinCohort", "policy") if policy.declared \
@@ -80,14 +81,13 @@ def _borrowing_not_kept(model: Model, scopes: list[Scope]) -> Iterator[Finding]:
         )
 
 
-def _can_borrow(model: Model, scope: Scope, tenant: Tenant) -> bool:
-    """compile.volcano.tenant_queue's capability above deserved for an accelerator."""
-    if not tenant.department or model.never_borrows(tenant):
-        return False
-    return any(
-        is_accelerator(rq.resource) and (rq.borrowing_limit is None or rq.borrowing_limit > 0)
-        for quota in scope.quotas[tenant.name] for rq in quota.resources
-    )
+def _can_borrow(scope: Scope, tenant: Tenant) -> bool:
+    """Whether the Queue compile makes for the tenant leaves room above its deserved for an accelerator
+    (a capability above it, or none)."""
+    queue, deserved, _ = tenant_queue(scope, tenant, hierarchical=True)
+    capability = queue["spec"].get("capability", {})
+    return any(resource not in capability or parse_quantity(capability[resource]) > amount
+               for resource, amount in deserved.items())
 
 
 def _weights_not_kept(model: Model, scopes: list[Scope]) -> Iterator[Finding]:
