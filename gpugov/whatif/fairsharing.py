@@ -15,7 +15,7 @@ from typing import Protocol, TypeVar
 
 from gpugov.reach import QuotaNode, add_all, remove_all
 from gpugov.whatif.flavors import Assignment
-from gpugov.whatif.quota import DRS, compare_drs, drs
+from gpugov.whatif.quota import DRS, compare_drs, kept_drs
 from gpugov.whatif.state import ClusterQueue, Workload
 
 
@@ -36,9 +36,11 @@ H = TypeVar("H", bound=Head)
 Shares = dict[tuple[int, int], DRS]  # (id of a cohort, id of a head) -> the share it competes with there
 
 
-def fair_order(heads: list[H]) -> Iterator[H]:
+def fair_order(heads: list[H], known: dict[tuple[object, ...], DRS] | None = None) -> Iterator[H]:
     """The heads, each tournament's winner first; a lazy iterator, so that shares are computed
-    against the usage left by the heads admitted before."""
+    against the usage left by the heads admitted before. `known`: shares kept (quota.kept_drs)."""
+    if known is None:
+        known = {}
     remaining = {id(h.cq): h for h in heads}
     while remaining:
         first = min(remaining.values(), key=lambda h: h.cq.name)
@@ -52,13 +54,13 @@ def fair_order(heads: list[H]) -> Iterator[H]:
             del remaining[id(first.cq)]
             yield first
             continue
-        winner = _tournament(root, remaining, _shares(root, remaining))
+        winner = _tournament(root, remaining, _shares(root, remaining, known))
         assert winner is not None
         del remaining[id(winner.cq)]
         yield winner
 
 
-def _shares(root: QuotaNode, remaining: dict[int, H]) -> Shares:
+def _shares(root: QuotaNode, remaining: dict[int, H], known: dict[tuple[object, ...], DRS]) -> Shares:
     """Each head's share at every cohort above its queue, as if it alone were admitted."""
     values: Shares = {}
     for node in root.subtree_cqs():
@@ -67,10 +69,10 @@ def _shares(root: QuotaNode, remaining: dict[int, H]) -> Shares:
             continue
         usage = head.assignment.usage
         add_all(node, usage)
-        share = drs(node)
+        share = kept_drs(known, node)
         for ancestor in node.ancestors():
             values[(id(ancestor), id(head))] = share
-            share = drs(ancestor)
+            share = kept_drs(known, ancestor)
         remove_all(node, usage)
     return values
 

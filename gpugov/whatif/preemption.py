@@ -26,8 +26,8 @@ from gpugov.whatif.quota import (
     DRS,
     NEGATIVE_DRS,
     compare_drs,
-    drs,
     fits_in_quota,
+    kept_drs,
     lowest_subtree_that_fits,
 )
 from gpugov.whatif.setup import FR
@@ -112,8 +112,10 @@ class TargetOrdering:
     """Kueue's TargetClusterQueueOrdering: queues to take fair-sharing victims from, the
     subtree with the highest share first."""
 
-    def __init__(self, preemptor: ClusterQueue, candidates: list[Workload]) -> None:
+    def __init__(self, preemptor: ClusterQueue, candidates: list[Workload],
+                 known: dict[tuple[object, ...], DRS]) -> None:
         self.preemptor = preemptor
+        self.known = known  # shares kept (quota.kept_drs)
         self.ancestors = set(map(id, preemptor.node.ancestors()))
         self.by_cq: dict[int, list[Workload]] = {}
         for candidate in candidates:
@@ -149,7 +151,7 @@ class TargetOrdering:
             if id(child) in self.pruned:
                 continue
             cq: ClusterQueue = child.owner
-            share = drs(child)
+            share = kept_drs(self.known, child)
             if (not share.borrowing and cq is not self.preemptor) or not self.has(cq):
                 self.pruned.add(id(child))
                 continue
@@ -164,7 +166,7 @@ class TargetOrdering:
         for child in cohort.child_cohorts:
             if id(child) in self.pruned:
                 continue
-            share = drs(child)
+            share = kept_drs(self.known, child)
             if not share.borrowing and id(child) not in self.ancestors:
                 self.pruned.add(id(child))
             elif compare_drs(share, highest_cohort_drs) >= 0:
@@ -203,11 +205,17 @@ class Preemptor:
         # (not from finding none): such an answer depends on every queue's share, not only on usage
         # of the resources asked for (the simulator's nominations rely on this).
         self.searched = False
+        # Shares of nodes per usage (quota.kept_drs), for the fair-sharing tournament too; forgotten
+        # when quotas change.
+        self.shares: dict[tuple[object, ...], DRS] = {}
 
     # The oracle the flavor assigner asks while grading a flavor.
     def simulate(self, wl: Workload, cq: ClusterQueue, fr: FR, quantity: int, borrow_now: int) -> tuple[int, int]:
+        frs = frozenset((fr,))
+        if self.fair_sharing and self.nothing_to_take(wl, cq, frs):  # targets' own first answer, told sooner
+            return NO_CANDIDATES, borrow_now
         usage = {fr: quantity}
-        targets = self.targets(wl, cq, frozenset(usage), usage)
+        targets = self.targets(wl, cq, frs, usage)
         if not targets:
             return NO_CANDIDATES, borrow_now
         for target, _ in targets:
@@ -282,7 +290,7 @@ class Preemptor:
         for other in self._lenders(cq, frs):
             if next(self._cohort_candidates(wl, cq, other, frs), None) is not None:
                 target_node = self._below_lca(cq, other)[1]
-                holders.append((other, target_node, drs(target_node)))
+                holders.append((other, target_node, kept_drs(self.shares, target_node)))
         reach = Reach(next(self._own_candidates(wl, cq, frs), None) is not None, holders)
         self.reaches[key] = (cq.root.version, reach)
         return reach
@@ -322,7 +330,7 @@ class Preemptor:
         if not any(cq.node.borrowing_with(fr, 0) for fr in frs):
             return False  # within nominal: reclaimed regardless of shares
         for other, _, target_share in reach.others:
-            if compare_drs(drs(self._below_lca(cq, other)[0]), target_share) <= 0:
+            if compare_drs(kept_drs(self.shares, self._below_lca(cq, other)[0]), target_share) <= 0:
                 return False
         return True
 
@@ -343,11 +351,11 @@ class Preemptor:
 
     def _shares(self, preemptor: ClusterQueue, target: ClusterQueue) -> tuple[DRS, QuotaNode]:
         preemptor_node, target_node = self._below_lca(preemptor, target)
-        return drs(preemptor_node), target_node
+        return kept_drs(self.shares, preemptor_node), target_node
 
     def _first_strategy(self, cq: ClusterQueue, candidates: list[Workload], frs: frozenset[FR],
                         usage: dict[FR, int]) -> tuple[bool, list[Target], list[Workload]]:
-        ordering = TargetOrdering(cq, candidates)
+        ordering = TargetOrdering(cq, candidates, self.shares)
         targets: list[Target] = []
         retry: list[Workload] = []
         # FairSharingPreemptWithinNominal (on in 0.17): within nominal, reclaim regardless of shares.
@@ -370,7 +378,7 @@ class Preemptor:
                 target_new = share_without.get(size)
                 if target_new is None:
                     remove_all(target_cq.node, victim.usage)
-                    target_new = share_without[size] = drs(target_node)
+                    target_new = share_without[size] = kept_drs(self.shares, target_node)
                     add_all(target_cq.node, victim.usage)
                 if compare_drs(preemptor_new, target_new) <= 0:  # LessThanOrEqualToFinalShare
                     _remove(victim)
@@ -383,10 +391,10 @@ class Preemptor:
 
     def _second_strategy(self, cq: ClusterQueue, retry: list[Workload], usage: dict[FR, int],
                          targets: list[Target]) -> tuple[bool, list[Target]]:
-        ordering = TargetOrdering(cq, retry)
+        ordering = TargetOrdering(cq, retry, self.shares)
         for target_cq in ordering:
             preemptor_new, target_node = self._shares(cq, target_cq)
-            if compare_drs(preemptor_new, drs(target_node)) < 0:  # LessThanInitialShare
+            if compare_drs(preemptor_new, kept_drs(self.shares, target_node)) < 0:  # LessThanInitialShare
                 victim = ordering.pop(target_cq)
                 _remove(victim)
                 targets.append((victim, FAIR_SHARING))

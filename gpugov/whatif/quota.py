@@ -112,6 +112,22 @@ def drs(node: QuotaNode, extra: dict[FR, int] | None = None) -> DRS:
     return DRS(node.weight, ratio, frozenset(borrowed))
 
 
+SHARES_KEPT = 1 << 14  # shares kept, at most (all are forgotten when there are more)
+
+
+def kept_drs(known: dict[tuple[object, ...], DRS], node: QuotaNode) -> DRS:
+    """drs(node), kept in `known` per node and the values of its usage. Within one set of quotas a
+    node's usage only gains keys, in insertion order, so the same values are the same usage, and the
+    same share (drs reads nothing else that changes). The caller forgets `known` when quotas change."""
+    key = (node, *node.usage.values())
+    share = known.get(key)
+    if share is None:
+        if len(known) >= SHARES_KEPT:
+            known.clear()
+        share = known[key] = drs(node)
+    return share
+
+
 def lowest_subtree_that_fits(cq: QuotaNode, fr: FR, value: int) -> tuple[int, bool]:
     """(height of the lowest subtree whose quota holds `value` more of fr, whether it is below
     the root): Kueue's FindHeightOfLowestSubtreeThatFits, the flavor's borrowing level."""

@@ -426,6 +426,7 @@ class Simulator:
             raise SetupError(f"the quota timeline adds or removes ClusterQueue {changed[0]}: the replay keeps "
                              "the queues of the trace's start")
         self.epoch += 1  # every nomination is made again
+        self.preemptor.shares.clear()  # kept per usage, not per quotas
         for cq in self.queue_order:
             self._account(cq, now)  # borrowing until now is counted against the quotas until now
         nodes: list[QuotaNode] = []
@@ -761,7 +762,7 @@ class Simulator:
         if all(hopeless(e.assignment, e.targets) for e in entries):
             # Nobody can be admitted or preempt: the order does not matter, all go back.
             return self._requeue(entries, now), self.options.status_write_ms * len(entries)
-        ordered = fair_order(entries) if self.options.fair_sharing else self._classical_order(entries)
+        ordered = fair_order(entries, self.preemptor.shares) if self.options.fair_sharing else self._classical_order(entries)
         preempted: dict[int, Workload] = {}
         held: list[tuple[ClusterQueue, dict[FR, int]]] = []  # usage added to the snapshot for this cycle only
         victims: list[tuple[Workload, Workload, str]] = []
@@ -853,22 +854,23 @@ class Simulator:
             return 0  # nothing parked, or the preemptor's fit depends on the cycle's order
         # The shortest bounds the run soonest.
         best_effort.sort(key=lambda cq: len(cq.heap) + len(cq.parked) - cq.pending_from)
-        runs: list[tuple[ClusterQueue, list[Workload], dict[int, tuple[int, int, int, int, int, Workload]]]] = []
+        runs: list[tuple[ClusterQueue, list[Workload], dict[int, tuple[int, int, int, int, int, Workload]], int]] = []
         cache = self.assignments
         stop_at_holds = waiting is not None
         for cq in best_effort:
-            # The queue's next heads in order, from the heap and the requeued, while hopeless.
+            # The queue's next heads in order, from the heap and the requeued, while hopeless; then,
+            # where the heap has none left, a run of requeued ones, parked[run_start:run_end] (not copied).
             taken: list[Workload] = []
             from_heap: dict[int, tuple[int, int, int, int, int, Workload]] = {}  # index -> its heap entry
             heap, parked, at = cq.heap, cq.parked, cq.pending_from
             count = len(parked)
             version = cq.root.version
             top = heap_top(heap)
+            run_start = run_end = 0
             while len(taken) < limit:
                 if top is None:  # only requeued ones left: the bulk of a backlog
-                    start = at
-                    at = self._hopeless_run(cq, at, min(count, at + limit - len(taken)), stop_at_holds)
-                    taken += parked[start:at]
+                    run_start = at
+                    run_end = self._hopeless_run(cq, at, min(count, at + limit - len(taken)), stop_at_holds)
                     break
                 if at < count and parked[at].order < top:
                     wl, entry = parked[at], None
@@ -888,18 +890,20 @@ class Simulator:
                     heapq.heappop(heap)
                     from_heap[wl.index] = entry
                     top = heap_top(heap)
-            limit = min(limit, len(taken))
-            runs.append((cq, taken, from_heap))
-        for cq, taken, from_heap in runs:
-            for wl in taken[limit:]:  # not parked after all: heap entries go back
+            limit = min(limit, len(taken) + run_end - run_start)
+            runs.append((cq, taken, from_heap, run_start))
+        for cq, taken, from_heap, _ in runs:
+            for wl in taken[limit:] if from_heap else ():  # not parked after all: heap entries go back
                 entry = from_heap.get(wl.index)
                 if entry is not None:
                     heapq.heappush(cq.heap, entry)
         if not limit:
             return 0
-        for cq, taken, from_heap in runs:
+        for cq, taken, from_heap, run_start in runs:
             parked = cq.parked
             for wl in taken[:limit]:  # parked again (state INADMISSIBLE), with why they wait
+                wl.waiting_for = cache[wl.kind][4]  # type: ignore[index]
+            for wl in parked[run_start:run_start + limit - len(taken)] if len(taken) < limit else ():
                 wl.waiting_for = cache[wl.kind][4]  # type: ignore[index]
             for wl in taken[:limit] if from_heap else ():  # those from the heap join the parked, as _park does
                 if wl.index in from_heap:
