@@ -53,6 +53,10 @@ def cmd_usage(args: argparse.Namespace) -> ExitCode:
         return fail(str(exc))
     if args.fleet:
         return _fleet_usage(args, window, now)
+    if args.prometheus and len(args.prometheus) > 1:
+        return fail("--prometheus given more than once: one cluster reads one Prometheus (CLUSTER=URL per worker "
+                    "is for --fleet)")
+    args.prometheus = args.prometheus[0] if args.prometheus else None
     state = desired(args)
     if state.backend is Backend.VOLCANO:
         return _volcano_usage(args, state, window, now)
@@ -169,14 +173,39 @@ def member_kubeconfigs(args: argparse.Namespace) -> dict[str, str]:
     return given
 
 
+def member_prometheus(args: argparse.Namespace, workers: list[str]) -> dict[str, str]:
+    """--prometheus CLUSTER=URL with --fleet: each worker's DCGM utilisation is in its own Prometheus (its
+    pods are named there, and the same namespaces exist on every worker), so every worker needs one,
+    unless --no-idle."""
+    from gpugov.i18n import _
+
+    given: dict[str, str] = {}
+    for text in args.prometheus or []:
+        cluster, sep, url = text.partition("=")
+        if not sep or not cluster or not url or "/" in cluster or ":" in cluster:
+            raise CommandFailed(_("--prometheus {text}: with --fleet give CLUSTER=URL, one for each worker").format(
+                text=text))
+        if cluster not in workers:
+            raise CommandFailed(_("--prometheus {cluster}=...: not a worker of the fleet ({workers})").format(
+                cluster=cluster, workers=", ".join(workers)))
+        if cluster in given:
+            raise CommandFailed(_("--prometheus {cluster}=... given twice").format(cluster=cluster))
+        given[cluster] = url
+    missing = [w for w in workers if w not in given]
+    if given and missing:
+        raise CommandFailed(_("idle hours need every worker's DCGM utilisation: give --prometheus {clusters}=URL "
+                              "too, or --no-idle").format(clusters="=URL --prometheus ".join(missing)))
+    return given
+
+
 def _fleet_usage(args: argparse.Namespace, window: Window, now: datetime) -> ExitCode:
-    """The ledger of a fleet (issue #43): each job counted once, on the worker that ran it.
+    """The ledger of a fleet: each job counted once, on the worker that ran it.
 
     MultiKueue keeps two Workloads of one job: the manager's, admitted in the fleet's flavor (no pool,
     no device), and the worker's copy, admitted in the worker's own pool where its pods ran. Only the
     workers are read, each with its kubeconfig (--member CLUSTER=KUBECONFIG, else --kubeconfig with the
-    context named after the cluster), and their ledgers put side by side: a worker's pools are its own,
-    so no row is counted twice."""
+    context named after the cluster) and its Prometheus for idle hours (--prometheus CLUSTER=URL), and
+    their ledgers put side by side: a worker's pools are its own, so no row is counted twice."""
     from argparse import Namespace
 
     from gpugov.app.pipeline import validate_repo
@@ -186,8 +215,6 @@ def _fleet_usage(args: argparse.Namespace, window: Window, now: datetime) -> Exi
 
     if args.cluster:
         return fail(_("--fleet reads every worker of the fleet: give no --cluster"))
-    if args.prometheus:
-        return fail(_("--fleet measures no idle hours yet: give --no-idle"))
     try:
         members = member_kubeconfigs(args)
     except CommandFailed as exc:
@@ -203,10 +230,15 @@ def _fleet_usage(args: argparse.Namespace, window: Window, now: datetime) -> Exi
     if unknown:
         return fail(_("--member {clusters}: not a member of fleet {name}").format(
             clusters=", ".join(unknown), name=fleet.name))
+    try:
+        prometheus = {} if args.no_idle else member_prometheus(args, list(fleet.worker_names()))
+    except CommandFailed as exc:
+        return fail(str(exc), exc.code)
     books = []
     for worker in fleet.worker_names():
         member = Namespace(**{**vars(args), "cluster": worker, "kubeconfig": members.get(worker, args.kubeconfig),
-                              "context": None if worker in members else (args.context or worker)})
+                              "context": None if worker in members else (args.context or worker),
+                              "prometheus": prometheus.get(worker)})
         try:
             state = desired(member)
             book, _found = _kueue_book(member, state, window, now, api_client(member))
@@ -295,7 +327,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--since", required=True, help="start: ISO 8601 (2026-11-01, 2026-11-01T08:00:00Z) or a "
                    "duration before --until (90m, 24h, 7d, 2w)")
     p.add_argument("--until", help="end: ISO 8601, not in the future (default: now)")
-    p.add_argument("--prometheus", metavar="URL", help="Prometheus with DCGM metrics, for idle hours")
+    p.add_argument("--prometheus", action="append", metavar="URL", help="Prometheus with DCGM metrics, for idle "
+                   "hours (with --fleet: CLUSTER=URL, once for each worker)")
     p.add_argument("--no-idle", action="store_true", help="no Prometheus: leave idle hours at 0 (and say so)")
     p.add_argument("--step", type=positive, default=60, metavar="SECONDS", help="DCGM sampling step (default 60)")
     lazy_choices(p.add_argument("--format", default="table"), "gpugov.usage.formats:FORMATS")

@@ -43,7 +43,9 @@ from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.pki import identity_kubeconfig
 from gpugov.sandbox.simulated import simulated_nodes
 from tests.e2e.conftest import SMALL_ORG_POLICIES
+from tests.helpers.local_http import serving
 from tests.helpers.waiting import condition, eventually
+from tests.unit.test_usage_prometheus import FakeRangePrometheus
 
 pytestmark = pytest.mark.e2e
 
@@ -292,6 +294,45 @@ def test_usage_of_the_fleet_counts_each_job_once_on_the_worker_that_ran_it(
     assert main(["usage", str(fleet.root), "--fleet", "training", "--member=east=/nowhere", "--no-idle",
                  "--since", "1h"]) == 2
     capsys.readouterr()
+
+
+def _worker_prometheus(fleet: Fleet, worker: str, percent: str) -> type[FakeRangePrometheus]:
+    """A Prometheus of one worker: DCGM utilisation at `percent` for every pod of alpha there."""
+    pods = [p.metadata.name for p in client.CoreV1Api(fleet.api(worker)).list_namespaced_pod("alpha").items]
+    series = {"DCGM_FI_DEV_GPU_UTIL": [{"metric": {"exported_namespace": "alpha", "exported_pod": pod,
+                                                   "namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-0"},
+                                        "value": percent} for pod in pods]}
+    return type(f"Prometheus_{worker}", (FakeRangePrometheus,), {"series": series, "requests": [], "answer": None})
+
+
+def test_usage_of_the_fleet_measures_idle_hours_in_each_workers_prometheus(
+        fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each worker's DCGM utilisation is read from its own Prometheus (its pods are named there; the same
+    namespaces exist on every worker): alpha's pods idle on lab (0.4 %) and busy on lab2 (87 %) are idle
+    for all of their admitted hours on lab's pool and for none on lab2's."""
+    running = {worker: [w for w in _workloads(fleet.api(worker)) if _admitted(w)] for worker in ("lab", "lab2")}
+    assert all(running.values()), running  # the jobs of the tests above, on both workers
+    members = [f"--member={worker}={fleet.workers[worker].cp.kubeconfig}" for worker in ("lab", "lab2")]
+    window = ["--since", "2h", "--until", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "--step", "1"]
+    idle_lab, busy_lab2 = _worker_prometheus(fleet, "lab", "0.4"), _worker_prometheus(fleet, "lab2", "87")
+    with serving(idle_lab) as lab_url, serving(busy_lab2) as lab2_url:
+        code = main(["usage", str(fleet.root), "--fleet", "training", *members, *window, "--format", "json",
+                     "--prometheus", f"lab={lab_url}", "--prometheus", f"lab2={lab2_url}"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        rows = {r["pool"]: r for r in json.loads(out)["rows"]
+                if r["tenant"] == "alpha" and r["resource"] == "nvidia.com/gpu"}
+        assert rows["p1"]["idle_hours"] == rows["p1"]["admitted_hours"] != "0", rows
+        assert rows["p2"]["idle_hours"] == "0" and rows["p2"]["admitted_hours"] != "0", rows
+        assert idle_lab.requests and busy_lab2.requests  # each worker's own Prometheus was asked
+        assert "idle hours not measured" not in err
+        # Every worker needs its own: one missing, a bare URL, or a cluster outside the fleet is refused.
+        for given in ([f"lab={lab_url}"], [lab_url, f"lab2={lab2_url}"], [f"lab={lab_url}", f"lab2={lab2_url}",
+                                                                         f"east={lab_url}"]):
+            flags = [arg for url in given for arg in ("--prometheus", url)]
+            assert main(["usage", str(fleet.root), "--fleet", "training", *members, *window, *flags]) == 2, given
+            refusal = capsys.readouterr().err
+            assert "--prometheus" in refusal and "Traceback" not in refusal, refusal
 
 
 @pytest.mark.parametrize("cluster", ["hub", "lab", "lab2"])
