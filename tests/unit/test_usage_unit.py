@@ -8,6 +8,7 @@ import io
 import json
 import random
 import xml.etree.ElementTree as ET
+from argparse import Namespace
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -18,6 +19,9 @@ import pytest
 from gpugov.app.desired import desired_state
 from gpugov.app.pipeline import validate_repo
 from gpugov.capacity.ledger import parse_ledger
+from gpugov.cli import main
+from gpugov.cli.common import CommandFailed
+from gpugov.cli.usage import member_prometheus
 from gpugov.declarations.model import Model
 from gpugov.queueing.workload import Workload, from_object
 from gpugov.usage import chart, formats
@@ -334,3 +338,24 @@ def test_a_workload_may_have_run_in_the_pools_its_queue_offers_that_have_the_res
     namespace = next(iter(state.model.tenants[tenant].namespaces))
     assert rules.offers(_admitted(namespace, tenant), "nvidia.com/gpu") == offered
     assert rules.tenant_of(_admitted(namespace, "")) == tenant
+
+
+def test_a_fleet_reads_each_workers_own_prometheus() -> None:
+    workers = ["lab", "lab2"]
+    given = Namespace(prometheus=["lab=http://p1:9090", "lab2=http://p2:9090/prom?x=1"])
+    assert member_prometheus(given, workers) == {"lab": "http://p1:9090", "lab2": "http://p2:9090/prom?x=1"}
+    assert member_prometheus(Namespace(prometheus=None), workers) == {}  # the caller then needs --no-idle
+    refused = {
+        "lab2=URL": ["lab=http://p1:9090"],  # every worker needs its own
+        "CLUSTER=URL": ["http://p1:9090"],  # a bare URL cannot say whose pods it names
+        "not a worker": ["lab=http://p1", "lab2=http://p2", "east=http://p3"],
+        "twice": ["lab=http://p1", "lab=http://p3", "lab2=http://p2"],
+    }
+    for says, flags in refused.items():
+        with pytest.raises(CommandFailed, match=says):
+            member_prometheus(Namespace(prometheus=flags), workers)
+
+
+def test_one_cluster_reads_one_prometheus(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["usage", ".", "--since", "1h", "--prometheus", "http://a", "--prometheus", "http://b"]) == 2
+    assert "--prometheus given more than once" in capsys.readouterr().err
