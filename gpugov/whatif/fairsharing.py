@@ -36,11 +36,9 @@ H = TypeVar("H", bound=Head)
 Shares = dict[tuple[int, int], DRS]  # (id of a cohort, id of a head) -> the share it competes with there
 
 
-def fair_order(heads: list[H], known: dict[tuple[object, ...], DRS] | None = None) -> Iterator[H]:
+def fair_order(heads: list[H], known: dict[tuple[object, ...], DRS]) -> Iterator[H]:
     """The heads, each tournament's winner first; a lazy iterator, so that shares are computed
     against the usage left by the heads admitted before. `known`: shares kept (quota.kept_drs)."""
-    if known is None:
-        known = {}
     remaining = {id(h.cq): h for h in heads}
     while remaining:
         first = min(remaining.values(), key=lambda h: h.cq.name)

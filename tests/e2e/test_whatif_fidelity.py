@@ -439,23 +439,19 @@ def busy_disagreement(run: dict[str, Any], key: str = "busy") -> str:
 def timeline(jobs: list[Job], seen: dict[str, Seen], start: float, outcome: Outcome) -> str:
     """Each job as the real Kueue and the simulator played it, in trace seconds: where a mean wait
     disagrees, the first line whose columns differ is the decision to study."""
-    simulated: dict[str, list[str]] = {}
+    simulated: dict[str, list[tuple[int, str]]] = {}
     for ms, _cycle, job_id in outcome.admission_log:
-        simulated.setdefault(job_id, []).append(f"a{ms / 1000:.1f}")
+        simulated.setdefault(job_id, []).append((ms, f"a{ms / 1000:.1f}"))
     for ms, victim, preemptor, _reason in outcome.preemption_log:
-        simulated.setdefault(victim, []).append(f"e{ms / 1000:.1f}<{preemptor}")
+        simulated.setdefault(victim, []).append((ms, f"e{ms / 1000:.1f}<{preemptor}"))
     lines = ["job      queue   prio      gpus arrive  held   real                      simulated"]
     for job in jobs:
         s = seen[job.id]
-        real = [f"a{t - start:.1f}" for t in s.admitted] + [f"e{t - start:.1f}" for t in s.evicted]
+        real = sorted([(t, "a") for t in s.admitted] + [(t, "e") for t in s.evicted])
         lines.append(f"{job.id:8s} {job.queue.split('/')[0]:7s} {job.priority_class or '':9s} {job.accelerators:4d} "
-                     f"{job.submit_ms / 1000:6.1f} {job.duration_ms / 1000:5.1f}  {' '.join(sorted(real, key=_at)):25s} "
-                     f"{' '.join(simulated.get(job.id, []))}")
+                     f"{job.submit_ms / 1000:6.1f} {job.duration_ms / 1000:5.1f}  {' '.join(f'{kind}{t - start:.1f}' for t, kind in real):25s} "
+                     f"{' '.join(text for _, text in sorted(simulated.get(job.id, [])))}")
     return "\n".join(lines)
-
-
-def _at(event: str) -> float:
-    return float(event[1:].split("<")[0])
 
 
 def test_the_exporter_gives_back_the_trace_that_ran(replayed: dict[str, Any]) -> None:
