@@ -8,8 +8,9 @@ child Queues before their parents, which its webhook requires):
 
 - objects are deleted. A ClusterQueue first gets `stopPolicy: HoldAndDrain`, so Kueue evicts
   its admitted workloads, and is deleted once Kueue reports it empty (at most DRAIN_TIMEOUT
-  later): Kueue then lifts its `kueue.x-k8s.io/resource-in-use` finalizer. One still held by
-  the finalizer is reported as deleting, not deleted;
+  later): Kueue then lifts its `kueue.x-k8s.io/resource-in-use` finalizer when it next
+  reconciles it. One still held by the finalizer RELEASE_GRACE seconds after its delete (or
+  deleted at the deadline, still reserving) is reported as deleting, not deleted;
 - Namespaces and Nodes are released, never deleted (a namespace holds the tenant's workloads
   and data, a node is hardware): gpugov's own labels and annotations are removed by a
   server-side apply of an empty body under its field manager, which drops exactly the
@@ -54,6 +55,8 @@ RELEASED_KINDS = ("Namespace", "Node")  # their own labels are removed; the obje
 DRAINED = "HoldAndDrain"
 DRAIN_TIMEOUT = 60.0  # seconds apply waits for Kueue to evict a removed tenant's admitted workloads
 DRAIN_POLL = 1.0
+KUEUE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
+RELEASE_GRACE = 10.0  # seconds a drained, empty ClusterQueue is given for Kueue to lift its finalizer
 CLUSTER_QUEUE = (KUEUE_API, "ClusterQueue")
 
 
@@ -191,7 +194,7 @@ def prune(api_client: client.ApiClient, plan: list[Prunable], drain_timeout: flo
                 if (item.obj.get("spec") or {}).get("stopPolicy") != DRAINED:
                     write(api, "PATCH", item.kind, item.obj["metadata"]["name"], "", {"spec": {"stopPolicy": DRAINED}},
                           MERGE_PATCH, [("fieldManager", FIELD_MANAGER)])
-        _wait_drained(api, draining, clock() + drain_timeout, clock, sleep)
+        full = _wait_drained(api, draining, clock() + drain_timeout, clock, sleep)
         for item in plan:
             meta = item.obj["metadata"]
             if item.action == "delete":
@@ -205,6 +208,7 @@ def prune(api_client: client.ApiClient, plan: list[Prunable], drain_timeout: flo
     except Rejected as exc:
         assert item is not None
         raise PruneError(f"{item.label}: {exc}") from exc
+    _wait_released(api, [q for q in draining if q not in full], clock() + RELEASE_GRACE, clock, sleep)
     return [_outcome(api, item) for item in plan]
 
 
@@ -214,17 +218,37 @@ def _reserving(queue: Object | None) -> int:
 
 
 def _wait_drained(api: Api, queues: list[Prunable], deadline: float, clock: Callable[[], float],
-                  sleep: Callable[[float], None]) -> None:
-    """Until Kueue reports the drained ClusterQueues empty, or the deadline. Kueue lifts its
-    finalizer only when it reconciles a deleted ClusterQueue that is already empty, so deleting
-    one that is still draining can leave it held after its workloads are gone; deleting once it
-    is empty does not. Past the deadline they are deleted anyway (and reported as deleting)."""
+                  sleep: Callable[[float], None]) -> list[Prunable]:
+    """Until Kueue reports the drained ClusterQueues empty, or the deadline; the ones still
+    reserving then. Kueue lifts its finalizer only when it reconciles a deleted ClusterQueue
+    that is already empty, so deleting one that is still draining can leave it held after its
+    workloads are gone; deleting once it is empty does not. Past the deadline they are deleted
+    anyway (and reported as deleting)."""
     waiting = list(queues)
     while waiting:
         waiting = [q for q in waiting if _reserving(read_object(api, q.kind, q.obj["metadata"]["name"])) > 0]
         if not waiting or clock() >= deadline:
+            return waiting
+        sleep(DRAIN_POLL)
+    return waiting
+
+
+def _wait_released(api: Api, queues: list[Prunable], deadline: float, clock: Callable[[], float],
+                   sleep: Callable[[float], None]) -> None:
+    """Until the deleted, empty ClusterQueues are gone or held by another controller's finalizer
+    only, or the deadline. Kueue lifts its finalizer from such a queue when it next reconciles
+    it, which a busy controller does seconds after the delete: reading at once would call a
+    queue that is on its way out held."""
+    waiting = list(queues)
+    while waiting:
+        waiting = [q for q in waiting if _held_by_kueue(read_object(api, q.kind, q.obj["metadata"]["name"]))]
+        if not waiting or clock() >= deadline:
             return
         sleep(DRAIN_POLL)
+
+
+def _held_by_kueue(queue: Object | None) -> bool:
+    return queue is not None and KUEUE_FINALIZER in (queue["metadata"].get("finalizers") or [])
 
 
 def _outcome(api: Api, item: Prunable) -> Pruned:

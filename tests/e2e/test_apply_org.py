@@ -270,7 +270,8 @@ spec:
 def test_a_removed_tenants_admitted_work_is_drained_and_its_queue_goes(sandbox_binaries, tmp_path) -> None:
     """Kueue's finalizer keeps a ClusterQueue while it has admitted workloads: prune sets
     HoldAndDrain first, so Kueue evicts the running Job, waits for the queue to be empty and
-    only then deletes it, so the finalizer is lifted at once."""
+    only then deletes it, so the finalizer is lifted when Kueue next reconciles it (prune waits
+    for that)."""
     from gpugov.cluster.prune import prune, prune_plan
     from gpugov.sandbox import samples
     from tests.e2e.conftest import SMALL_ORG_POLICIES, own_org_sandbox

@@ -176,33 +176,48 @@ def api_client(fake: FakeKube):
     return client.ApiClient(configuration)
 
 
+KUEUE = "kueue.x-k8s.io/resource-in-use"
+
+
 def clusterqueue(reserving: int, finalizers: list[str] = ()) -> dict:
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
             "metadata": {"name": "gone", "finalizers": list(finalizers)},
             "spec": {"stopPolicy": "HoldAndDrain"}, "status": {"reservingWorkloads": reserving}}
 
 
-@pytest.mark.parametrize(("empty_after", "expected"), [(3, "deleted"), (None, "deleting")],
-                         ids=["drained in time", "still draining at the deadline"])
-def test_prune_deletes_a_drained_clusterqueue_once_kueue_reports_it_empty(fake, empty_after, expected) -> None:
+@pytest.mark.parametrize(("empty_after", "held_for", "expected", "polls_after_delete", "finalizer"), [
+    (3, 0, "deleted", 2, KUEUE),
+    (3, 4, "deleted", 6, KUEUE),
+    (3, None, "deleting", 12, KUEUE),
+    (None, None, "deleting", 1, KUEUE),
+    (3, None, "deleting", 2, "example.com/backup"),
+], ids=["drained in time", "released seconds after the delete", "held past the grace", "still draining at the deadline",
+        "held by another controller"])
+def test_prune_deletes_a_drained_clusterqueue_once_kueue_reports_it_empty(fake, empty_after, held_for, expected,
+                                                                          polls_after_delete, finalizer) -> None:
     """Kueue lifts its finalizer only when it reconciles a deleted ClusterQueue that is already
-    empty: prune drains, waits for the status to say so, and only then deletes (or at the deadline)."""
-    from gpugov.cluster.prune import Prunable, prune
+    empty: prune drains, waits for the status to say so, and only then deletes (or at the deadline);
+    a queue deleted empty is given RELEASE_GRACE seconds to go before it is called held, unless
+    what holds it is not Kueue's finalizer (nothing Kueue does would lift it)."""
+    from gpugov.cluster.prune import RELEASE_GRACE, Prunable, prune
 
+    assert RELEASE_GRACE == 10.0  # the 11 reads of "held past the grace": one each second, and one at the end
     path = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/gone"
     reads: list[int] = []
     deleted: list[bool] = []
+    read_after_delete: list[int] = []
 
     def answer(method: str, where: str) -> Reply | None:
         if where != path:
             return None
         if method == "DELETE":
             deleted.append(True)
-            return Reply.of(200, clusterqueue(1, ["kueue.x-k8s.io/resource-in-use"]))
+            return Reply.of(200, clusterqueue(1, [finalizer]))
         if method == "GET" and deleted:
-            if expected == "deleted":
+            read_after_delete.append(1)
+            if held_for is not None and len(read_after_delete) > held_for:
                 return None  # the empty API's NotFound: gone
-            return Reply.of(200, clusterqueue(1, ["kueue.x-k8s.io/resource-in-use"]))
+            return Reply.of(200, clusterqueue(0 if empty_after else 1, [finalizer]))
         if method == "GET":
             reads.append(1)
             return Reply.of(200, clusterqueue(0 if empty_after and len(reads) >= empty_after else 1))
@@ -218,6 +233,9 @@ def test_prune_deletes_a_drained_clusterqueue_once_kueue_reports_it_empty(fake, 
     assert methods[0] == "PATCH" and methods.count("DELETE") == 1
     polls = methods[1:methods.index("DELETE")]
     assert polls == ["GET"] * (3 if empty_after else 31)  # polled each second until empty, or 30 s
+    # a queue deleted still reserving, or held by another finalizer, is read once or twice; one
+    # deleted empty is read until Kueue lets it go, or for 10 s, and then once more for the outcome
+    assert methods[methods.index("DELETE") + 1:] == ["GET"] * polls_after_delete
     assert result.outcome == expected
     if expected == "deleting":
-        assert "held by finalizers kueue.x-k8s.io/resource-in-use" in result.note
+        assert f"held by finalizers {finalizer}" in result.note
