@@ -7,10 +7,11 @@ order (admission policies and queues before the flavors and cohorts they name; V
 child Queues before their parents, which its webhook requires):
 
 - objects are deleted. A ClusterQueue first gets `stopPolicy: HoldAndDrain`, so Kueue evicts
-  its admitted workloads, and is deleted once Kueue reports it empty (at most DRAIN_TIMEOUT
-  later): Kueue then lifts its `kueue.x-k8s.io/resource-in-use` finalizer when it next
-  reconciles it. One still held by the finalizer RELEASE_GRACE seconds after its delete (or
-  deleted at the deadline, still reserving) is reported as deleting, not deleted;
+  its admitted workloads, and is deleted once Kueue reports it empty in a status written after
+  it saw the stop (at most DRAIN_TIMEOUT later): Kueue then lifts its
+  `kueue.x-k8s.io/resource-in-use` finalizer when it next reconciles it. One still held by the
+  finalizer RELEASE_GRACE seconds after its delete (or deleted at the deadline, still reserving)
+  is reported as deleting, not deleted;
 - Namespaces and Nodes are released, never deleted (a namespace holds the tenant's workloads
   and data, a node is hardware): gpugov's own labels and annotations are removed by a
   server-side apply of an empty body under its field manager, which drops exactly the
@@ -187,14 +188,17 @@ def prune(api_client: client.ApiClient, plan: list[Prunable], drain_timeout: flo
     api = Api(api_client)
     item: Prunable | None = None
     try:
-        draining = []
+        draining: list[Prunable] = []
+        stopped: dict[str, int] = {}  # queue -> the generation whose stopPolicy is HoldAndDrain
         for item in plan:  # every drain first: deleting a LocalQueue must not strand admitted work
             if item.drains:
                 draining.append(item)
+                live = item.obj
                 if (item.obj.get("spec") or {}).get("stopPolicy") != DRAINED:
-                    write(api, "PATCH", item.kind, item.obj["metadata"]["name"], "", {"spec": {"stopPolicy": DRAINED}},
-                          MERGE_PATCH, [("fieldManager", FIELD_MANAGER)])
-        full = _wait_drained(api, draining, clock() + drain_timeout, clock, sleep)
+                    live = write(api, "PATCH", item.kind, item.obj["metadata"]["name"], "",
+                                 {"spec": {"stopPolicy": DRAINED}}, MERGE_PATCH, [("fieldManager", FIELD_MANAGER)])
+                stopped[item.obj["metadata"]["name"]] = int(live["metadata"].get("generation") or 0)
+        full = _wait_drained(api, draining, stopped, clock() + drain_timeout, clock, sleep)
         for item in plan:
             meta = item.obj["metadata"]
             if item.action == "delete":
@@ -212,21 +216,30 @@ def prune(api_client: client.ApiClient, plan: list[Prunable], drain_timeout: flo
     return [_outcome(api, item) for item in plan]
 
 
-def _reserving(queue: Object | None) -> int:
+def _reserving(queue: Object | None, stopped: int = 0) -> int:
+    """What the queue's status says it reserves; 1 while the status predates Kueue's view of the stop
+    (generation `stopped`, which its Active condition observes): Kueue writes the counts a second
+    after a workload changes, so an older status can say 0 for a workload admitted moments ago. A
+    status without conditions Kueue never wrote: nothing to wait for."""
     status = (queue or {}).get("status") or {}
+    conditions = status.get("conditions") or []
+    if conditions and not any(c.get("type") == "Active" and int(c.get("observedGeneration") or 0) >= stopped
+                              for c in conditions):
+        return 1
     return int(status.get("reservingWorkloads") or 0) + int(status.get("admittedWorkloads") or 0)
 
 
-def _wait_drained(api: Api, queues: list[Prunable], deadline: float, clock: Callable[[], float],
-                  sleep: Callable[[float], None]) -> list[Prunable]:
-    """Until Kueue reports the drained ClusterQueues empty, or the deadline; the ones still
-    reserving then. Kueue lifts its finalizer only when it reconciles a deleted ClusterQueue
-    that is already empty, so deleting one that is still draining can leave it held after its
-    workloads are gone; deleting once it is empty does not. Past the deadline they are deleted
-    anyway (and reported as deleting)."""
+def _wait_drained(api: Api, queues: list[Prunable], stopped: dict[str, int], deadline: float,
+                  clock: Callable[[], float], sleep: Callable[[float], None]) -> list[Prunable]:
+    """Until Kueue reports the drained ClusterQueues empty, in a status written after it saw their
+    stop, or the deadline; the ones still reserving then. Kueue lifts its finalizer only when it
+    reconciles a deleted ClusterQueue that is already empty, so deleting one that is still draining
+    can leave it held after its workloads are gone; deleting once it is empty does not. Past the
+    deadline they are deleted anyway (and reported as deleting)."""
     waiting = list(queues)
     while waiting:
-        waiting = [q for q in waiting if _reserving(read_object(api, q.kind, q.obj["metadata"]["name"])) > 0]
+        waiting = [q for q in waiting if _reserving(read_object(api, q.kind, q.obj["metadata"]["name"]),
+                                                     stopped.get(q.obj["metadata"]["name"], 0)) > 0]
         if not waiting or clock() >= deadline:
             return waiting
         sleep(DRAIN_POLL)

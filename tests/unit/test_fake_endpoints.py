@@ -239,3 +239,44 @@ def test_prune_deletes_a_drained_clusterqueue_once_kueue_reports_it_empty(fake, 
     assert result.outcome == expected
     if expected == "deleting":
         assert f"held by finalizers {finalizer}" in result.note
+
+
+def test_prune_trusts_only_a_status_kueue_wrote_after_it_saw_the_drain(fake) -> None:
+    """Kueue writes a ClusterQueue's counts a second after its workloads change: right after the
+    stopPolicy patch (generation 2) its status can still be one written before a workload was
+    admitted, saying 0. prune waits for a status whose Active condition observes generation 2, and
+    deletes the queue only once that one says it is empty."""
+    from gpugov.cluster.prune import Prunable, prune
+
+    path = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/gone"
+    statuses = [(1, 0), (1, 0), (2, 1), (2, 1), (2, 0)]  # (the Active condition's observedGeneration, reserving)
+    reads: list[int] = []
+
+    def queue(generation: int, observed: int, reserving: int) -> dict:
+        body = clusterqueue(reserving, [KUEUE])
+        body["metadata"]["generation"] = generation
+        body["status"]["conditions"] = [{"type": "Active", "status": "False", "reason": "Stopped",
+                                         "observedGeneration": observed}]
+        return body
+
+    def answer(method: str, where: str) -> Reply | None:
+        if where != path:
+            return None
+        if method == "PATCH":
+            return Reply.of(200, queue(2, 1, 0))
+        if method == "DELETE":
+            return Reply.of(200, queue(2, 2, 0))
+        if "DELETE" in [m for m, p in fake.requests if p == path]:
+            return None  # gone
+        reads.append(1)
+        return Reply.of(200, queue(2, *statuses[min(len(reads), len(statuses)) - 1]))
+
+    fake.answer = answer
+    live = queue(1, 1, 0)
+    live["spec"]["stopPolicy"] = "None"
+    now = [0.0]
+    (result,) = prune(api_client(fake), [Prunable("delete", live)], drain_timeout=30,
+                      clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    methods = [m for m, p in fake.requests if p == path]
+    assert methods[:methods.index("DELETE")] == ["PATCH"] + ["GET"] * len(statuses)  # not at the first stale 0
+    assert result.outcome == "deleted"
