@@ -62,6 +62,14 @@ def kueue_says(api: client.ApiClient) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def nlp_holds(api: client.ApiClient) -> int:
+    """The GPUs nlp's ClusterQueue status says it holds in h100: what gpugov's arithmetic reads. Kueue writes
+    it a second or more after a workload changes, later than a pending workload's message."""
+    status = client.CustomObjectsApi(api).get_cluster_custom_object(*KUEUE, "clusterqueues", "nlp").get("status", {})
+    return sum(int(r.get("total") or 0) for f in status.get("flavorsReservation") or [] if f["name"] == "h100"
+               for r in f["resources"] if r["name"] == "nvidia.com/gpu")
+
+
 @pytest.fixture(scope="module")
 def nlp_at_25(living: Sandbox, living_org: list[dict[str, Any]]) -> Iterator[client.ApiClient]:
     api = living.cp.api_client()
@@ -70,6 +78,7 @@ def nlp_at_25(living: Sandbox, living_org: list[dict[str, Any]]) -> Iterator[cli
         wait_for(lambda name=name: admitted(api, [name]), f"nlp's {name} to be admitted")
     submit(api, "eight-4", 8)
     wait_for(lambda: kueue_says(api) is not None, "Kueue to evaluate eight-4")
+    wait_for(lambda: nlp_holds(api) == 25, "nlp's ClusterQueue status to count its 25 GPUs")
     time.sleep(3)  # a scheduling cycle more
     yield api
     batch = client.BatchV1Api(api)
@@ -104,7 +113,7 @@ def test_every_report_gives_kueues_answer(living: Sandbox, nlp_at_25: client.Api
 def test_freeing_one_gpu_leaves_what_both_say(living: Sandbox, nlp_at_25: client.ApiClient) -> None:
     client.BatchV1Api(nlp_at_25).delete_namespaced_job(f"{RUN}-one", NAMESPACE, propagation_policy="Foreground")
     wait_for(lambda: kueue_says(nlp_at_25) == 4, "Kueue to count the freed GPU", timeout=120)
-    time.sleep(2)
+    wait_for(lambda: nlp_holds(nlp_at_25) == 24, "nlp's ClusterQueue status to count the freed GPU")
     queue = gpugov(living, "queue", "--format", "json", "--tenant", "nlp")
     (waiting,) = [w for w in json.loads(queue.stdout)["workloads"] if w["job"] == f"{RUN}-eight-4"]
     assert waiting["deficits"] == [{"pool": "h100", "resource": "nvidia.com/gpu", "more": "4"}]
