@@ -19,6 +19,7 @@ from kubernetes.dynamic import DynamicClient
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.kwok import RUN_FOR_ANNOTATION
+from tests.helpers.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -219,8 +220,9 @@ def test_borrowing_stops_at_the_borrowing_limit(jobs: Submitter) -> None:
     jobs.wait_admitted(full)
     one_more = _gpu_job(jobs, "vision", "vision", "training", pods=1, gpus=1, priority="training-high")
     time.sleep(5)
+    reason = eventually(lambda: _reason(jobs, one_more), what="Kueue's reason for the waiting job")  # on a busy machine
     assert not jobs.admitted(one_more), "vision borrowed past its borrowingLimit"
-    assert "h100" in _reason(jobs, one_more)
+    assert "h100" in reason, reason
 
 
 def test_lending_limit_keeps_the_lenders_share_and_reclaim_requeues_the_borrower(jobs: Submitter) -> None:
@@ -299,8 +301,9 @@ def test_topology_aware_job_lands_within_one_rack(jobs: Submitter) -> None:
     jobs.jobs.remove(fits)
     too_wide = rack_job(4, gpus=6)
     time.sleep(8)
+    reason = eventually(lambda: _reason(jobs, too_wide), what="Kueue's reason for the waiting job")  # on a busy machine
     assert not jobs.admitted(too_wide)
-    assert "topology" in _reason(jobs, too_wide), _reason(jobs, too_wide)
+    assert "topology" in reason, reason
 
 
 def test_a_job_whose_pod_ended_first_keeps_its_tainted_topology_aware_nodes(jobs: Submitter) -> None:
