@@ -28,7 +28,7 @@ from kubernetes import client
 from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from tests.helpers.repos import REPO
-from tests.helpers.waiting import condition, wait_for
+from tests.helpers.waiting import condition, queues_count_their_workloads, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -80,6 +80,7 @@ def scenario(living: Sandbox, living_org: list[dict[str, Any]]) -> Iterator[clie
     wait_for(lambda: evaluated(api, [f"{RUN}-{n}" for n in ("one-more", "too-big", "low", "borrower")]),
              "Kueue to evaluate every pending job")
     time.sleep(3)  # a scheduling cycle more, so that every message is the settled one
+    wait_for(lambda: queues_count_their_workloads(api), "every ClusterQueue's status to count its Workloads")
     yield api
     batch = client.BatchV1Api(api)
     for name in workloads(api):
