@@ -217,6 +217,9 @@ def test_a_grant_admits_the_job_that_needs_it_and_its_end_evicts_nothing(
     # Kueue reports it as borrowing (GD025) and the next job waiting (GD024). The replay's clock is the
     # declarations' (2030): J's pod started at DURING on it, not at the wall clock's instant, which the
     # night window would otherwise decide (a run by day read J as started over alpha's quota).
+    # GD024 reads the ClusterQueue's status.pendingWorkloads, which Kueue writes a second or more after the job
+    # came, later than the job's own message
+    wait_for(lambda: cluster_queue(lab, "alpha")["status"].get("pendingWorkloads") == 1, "alpha's next job counted")
     core = client.CoreV1Api(lab.api)
     (pod,) = core.list_namespaced_pod("alpha", label_selector="job-name=j").items
     core.patch_namespaced_pod_status(pod.metadata.name, "alpha", {"status": {"startTime": DURING}})
