@@ -20,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from gpugov.app.pipeline import validate_repo
 from gpugov.cli import main
 from gpugov.cluster.apply import apply_objects, preview_changes
+from gpugov.cluster.rest import Api, served_versions
 from gpugov.compile import compile
 from gpugov.sandbox.controlplane import ControlPlane
 from tests.helpers.repos import FIXTURES
@@ -54,6 +55,10 @@ def gpu_operator_crd(controlplane: ControlPlane, api_client: client.ApiClient) -
     custom = client.CustomObjectsApi(api_client)
 
     def served() -> bool:
+        # apply checks discovery first, which the API server updates only once the CRD is Established; it
+        # serves the kind's list as soon as the names are accepted, a moment before
+        if f"{GROUP}/{VERSION}" not in served_versions(Api(api_client)):
+            return False
         try:
             custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
         except ApiException as exc:
