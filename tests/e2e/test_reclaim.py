@@ -39,6 +39,7 @@ from gpugov.sandbox import samples
 from gpugov.sandbox.cluster import Sandbox
 from gpugov.sandbox.nodes import create_gpu_operator_footprint, create_nodes
 from gpugov.sandbox.simulated import simulated_nodes
+from tests.e2e.conftest import _wait_for_the_policy_cache
 from tests.helpers.local_http import receiving_json
 from tests.helpers.service_account import service_account_kubeconfig
 from tests.helpers.waiting import condition, wait_for
@@ -205,6 +206,8 @@ def lab(sandbox_binaries: dict[str, Path], tmp_path_factory: pytest.TempPathFact
         create_nodes(api, simulated_nodes(result.model), kwok=True)
         create_gpu_operator_footprint(api)
         assert not apply_objects(api, compile(result.model, backend="kueue")).missing
+        # the refusal tests ask at once: the API server enforces the policies a moment after they are written
+        _wait_for_the_policy_cache(client.AdmissionregistrationV1Api(api))
         yield Lab(root, sandbox)
         problems = sandbox.problems()
     assert not problems, "\n".join(problems)
@@ -403,8 +406,11 @@ def test_a_tenant_cannot_carry_work_past_its_maximum_runtime(lab: Lab) -> None:
 
 def test_a_job_past_its_maximum_runtime_is_deactivated_by_kueue(lab: Lab, runtime_job: float) -> None:
     def ended() -> bool:
+        """Kueue sets spec.active=false first; it evicts the Workload when it next reconciles it, and the quota
+        goes once the Job's pods have stopped."""
         w = workloads(lab.api, "beta").get("short")
-        return w is not None and w["spec"].get("active") is False
+        return (w is not None and w["spec"].get("active") is False and bool(condition(w, "Evicted"))
+                and condition(w, "Admitted").get("status") == "False")
 
     wait_for(ended, "Kueue to end beta's short job", timeout=60)
     w = workloads(lab.api, "beta")["short"]
