@@ -191,10 +191,14 @@ def test_a_held_tenants_new_job_waits_while_its_running_job_runs_on(api: client.
     # Volcano's own answer: a PodGroup without minResources passes the enqueue action, but the capacity
     # plugin's allocatable check refuses every task of a queue that is not Open, so the gang stays
     # unschedulable (its condition says so) and no pod is bound
-    group = podgroup_of(api, "speech", second)
+    def unschedulable() -> dict[str, Any] | None:
+        """The PodGroup once the scheduler has written why it is not scheduled (at the end of a session)."""
+        group = podgroup_of(api, "speech", second)
+        said = [c for c in group.get("status", {}).get("conditions") or [] if c.get("type") == "Unschedulable"]
+        return group if said and said[0]["status"] == "True" else None
+
+    group = eventually(unschedulable, 60, "Volcano's Unschedulable condition on the second job's PodGroup")
     assert group["status"].get("phase") in ("Pending", "Inqueue"), group["status"]
-    unschedulable = [c for c in group["status"].get("conditions") or [] if c.get("type") == "Unschedulable"]
-    assert unschedulable and unschedulable[0]["status"] == "True", group["status"]
     assert not any(p.spec.node_name for p in pods_of(api, "speech", second))
     assert running(api, "speech", held["first"])  # running work is not evicted
     other = job(api, "recsys")  # another tenant's queue admits as before
