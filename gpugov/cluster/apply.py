@@ -193,7 +193,11 @@ def check_served(api: Api, objects: list[dict[str, Any]], served: set[str] | Non
 
 
 def _in_apply_order(api: Api, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """compile's order, with Volcano's Queues as queue_apply_plan orders them (at their first place)."""
+    """compile's order, with Volcano's Queues as queue_apply_plan orders them (at their first place), and the
+    admission policies apply's wait probes after the others (enforcement.probed_last)."""
+    from gpugov.cluster.enforcement import probed_last
+
+    objects = probed_last(objects)
     queues = [o for o in objects if is_volcano_queue(o)]
     if not queues:
         return objects

@@ -29,6 +29,8 @@ from gpugov.kube.resources import is_accelerator
 
 WAIT_S = 30.0
 POLL_S = 0.2
+PROBED = (NEED_A_QUEUE, OWNERSHIP, VOLCANO_NEED_VOLCANO)  # the policies a probe can ask about
+POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,23 @@ def probes_for(objects: list[dict[str, Any]]) -> list[Probe]:
         probes.append(Probe(OWNERSHIP, namespace, _pod("gpugov-probe-owner", resource,
                                                        {KUEUE_QUEUE_LABEL: queues[0]}, owner)))
     return probes
+
+
+def probed_last(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`objects` with the probed policies, and their bindings, written after the other policies and bindings.
+    The API server enforces what its policy and binding informers hold when it refreshes (once a second):
+    each informer gets its objects in the order they were written, so a refresh that holds the probed ones,
+    written last, holds every other one too, and a refused probe means every policy applied is in force.
+    (Only where the probed ones are written: an unchanged object makes no event.)"""
+    ordered = list(objects)
+    for kind in POLICY_KINDS:
+        places = [i for i, o in enumerate(ordered) if o["kind"] == kind]
+        of_kind = [ordered[i] for i in places]
+        last = [o for o in of_kind if o["metadata"]["name"] not in PROBED] + [
+            o for o in of_kind if o["metadata"]["name"] in PROBED]
+        for i, obj in zip(places, last, strict=True):
+            ordered[i] = obj
+    return ordered
 
 
 def wait_until_enforced(api: Api, probes: list[Probe], wait_s: float = WAIT_S,

@@ -169,3 +169,27 @@ def test_a_write_of_the_servers_bookkeeping_alone_is_unchanged() -> None:
     assert change_of("ValidatingAdmissionPolicy", live, relabelled) == "configured"
     assert change_of("ValidatingAdmissionPolicy", live, {**rewritten, "spec": {"failurePolicy": "Ignore"}}) == "configured"
     assert change_of("Node", live, relabelled) == "labelled" and change_of("Node", None, live) == "created"
+
+
+def test_the_probed_policies_and_bindings_are_written_after_the_others() -> None:
+    """The API server enforces what its informers hold at a refresh, each informer in write order: with the
+    policies apply's wait probes written last among the policies and last among the bindings, a refused
+    probe means every policy and binding written before is in force too."""
+    from gpugov.app.pipeline import validate_repo
+    from gpugov.cluster.enforcement import PROBED, probed_last
+    from gpugov.compile import compile
+    from tests.helpers.repos import REPO
+
+    model = validate_repo(REPO).model
+    assert model is not None
+    objects = compile(model, backend="kueue", cluster="east")
+    ordered = probed_last(objects)
+    assert sorted(map(id, ordered)) == sorted(map(id, objects))
+    for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+        names = [o["metadata"]["name"] for o in ordered if o["kind"] == kind]
+        probed = [n for n in names if n in PROBED]
+        assert len(probed) == 2 and names[-2:] == probed, names
+    places = [i for i, o in enumerate(objects) if o["kind"].startswith("ValidatingAdmissionPolicy")]
+    assert [i for i, o in enumerate(ordered) if o["kind"].startswith("ValidatingAdmissionPolicy")] == places
+    assert [o for o in ordered if not o["kind"].startswith("ValidatingAdmissionPolicy")] == [
+        o for o in objects if not o["kind"].startswith("ValidatingAdmissionPolicy")]
