@@ -279,8 +279,9 @@ def budget_objects(scope: Scope, objects: list[Object]) -> list[Object]:
 
 def _volcano_budget_objects(scope: Scope, objects: list[Object]) -> list[Object]:
     """On Volcano: list nodes and pods (the ledger of the pods Volcano bound), get and patch only the
-    tenants' Queues by name (gpugov-budget's mark), and create Commands in the operations namespace only
-    (CloseQueue and OpenQueue aimed at those Queues; a Command there can reach no Job of a tenant)."""
+    tenants' Queues by name (gpugov-budget's mark), and create, list and delete Commands in the operations
+    namespace only (CloseQueue and OpenQueue aimed at those Queues; a Command there can reach no Job of a
+    tenant; its own pending ones are read, and one going the wrong way deleted, before it sends another)."""
     cluster = scope.cluster
     queue = KINDS[(VOLCANO_API, "Queue")]
     rules: list[dict[str, Any]] = [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list"]}]
@@ -290,7 +291,7 @@ def _volcano_budget_objects(scope: Scope, objects: list[Object]) -> list[Object]
         rules.append({"apiGroups": [queue.group], "resources": [queue.plural], "resourceNames": queues,
                       "verbs": ["get", "patch"]})
     commands = Grant(f"{BUDGET}-commands", [{"apiGroups": ["bus.volcano.sh"], "resources": ["commands"],
-                                            "verbs": ["create"]}], (cluster.operations_namespace,))
+                                            "verbs": ["create", "delete", "list"]}], (cluster.operations_namespace,))
     state = f"configmap:{cluster.operations_namespace}/{BUDGET_STATE}"
     return CronOperation(BUDGET, "budget", cluster.budget_schedule,
                          ["budget", "/config", "--cluster", cluster.name, "--backend", scope.backend.value, "--apply",

@@ -8,7 +8,9 @@ CronJob's own ServiceAccount, with exactly the RBAC compile gives it.
 A hold is Volcano's own: gpugov marks speech's Queue and sends a CloseQueue Command; Volcano's queue
 controller closes the Queue (Closing while a PodGroup remains), its scheduler's enqueue action then
 leaves a new job's PodGroup unschedulable, and the running job runs on. Raising the budget releases it: an
-OpenQueue Command, and the waiting job is admitted.
+OpenQueue Command, and the waiting job is admitted. A hold whose CloseQueue Volcano's controller (stopped)
+has not carried out is withdrawn by the release that follows, so the controller, back, never closes the
+released Queue.
 
 Then `gpugov reclaim` (issue #37) on the same sandbox, as the reclaim CronJob's own ServiceAccount: see
 the section below.
@@ -170,8 +172,10 @@ def test_a_spent_tenant_is_held_by_closing_its_queue_the_way_volcano_does(api: c
     report = json.loads(over.stdout)
     speech = next(b for b in report["budgets"] if b["holder"] == "speech")
     assert speech["held"] is True and float(speech["spent_hours"]) >= 0.01, report
-    assert [c for c in report["changes"] if "(CloseQueue)" in c] == [
-        "Queue speech (tenant speech): Open -> Closed (CloseQueue)"], report["changes"]
+    # what budget saw Volcano do: Closing while the running job's PodGroup remains
+    assert [c for c in report["changes"] if "(CloseQueue)" in c] in (
+        ["Queue speech (tenant speech): Open -> Closing (CloseQueue)"],
+        ["Queue speech (tenant speech): Open -> Closed (CloseQueue)"]), report["changes"]
     # Volcano's queue controller carried out the Command: Closing while the running job's PodGroup remains
     eventually(lambda: state(api, "speech") in ("Closing", "Closed"), 60, "speech's Queue closed by Volcano")
     assert ANNOTATION_BUDGET_HELD in queue(api, "speech")["metadata"]["annotations"]
@@ -284,6 +288,63 @@ def test_a_queue_closed_by_someone_else_is_left_closed(api: client.ApiClient, ro
     assert again.returncode == 0 and json.loads(again.stdout)["changes"] == [], again.stdout + again.stderr
     time.sleep(3)
     assert state(api, "recsys") in ("Closing", "Closed")
+
+
+
+def commands_for(api: client.ApiClient, name: str) -> list[dict[str, Any]]:
+    items = client.CustomObjectsApi(api).list_namespaced_custom_object("bus.volcano.sh", "v1alpha1", "gpugov-system",
+                                                                       "commands")["items"]
+    return [c for c in items if c["target"]["name"] == name]
+
+
+def test_a_release_while_volcanos_controller_is_down_withdraws_the_pending_close(
+        west: Sandbox, api: client.ApiClient, root: Path, held: dict[str, Any]) -> None:
+    """The race of a hold's CloseQueue still pending when the tenant is released, made certain by stopping
+    Volcano's controller manager between the runs: the release deletes gpugov's pending CloseQueue (so
+    the controller, back, never closes the released Queue, now without gpugov's mark) and drops the mark
+    only on the Open Queue."""
+    assert west.volcano is not None
+    controllers = west.volcano.controllers
+    raised = "  budget: {acceleratorHours: 1000, action: hold}\n"
+    _write_org(root, raised)  # released (as the tests above leave it, or now, run alone)
+    assert budget(root, held["kubeconfig"]).returncode == 0
+    eventually(lambda: state(api, "speech") == "Open", 60, "speech's Queue open after the release")
+    _write_org(root, BUDGET_LINE)  # spent again: speech has run 8 cards since the module began
+    controllers.stop()
+    try:
+        over = budget(root, held["kubeconfig"])
+        assert over.returncode == 1, over.stderr
+        assert json.loads(over.stdout)["changes"] == [
+            "Queue speech (tenant speech): Open, CloseQueue sent; Volcano's queue controller has not carried it out "
+            "within 5 s (the mark stays: a later run goes on)"], over.stdout
+        assert [c["action"] for c in commands_for(api, "speech")] == ["CloseQueue"]
+        assert state(api, "speech") == "Open"
+        assert ANNOTATION_BUDGET_HELD in queue(api, "speech")["metadata"]["annotations"]
+
+        _write_org(root, raised)  # released before Volcano acted
+        released = budget(root, held["kubeconfig"])
+        assert released.returncode == 0, released.stderr
+        assert json.loads(released.stdout)["changes"] == [
+            "Queue speech (tenant speech): Open, withdrew gpugov's pending CloseQueue before Volcano carried it "
+            "out"], released.stdout
+        assert commands_for(api, "speech") == []
+        assert ANNOTATION_BUDGET_HELD not in (queue(api, "speech")["metadata"].get("annotations") or {})
+    finally:
+        controllers.start()
+        controllers.wait_healthy(60)
+    # The controller is back and acting on Commands (an operator's OpenQueue for recsys, closed by the test
+    # above, is carried out): nothing of gpugov's is left for it to close speech with.
+    uid = queue(api, "recsys")["metadata"]["uid"]
+    target = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "name": "recsys", "uid": uid,
+              "controller": True}
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "bus.volcano.sh", "v1alpha1", "default", "commands",
+        {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+         "metadata": {"generateName": "recsys-openqueue-", "ownerReferences": [target]},
+         "target": target, "action": "OpenQueue"})
+    eventually(lambda: state(api, "recsys") == "Open", 60, "recsys opened by the controller, back")
+    time.sleep(3)
+    assert state(api, "speech") == "Open"
 
 
 # --- gpugov reclaim on Volcano --------------------------------------------------------------------------

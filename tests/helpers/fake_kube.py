@@ -94,6 +94,7 @@ Answer = Callable[[str, str], Reply | None]  # (method, path) -> a reply that re
 class FakeKube:
     def __init__(self) -> None:
         self.requests: list[tuple[str, str]] = []
+        self.bodies: list[bytes] = []  # each request's body, in the order of `requests`
         self.answer: Answer = lambda method, path: None
         self.served = [*KINDS.values(), WORKLOAD]  # the kinds discovery lists (drop some: "CRD not installed")
         self.url = ""
@@ -137,10 +138,10 @@ def fake_kube() -> Iterator[FakeKube]:
     class Handler(BaseHTTPRequestHandler):
         def handle_any(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
+            body = self.rfile.read(length) if length else b""
             path = urlsplit(self.path).path
             fake.requests.append((self.command, path))
+            fake.bodies.append(body)
             reply = fake.reply(self.command, path)
             if reply.stall:
                 time.sleep(reply.stall)

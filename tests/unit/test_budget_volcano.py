@@ -1,7 +1,9 @@
 """`gpugov budget` on a Volcano cluster over a fake API: the spend from the pods Volcano bound (the
 Volcano ledger), a hold as Volcano's own CloseQueue Command after gpugov's mark, a release only of a
-Queue gpugov closed, and the budget CronJob's RBAC allowing exactly what the command asks for (the
-real scheduler's answer: tests/e2e/test_volcano_budget_reclaim.py)."""
+Queue gpugov closed, holds and releases right whatever Volcano's queue controller is doing with
+gpugov's earlier Commands (down, slow, or taking one as gpugov withdraws it), and the budget CronJob's
+RBAC allowing exactly what the command asks for (the real scheduler's answer:
+tests/e2e/test_volcano_budget_reclaim.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 
 from gpugov.cli import main
+from gpugov.cluster.volcano_budget import WAIT, hold_volcano_queues
 from gpugov.compile.operations import BUDGET
 from gpugov.drift.live import LiveState
 from gpugov.drift.volcano import queue_findings
@@ -45,11 +48,42 @@ def live_queue(name: str, state: str, held: bool = False) -> dict[str, Any]:
             "spec": {"weight": 1}, "status": {"state": state}}
 
 
-class Cluster:
-    """The fake API's answers for one run."""
+def gpugov_command(queue: str, action: str, name: str, reason: str = "GpugovBudget") -> dict[str, Any]:
+    return {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+            "metadata": {"name": name, "namespace": "gpugov-system", "uid": f"uid-{name}"},
+            "target": {"kind": "Queue", "name": queue, "uid": f"uid-{queue}"}, "action": action, "reason": reason}
 
-    def __init__(self, pods: list[dict[str, Any]], queues: dict[str, dict[str, Any]]) -> None:
+
+def not_found(name: str) -> Reply:
+    return Reply.of(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                          "code": 404, "details": {"name": name, "group": "bus.volcano.sh", "kind": "commands"}})
+
+
+class Cluster:
+    """The fake API's answers for one run, with Volcano's queue controller as far as budget sees it: a
+    Command it carries out sets the Queue's state; `acting` False is a controller that is down (its
+    Commands stay pending); `taken_on_delete` makes it take a pending Command just before gpugov's delete
+    (which then finds it gone), carrying it out once the Queue has been read `lands_after` more times."""
+
+    def __init__(self, pods: list[dict[str, Any]], queues: dict[str, dict[str, Any]],
+                 commands: list[dict[str, Any]] = (), acting: bool = True, taken_on_delete: bool = False,
+                 lands_after: int = 0) -> None:
         self.pods, self.queues = pods, queues
+        self.commands = {c["metadata"]["name"]: c for c in commands}  # pending: not taken yet
+        self.acting, self.taken_on_delete, self.lands_after = acting, taken_on_delete, lands_after
+        self.in_flight: list[list[Any]] = []  # [reads left, Command]: taken, not carried out yet
+        self.kube: Any = None
+        self.sent = 0
+
+    def carry_out(self, cmd: dict[str, Any]) -> None:
+        queue = self.queues[cmd["target"]["name"]]
+        queue["status"]["state"] = "Closed" if cmd["action"] == "CloseQueue" else "Open"
+
+    def controller_runs(self) -> None:
+        """The controller comes back: it carries out every pending and taken Command."""
+        for cmd in [*self.commands.values(), *(c for _, c in self.in_flight)]:
+            self.carry_out(cmd)
+        self.commands, self.in_flight = {}, []
 
     def answer(self, method: str, path: str) -> Reply | None:
         if method == "POST" and path == SSAR_PATH:
@@ -62,21 +96,64 @@ class Cluster:
             return Reply.of(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {},
                                   "items": [p for p in self.pods if p["metadata"]["namespace"] == namespace]})
         if path.startswith(QUEUES + "/"):
-            name = path.rsplit("/", 1)[1]
-            return Reply.of(200, self.queues[name]) if name in self.queues else None
-        if method == "POST" and path.startswith("/apis/bus.volcano.sh/"):
-            return Reply.of(201, {"kind": "Command", "apiVersion": "bus.volcano.sh/v1alpha1",
-                                  "metadata": {"name": "c-1", "namespace": path.split("/")[5]}})
+            return self.queue(method, path.rsplit("/", 1)[1])
+        if path.startswith("/apis/bus.volcano.sh/"):
+            return self.command(method, path)
         if method == "PATCH" and path.endswith("/configmaps/gpugov-budget-notify-state"):
             return Reply.of(200, {"kind": "ConfigMap", "apiVersion": "v1",
                                   "metadata": {"name": "gpugov-budget-notify-state", "namespace": "gpugov-system"}})
+        return None
+
+    def queue(self, method: str, name: str) -> Reply | None:
+        if name not in self.queues:
+            return None
+        queue = self.queues[name]
+        if method == "GET":
+            for entry in [e for e in self.in_flight if e[1]["target"]["name"] == name]:
+                entry[0] -= 1
+                if entry[0] < 0:
+                    self.carry_out(entry[1])
+                    self.in_flight.remove(entry)
+        if method == "PATCH":  # gpugov-budget's apply: its mark, or none
+            applied = json.loads(self.kube.bodies[-1])["metadata"].get("annotations") or {}
+            annotations = queue["metadata"].setdefault("annotations", {})
+            annotations.pop(ANNOTATION_BUDGET_HELD, None)
+            annotations.update(applied)
+        return Reply.of(200, queue)
+
+    def command(self, method: str, path: str) -> Reply | None:
+        parts = path.split("/")  # /apis/bus.volcano.sh/v1alpha1/namespaces/NS/commands[/NAME]
+        namespace = parts[5]
+        if method == "GET" and len(parts) == 7:
+            return Reply.of(200, {"kind": "CommandList", "apiVersion": "bus.volcano.sh/v1alpha1", "metadata": {},
+                                  "items": [c for c in self.commands.values()
+                                            if c["metadata"]["namespace"] == namespace]})
+        if method == "POST" and len(parts) == 7:
+            cmd = json.loads(self.kube.bodies[-1])
+            self.sent += 1
+            name = f"{cmd['metadata']['generateName']}{self.sent}"
+            cmd["metadata"] = {**cmd["metadata"], "name": name, "uid": f"uid-{name}"}
+            if self.acting:
+                self.carry_out(cmd)
+            else:
+                self.commands[name] = cmd
+            return Reply.of(201, cmd)
+        if method == "DELETE" and len(parts) == 8:
+            name = parts[7]
+            cmd = self.commands.pop(name, None)
+            if cmd is None:
+                return not_found(name)
+            if self.taken_on_delete:  # the controller's own delete came first
+                self.in_flight.append([self.lands_after, cmd])
+                return not_found(name)
+            return Reply.of(200, cmd)
         return None
 
 
 def run(tmp_path: Path, root: Path, cluster: Cluster, *extra: str,
         args: list[str] | None = None) -> tuple[int, list[tuple[str, str]]]:
     with fake_kube() as kube:
-        kube.answer = cluster.answer
+        kube.answer, cluster.kube = cluster.answer, kube
         command = args or ["budget", str(root), "--format", "json", *extra]
         code = main([*command, "--kubeconfig", str(kube.kubeconfig(tmp_path))])
         return code, [w for w in kube.requests if w[1] != SSAR_PATH]
@@ -139,11 +216,15 @@ def test_the_volcano_budget_cronjobs_rbac_allows_exactly_what_it_asks(
     requests: list[tuple[str, str]] = []
     for cluster in (Cluster(spent_pods(), {"alpha": live_queue("alpha", "Open"), "beta": live_queue("beta", "Open")}),
                     Cluster([], {"alpha": live_queue("alpha", "Closed", held=True),
-                                 "beta": live_queue("beta", "Open")})):
+                                 "beta": live_queue("beta", "Open")}),
+                    Cluster([], {"alpha": live_queue("alpha", "Open", held=True), "beta": live_queue("beta", "Open")},
+                            [gpugov_command("alpha", "CloseQueue", "alpha-closequeue-x")])):
         code, seen = run(tmp_path, root, cluster, args=args)
         assert code in (0, 1)
         requests += seen
     assert ("POST", COMMANDS.format(namespace="gpugov-system")) in requests
+    assert ("GET", COMMANDS.format(namespace="gpugov-system")) in requests  # its own pending Commands
+    assert ("DELETE", COMMANDS.format(namespace="gpugov-system") + "/alpha-closequeue-x") in requests
     assert ("PATCH", f"{QUEUES}/alpha") in requests
     rules = bound_rules(objects, BUDGET)
     every = [*rules, *((None, rule) for rule in BASIC_USER)]
@@ -182,3 +263,122 @@ def test_usage_on_volcano_shows_the_budgets_of_the_same_ledger(tmp_path: Path,
     assert code == 0
     alpha = next(b for b in data["budgets"] if b["holder"] == "tenant 'alpha'")
     assert alpha["held"] is True and float(alpha["spent_hours"]) > 10, data["budgets"]
+
+
+class Clock:
+    """A monotonic clock that only sleeping moves."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def hold(tmp_path: Path, cluster: Cluster, held: set[str]) -> tuple[list[str], list[tuple[str, str]], float]:
+    """One `budget --apply` decision over the fake: (its lines, its writes, the seconds it waited)."""
+    from kubernetes import client
+
+    objects = compiled(repo(tmp_path / f"repo-{len(list(tmp_path.iterdir()))}", cluster=VOLCANO_CLUSTER),
+                       backend="volcano")
+    clock = Clock()
+    with fake_kube() as kube:
+        kube.answer, cluster.kube = cluster.answer, kube
+        configuration = client.Configuration()
+        configuration.host = kube.url
+        changes = hold_volcano_queues(client.ApiClient(configuration), objects, frozenset(held), "gpugov-system",
+                                      datetime(2026, 12, 5, tzinfo=UTC), clock=clock, sleep=clock.sleep)
+        return [str(c) for c in changes], kube.writes, clock.now
+
+
+def test_a_release_withdraws_gpugovs_pending_close_and_volcano_never_carries_it_out(tmp_path: Path) -> None:
+    # run 1 held alpha while the controller was down: marked, its CloseQueue pending, the Queue still Open
+    cluster = Cluster([], {"alpha": live_queue("alpha", "Open", held=True), "beta": live_queue("beta", "Open")},
+                      [gpugov_command("alpha", "CloseQueue", "alpha-closequeue-1")], acting=False)
+    lines, writes, _ = hold(tmp_path, cluster, set())
+    assert writes == [("DELETE", COMMANDS.format(namespace="gpugov-system") + "/alpha-closequeue-1"),
+                      ("PATCH", f"{QUEUES}/alpha")], writes  # the mark goes only after, on an Open Queue
+    assert lines == ["Queue alpha (tenant alpha): Open, withdrew gpugov's pending CloseQueue before Volcano "
+                     "carried it out"]
+    cluster.controller_runs()  # back up: nothing of gpugov's is left for it to close the released Queue with
+    assert cluster.queues["alpha"]["status"]["state"] == "Open"
+    assert ANNOTATION_BUDGET_HELD not in cluster.queues["alpha"]["metadata"].get("annotations", {})
+
+
+def test_a_release_awaits_a_close_volcano_took_already_then_opens(tmp_path: Path) -> None:
+    cluster = Cluster([], {"alpha": live_queue("alpha", "Open", held=True), "beta": live_queue("beta", "Open")},
+                      [gpugov_command("alpha", "CloseQueue", "alpha-closequeue-1")], taken_on_delete=True,
+                      lands_after=3)
+    lines, writes, waited = hold(tmp_path, cluster, set())
+    # the taken close shows (Closed), then OpenQueue, seen carried out, and only then the mark goes
+    assert writes == [("DELETE", COMMANDS.format(namespace="gpugov-system") + "/alpha-closequeue-1"),
+                      ("POST", COMMANDS.format(namespace="gpugov-system")), ("PATCH", f"{QUEUES}/alpha")], writes
+    assert lines == ["Queue alpha (tenant alpha): Closed -> Open (OpenQueue)"] and 0 < waited < WAIT
+    assert cluster.queues["alpha"]["status"]["state"] == "Open"
+    assert ANNOTATION_BUDGET_HELD not in cluster.queues["alpha"]["metadata"]["annotations"]
+
+    # the same, but the controller then stops before the OpenQueue: the mark stays for a later run
+    cluster = Cluster([], {"alpha": live_queue("alpha", "Open", held=True), "beta": live_queue("beta", "Open")},
+                      [gpugov_command("alpha", "CloseQueue", "alpha-closequeue-1")], taken_on_delete=True,
+                      lands_after=1)
+    cluster.acting = False
+    lines, writes, _ = hold(tmp_path, cluster, set())
+    assert writes == [("DELETE", COMMANDS.format(namespace="gpugov-system") + "/alpha-closequeue-1"),
+                      ("POST", COMMANDS.format(namespace="gpugov-system"))], writes
+    assert cluster.queues["alpha"]["metadata"]["annotations"][ANNOTATION_BUDGET_HELD]
+    lines, writes, _ = hold(tmp_path, cluster, set())  # its OpenQueue still pending: nothing more sent
+    assert writes == [] and lines == ["Queue alpha (tenant alpha): Closed, gpugov's OpenQueue of an earlier run is "
+                                      "still pending; nothing more sent"]
+    cluster.controller_runs()
+    lines, writes, _ = hold(tmp_path, cluster, set())
+    assert writes == [("PATCH", f"{QUEUES}/alpha")] and lines == []
+    assert cluster.queues["alpha"]["status"]["state"] == "Open"
+    assert ANNOTATION_BUDGET_HELD not in cluster.queues["alpha"]["metadata"]["annotations"]
+
+
+def test_a_second_hold_while_the_close_is_pending_sends_nothing_new(tmp_path: Path) -> None:
+    cluster = Cluster([], {"alpha": live_queue("alpha", "Open", held=True), "beta": live_queue("beta", "Open")},
+                      [gpugov_command("alpha", "CloseQueue", "alpha-closequeue-1")], acting=False)
+    lines, writes, waited = hold(tmp_path, cluster, {"alpha"})
+    assert writes == [] and waited == 0
+    assert lines == ["Queue alpha (tenant alpha): Open, gpugov's CloseQueue of an earlier run is still pending; "
+                     "nothing more sent"]
+    assert list(cluster.commands) == ["alpha-closequeue-1"]
+
+
+def test_a_hold_withdraws_gpugovs_pending_open(tmp_path: Path) -> None:
+    cluster = Cluster([], {"alpha": live_queue("alpha", "Closed", held=True), "beta": live_queue("beta", "Open")},
+                      [gpugov_command("alpha", "OpenQueue", "alpha-openqueue-1")], acting=False)
+    lines, writes, _ = hold(tmp_path, cluster, {"alpha"})
+    assert writes == [("DELETE", COMMANDS.format(namespace="gpugov-system") + "/alpha-openqueue-1")], writes
+    assert lines == ["Queue alpha (tenant alpha): Closed, withdrew gpugov's pending OpenQueue before Volcano "
+                     "carried it out"]
+    cluster.controller_runs()
+    assert cluster.queues["alpha"]["status"]["state"] == "Closed"
+
+
+def test_a_close_not_carried_out_in_time_is_reported_pending_and_keeps_the_mark(tmp_path: Path) -> None:
+    cluster = Cluster([], {"alpha": live_queue("alpha", "Open"), "beta": live_queue("beta", "Open")}, acting=False)
+    lines, writes, waited = hold(tmp_path, cluster, {"alpha"})
+    assert writes == [("PATCH", f"{QUEUES}/alpha"), ("POST", COMMANDS.format(namespace="gpugov-system"))], writes
+    assert lines == [f"Queue alpha (tenant alpha): Open, CloseQueue sent; Volcano's queue controller has not carried "
+                     f"it out within {WAIT:g} s (the mark stays: a later run goes on)"]
+    assert waited >= WAIT and cluster.queues["alpha"]["metadata"]["annotations"][ANNOTATION_BUDGET_HELD]
+    # released before the controller came back (the audit's race): the close is withdrawn, never carried out
+    lines, writes, _ = hold(tmp_path, cluster, set())
+    assert [w[0] for w in writes] == ["DELETE", "PATCH"], writes
+    cluster.controller_runs()
+    assert cluster.queues["alpha"]["status"]["state"] == "Open"
+
+
+def test_a_queue_closed_by_someone_else_is_left_alone(tmp_path: Path) -> None:
+    theirs = gpugov_command("beta", "CloseQueue", "beta-close", reason="Operator")
+    for held in (set(), {"beta"}):
+        cluster = Cluster([], {"alpha": live_queue("alpha", "Open"), "beta": live_queue("beta", "Closed")}, [theirs],
+                          acting=False)
+        lines, writes, waited = hold(tmp_path, cluster, held)
+        assert (lines, writes, waited) == ([], [], 0)
+        assert list(cluster.commands) == ["beta-close"]
