@@ -65,6 +65,7 @@ from gpugov.whatif.state import (
     Workload,
 )
 from gpugov.whatif.trace import WHOLE, Job
+from gpugov.whatif.treestates import TreeStates
 
 FIT_NOW = (FIT, 0)  # a grade: fits now, within nominal quota
 PROGRESS_EVERY = 4096  # replay loop steps between two calls of run()'s progress callback
@@ -76,6 +77,9 @@ MAX_CYCLES_PER_INSTANT = 10_000
 # one by one (a byte names 256 kinds at most).
 MANY_KINDS = 255
 STALE_MARKS = 8  # see _hopeless_run
+# Targets of a nomination without victims: one list, never changed (nominations' targets are only read,
+# and Preemptor.targets shares its lists too), so that nominations kept do not each keep one.
+NO_TARGETS: list[Target] = []
 ALL_MARKED = b"\x01" * 256  # _hopeless_run's table before a kind of the version is known to pass
 
 
@@ -314,8 +318,11 @@ class Simulator:
         self.grades: dict[tuple[int, int, int, FR, int], tuple[int, tuple[int, int], bool]] = {}
         # (queue, (flavor, resource)) -> (its root's version, the most of it that fits now within nominal quota)
         self.room: dict[tuple[int, FR], tuple[int, int]] = {}
-        # queue id -> ((its root's id, the root's version, stop_at_holds), which kinds pass): _hopeless_run's
-        self.tables: dict[int, tuple[tuple[int, int, bool], bytearray]] = {}
+        # A nomination that searched no victim (Preemptor.searched) reads of its cohort tree only what
+        # follows from its state (treestates): once a tree had a hopeless one (it holds a backlog), its
+        # states are tracked and such nominations of kinds that read no age kept by kind and state (one
+        # attribute: with 30 or more, every attribute a Simulator reads is slower, the floor's replay 5%).
+        self.states: TreeStates[Nomination] = TreeStates(len(kinds))
         self.outcome = Outcome(self.workloads, self.queues, 0, 0)
 
     # -- queues -------------------------------------------------------------------------------
@@ -426,6 +433,7 @@ class Simulator:
             raise SetupError(f"the quota timeline adds or removes ClusterQueue {changed[0]}: the replay keeps "
                              "the queues of the trace's start")
         self.epoch += 1  # every nomination is made again
+        self.states.answers.clear()  # states stay (what the admitted hold), their nominations do not
         self.preemptor.shares.clear()  # kept per usage, not per quotas
         for cq in self.queue_order:
             self._account(cq, now)  # borrowing until now is counted against the quotas until now
@@ -495,6 +503,8 @@ class Simulator:
         wl.admissions += 1
         wl.run_token += 1
         cq.admitted[wl.index] = wl
+        if self.states.tracked and id(cq.root) in self.states.tracked:
+            self.states.move(cq, wl, 1)
         if cq.sticky is wl:
             cq.sticky = None
         self.sequence += 1
@@ -508,6 +518,8 @@ class Simulator:
         remove_all(cq.node, wl.usage)
         self._changed(cq, wl.usage)
         del cq.admitted[wl.index]
+        if self.states.tracked and id(cq.root) in self.states.tracked:
+            self.states.move(cq, wl, -1)
         wl.state = FINISHED
         wl.waited_ms = wl.admitted_ms - wl.job.submit_ms
 
@@ -528,6 +540,8 @@ class Simulator:
         remove_all(cq.node, victim.usage)
         self._changed(cq, victim.usage)
         del cq.admitted[victim.index]
+        if self.states.tracked and id(cq.root) in self.states.tracked:
+            self.states.move(cq, victim, -1)
         ran = now - victim.admitted_ms
         for fr, value in victim.usage.items():
             victim.lost_units_ms[fr] = victim.lost_units_ms.get(fr, 0) + value * ran
@@ -564,22 +578,40 @@ class Simulator:
         if made is None or made.epoch != self.epoch:
             made = self.made[kind] = Made(self.epoch)
         age = wl.created_s if self.reads_age[kind] else 0  # what _grader and the preemptor read of its age
+        known: Nomination | None = None
+        state: int | None = None
         if made.assignment is not None and self._known_same(wl, cq, made.grades, age):
+            reused = True
             assignment = made.assignment  # what assign would answer, without making its grader
         else:
-            grade, same = self._grader(wl, cq)
-            assignment = assign(wl, cq, self.setup.flavors, self.preemptor, self.options.fair_sharing, grade, made,
-                                same)
-        targets: list[Target] = []
-        if assignment.mode == MODE_PREEMPT and not self.preemptor.nothing_to_take(wl, cq, assignment.needs_preemption,
-                                                                                  age):
-            targets = self.preemptor.targets(wl, cq, assignment.needs_preemption, assignment.usage)
-        if cached is not None and cached[1] is assignment and not targets and not cached[2]:
-            cached = self.assignments[kind] = (cq.root.version, *cached[1:])
+            # Where assign would grade, a nomination made before in this tree state without a search is the same.
+            reused = False
+            if self.states.tracked and not self.reads_age[kind]:
+                state, known = self.states.look_up(cq, kind)
+            if known is None:
+                grade, same = self._grader(wl, cq)
+                assignment = assign(wl, cq, self.setup.flavors, self.preemptor, self.options.fair_sharing, grade,
+                                    made, same)
+        if known is not None:
+            cached = self.assignments[kind] = (cq.root.version, *known[1:])
         else:
-            cached = self.assignments[kind] = (
-                cq.root.version, assignment, targets, hopeless(assignment, targets),
-                nominated_reason(assignment, targets), self._holds(cq, assignment))
+            targets = NO_TARGETS
+            if assignment.mode == MODE_PREEMPT and not self.preemptor.nothing_to_take(
+                    wl, cq, assignment.needs_preemption, age):
+                targets = self.preemptor.targets(wl, cq, assignment.needs_preemption, assignment.usage)
+            if cached is not None and cached[1] is assignment and not targets and not cached[2]:
+                cached = self.assignments[kind] = (cq.root.version, *cached[1:])
+            else:
+                cached = self.assignments[kind] = (
+                    cq.root.version, assignment, targets, hopeless(assignment, targets),
+                    nominated_reason(assignment, targets), self._holds(cq, assignment))
+            if (not reused and (state is not None or cached[3]) and not self.preemptor.searched
+                    and not self.reads_age[kind]):
+                # Kept by state; a hopeless one in a tree not tracked yet: it holds a backlog, tracked from now.
+                if state is None:
+                    state = self.states.track(cq, kind)
+                if state is not None:
+                    self.states.keep(state, cached)
         quiet = None
         if cached[3] and not self.preemptor.searched:
             keys = made.marks
@@ -937,12 +969,12 @@ class Simulator:
         # is found in the run and looked up (its kept nomination, no work), instead of every kind of
         # the queue being looked up here (a backlog holds many kinds, few nominated before this).
         key = (id(cq.root), version, stop_at_holds)
-        kept = self.tables.get(id(cq))
+        kept = cq.hopeless_table
         if kept is not None and kept[0] == key:
             table = kept[1]
         else:
             table = bytearray(ALL_MARKED)
-            self.tables[id(cq)] = (key, table)
+            cq.hopeless_table = (key, table)
         # A kind that passes is unmarked in the table at once; `marked` is made again from the table
         # only once it has led to STALE_MARKS places of kinds unmarked since (each made again costs
         # the rest of the run; most kinds of a backlog appear once between two that do not pass).

@@ -108,6 +108,8 @@ class ClusterQueue:
     pending_from: int = 0
     sticky: Workload | None = None
     no_fit_hashes: set[tuple[object, ...]] = field(default_factory=set)
+    # ((its root's id, the root's version, stop_at_holds), which kinds pass): Simulator._hopeless_run's
+    hopeless_table: tuple[tuple[int, int, bool], bytearray] | None = None
     borrowed_units_ms: dict[FR, int] = field(default_factory=dict)  # integral of usage above nominal
     used_units_ms: dict[FR, int] = field(default_factory=dict)  # integral of usage
     borrowed_since_ms: int = 0
