@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -794,7 +794,18 @@ class Simulator:
         if all(hopeless(e.assignment, e.targets) for e in entries):
             # Nobody can be admitted or preempt: the order does not matter, all go back.
             return self._requeue(entries, now), self.options.status_write_ms * len(entries)
-        ordered = fair_order(entries, self.preemptor.shares) if self.options.fair_sharing else self._classical_order(entries)
+        ordered: Iterable[Entry]
+        if self.options.fair_sharing:
+            # A head that fits nowhere, or has no candidates and holds nothing (CanAlwaysReclaim), does nothing
+            # below: it changes no usage, so the tournaments of its tree order the others the same without it.
+            # Trees take turns by the first name among all their heads: where the others span two, all run.
+            acting = [e for e in entries if e.assignment.mode == MODE_FIT or e.targets or (
+                e.assignment.mode == MODE_PREEMPT and e.cq.spec.preemption.reclaim_within_cohort != "Any")]
+            if len(acting) < len(entries) and len({id(e.cq.root) for e in acting}) > 1:
+                acting = entries
+            ordered = fair_order(acting, self.preemptor.shares)
+        else:
+            ordered = self._classical_order(entries)
         preempted: dict[int, Workload] = {}
         held: list[tuple[ClusterQueue, dict[FR, int]]] = []  # usage added to the snapshot for this cycle only
         victims: list[tuple[Workload, Workload, str]] = []
