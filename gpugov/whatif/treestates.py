@@ -12,6 +12,7 @@ whose states seldom come back is given up (see WINDOW).
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Generic, TypeVar
 
 from gpugov.whatif.setup import FR
@@ -27,7 +28,9 @@ WINDOW = 1024
 
 # What one admitted workload adds to its tree's state: (its queue's id, its usage sorted, its priority).
 Held = tuple[int, tuple[tuple[FR, int], ...], int]
-State = tuple[tuple[int, int], ...]  # sorted (what is held, by its number in `held`; by how many)
+# (what is held, by its number in `held`; by how many), sorted, flat: one tuple of ints per state, which the
+# garbage collector soon stops tracking (pairs kept in thousands of states made its passes more frequent).
+State = tuple[int, ...]
 
 
 class TreeStates(Generic[T]):
@@ -78,7 +81,7 @@ class TreeStates(Generic[T]):
             for wl in node.owner.admitted.values():
                 item = self._held(node.owner, wl)
                 counts[item] = counts.get(item, 0) + 1
-        number = self.tracked[id(root)] = self._number(tuple(sorted(counts.items())))
+        number = self.tracked[id(root)] = self._number(flat(counts))
         self.tally[id(root)] = [0, 0, 0]
         return number * self.kinds + kind
 
@@ -93,13 +96,14 @@ class TreeStates(Generic[T]):
         tally[1] += 1
         if number is None:
             known = len(self.states)
-            counts = dict(self.states[now])
+            state = self.states[now]
+            counts = dict(zip(state[::2], state[1::2], strict=True))
             count = counts.get(item, 0) + step
             if count:
                 counts[item] = count
             else:
                 del counts[item]
-            number = self.moves[key] = self._number(tuple(sorted(counts.items())))
+            number = self.moves[key] = self._number(flat(counts))
             tally[0] += number == known
         self.tracked[root] = number
         if tally[1] == WINDOW:
@@ -130,3 +134,7 @@ class TreeStates(Generic[T]):
             number = self.numbers[state] = len(self.states)
             self.states.append(state)
         return number
+
+
+def flat(counts: dict[int, int]) -> State:
+    return tuple(chain.from_iterable(sorted(counts.items())))
