@@ -194,7 +194,7 @@ class Preemptor:
         self.fair_sharing = fair_sharing
         # Victims depend on the preemptor only through its queue, priority (and, for
         # LowerOrNewerEqualPriority, age), so they are kept per cohort-tree version.
-        self.memo: dict[tuple[object, ...], tuple[int, list[Target], bool]] = {}
+        self.memo: dict[tuple[object, ...], tuple[int, list[Target], bool, bool]] = {}
         self.tree_cqs: dict[int, list[QuotaNode]] = {}  # cohort tree root id -> its ClusterQueues' nodes
         # (preemptor, target) queue ids -> the children of their lowest common ancestor that hold
         # each (what fair sharing compares): the trees keep their shape through a replay.
@@ -205,6 +205,10 @@ class Preemptor:
         # (not from finding none): such an answer depends on every queue's share, not only on usage
         # of the resources asked for (the simulator's nominations rely on this).
         self.searched = False
+        # Set, with `searched`, when such a search went past the shares to the candidates themselves (their
+        # order reads when each was admitted, and its UID): an answer without it follows from which queue
+        # holds what usage at which priority alone (the simulator keeps such nominations by tree state).
+        self.ordered = False
         # Shares of nodes per usage (quota.kept_drs), for the fair-sharing tournament too; forgotten
         # when quotas change.
         self.shares: dict[tuple[object, ...], DRS] = {}
@@ -233,11 +237,14 @@ class Preemptor:
         known = self.memo.get(key)
         if known is not None and known[0] == cq.root.version:
             self.searched = self.searched or known[2]
+            self.ordered = self.ordered or known[3]
             return known[1]
         outer, self.searched = self.searched, False
+        outer_ordered, self.ordered = self.ordered, False
         found = self._fair(wl, cq, frs, usage, age) if self.fair_sharing else self._classical(wl, cq, frs, usage)
-        self.memo[key] = (cq.root.version, found, self.searched)
+        self.memo[key] = (cq.root.version, found, self.searched, self.ordered)
         self.searched = self.searched or outer
+        self.ordered = self.ordered or outer_ordered
         return found
 
     def nothing_to_take(self, wl: Workload, cq: ClusterQueue, frs: frozenset[FR], age: int | None = None) -> bool:
@@ -304,6 +311,7 @@ class Preemptor:
         if not reach.own and self._outshared(cq, reach, frs):
             remove_all(cq.node, usage)
             return []
+        self.ordered = True
         candidates = [*self._own_candidates(wl, cq, frs),
                       *(w for other, _, _ in reach.others for w in self._cohort_candidates(wl, cq, other, frs))]
         candidates.sort(key=ordering_key(cq))
@@ -465,6 +473,7 @@ class Preemptor:
         # Already evicted ones of every group first (Kueue's splitEvicted), each group in its order.
         candidates = [c for c in ordered if c[0].state == EVICTING] + [c for c in ordered if c[0].state != EVICTING]
         self.searched = self.searched or bool(candidates)
+        self.ordered = self.ordered or bool(candidates)
         forbidden = policy.borrow_within_cohort == "Never"
         under_nominal = all(cq.node.usage.get(fr, 0) < cq.node.nominal.get(fr, 0) for fr in frs)
         if (not hierarchy and not by_priority) or (forbidden and not under_nominal):

@@ -314,15 +314,16 @@ class Simulator:
         self.mark_sums: dict[int, tuple[int, int, tuple[tuple[int, FR], ...]]] = {}  # id(keys) -> (changes, sum, keys)
         self.keysets: dict[tuple[tuple[int, FR], ...], tuple[tuple[int, FR], ...]] = {}  # one tuple per content
         self.epoch = 0
-        # (queue, priority, age, (flavor, resource), quantity) -> (its root's version, grade, whether it searched)
-        self.grades: dict[tuple[int, int, int, FR, int], tuple[int, tuple[int, int], bool]] = {}
+        # (queue, priority, age, (flavor, resource), quantity) -> (its root's version, grade, whether it searched:
+        # 0 no, 1 searched, 2 searched and ordered; see Preemptor.ordered)
+        self.grades: dict[tuple[int, int, int, FR, int], tuple[int, tuple[int, int], int]] = {}
         # (queue, (flavor, resource)) -> (its root's version, the most of it that fits now within nominal quota)
         self.room: dict[tuple[int, FR], tuple[int, int]] = {}
-        # A nomination that searched no victim (Preemptor.searched) reads of its cohort tree only what
+        # A nomination that ordered no candidates (Preemptor.ordered) reads of its cohort tree only what
         # follows from its state (treestates): once a tree had a hopeless one (it holds a backlog), its
         # states are tracked and such nominations of kinds that read no age kept by kind and state (one
         # attribute: with 30 or more, every attribute a Simulator reads is slower, the floor's replay 5%).
-        self.states: TreeStates[Nomination] = TreeStates(len(kinds))
+        self.states: TreeStates[tuple[Nomination, bool]] = TreeStates(len(kinds))
         self.outcome = Outcome(self.workloads, self.queues, 0, 0)
 
     # -- queues -------------------------------------------------------------------------------
@@ -573,18 +574,19 @@ class Simulator:
                     cached = self.assignments[kind] = (cq.root.version, *cached[1:])
                     return cached
                 quiet_marks = (quiet[1], marks)  # as they are now: nothing changes before they are kept again
-        self.preemptor.searched = False
+        self.preemptor.searched = self.preemptor.ordered = False
         made = self.made[kind]
         if made is None or made.epoch != self.epoch:
             made = self.made[kind] = Made(self.epoch)
         age = wl.created_s if self.reads_age[kind] else 0  # what _grader and the preemptor read of its age
-        known: Nomination | None = None
+        known: tuple[Nomination, bool] | None = None
         state: int | None = None
         if made.assignment is not None and self._known_same(wl, cq, made.grades, age):
             reused = True
             assignment = made.assignment  # what assign would answer, without making its grader
         else:
-            # Where assign would grade, a nomination made before in this tree state without a search is the same.
+            # Where assign would grade, a nomination made before in this tree state without ordering candidates
+            # is the same (kept with whether it searched: one that read shares is not quiet).
             reused = False
             if self.states.tracked and not self.reads_age[kind]:
                 state, known = self.states.look_up(cq, kind)
@@ -593,7 +595,8 @@ class Simulator:
                 assignment = assign(wl, cq, self.setup.flavors, self.preemptor, self.options.fair_sharing, grade,
                                     made, same)
         if known is not None:
-            cached = self.assignments[kind] = (cq.root.version, *known[1:])
+            cached = self.assignments[kind] = (cq.root.version, *known[0][1:])
+            self.preemptor.searched = known[1]
         else:
             targets = NO_TARGETS
             if assignment.mode == MODE_PREEMPT and not self.preemptor.nothing_to_take(
@@ -605,13 +608,13 @@ class Simulator:
                 cached = self.assignments[kind] = (
                     cq.root.version, assignment, targets, hopeless(assignment, targets),
                     nominated_reason(assignment, targets), self._holds(cq, assignment))
-            if (not reused and (state is not None or cached[3]) and not self.preemptor.searched
+            if (not reused and (state is not None or cached[3]) and not self.preemptor.ordered
                     and not self.reads_age[kind]):
                 # Kept by state; a hopeless one in a tree not tracked yet: it holds a backlog, tracked from now.
                 if state is None:
                     state = self.states.track(cq, kind)
                 if state is not None:
-                    self.states.keep(state, cached)
+                    self.states.keep(state, (cached, self.preemptor.searched))
         quiet = None
         if cached[3] and not self.preemptor.searched:
             keys = made.marks
@@ -651,11 +654,15 @@ class Simulator:
             if known is not None and known[0] == version:
                 if known[2]:
                     preemptor.searched = True
+                    if known[2] > 1:
+                        preemptor.ordered = True
                 return known[1]
             outer, preemptor.searched = preemptor.searched, False
+            outer_ordered, preemptor.ordered = preemptor.ordered, False
             result = grade_resource(wl, cq, fr, value, preemptor, fair_sharing)
-            memo[key] = (version, result, preemptor.searched)
+            memo[key] = (version, result, preemptor.searched + preemptor.ordered)
             preemptor.searched = preemptor.searched or outer
+            preemptor.ordered = preemptor.ordered or outer_ordered
             return result
 
         def same(grades: Grades) -> bool:
@@ -671,6 +678,8 @@ class Simulator:
                             return False
                         if known[2]:
                             preemptor.searched = True
+                            if known[2] > 1:
+                                preemptor.ordered = True
                         continue
                 if grade(fr, value) != answer:
                     return False
@@ -692,7 +701,7 @@ class Simulator:
                 ((queue, fr), value, None) if answer is FIT_NOW else ((queue, priority, age, fr, value), 0, answer)
                 for fr, value, answer in grades))
         version, room, memo = cq.root.version, self.room, self.grades
-        searched = False
+        searched = 0
         for key, value, answer in kept[2]:
             if answer is None:  # fitted now: still within the queue's room in this version
                 fits = room.get(key)
@@ -702,9 +711,12 @@ class Simulator:
                 known = memo.get(key)
                 if known is None or known[0] != version or known[1] != answer:
                     return False
-                searched = searched or known[2]
+                if known[2] > searched:
+                    searched = known[2]
         if searched:
             self.preemptor.searched = True
+            if searched > 1:
+                self.preemptor.ordered = True
         return True
 
     def _marks(self, cq: ClusterQueue, keys: tuple[tuple[int, FR], ...]) -> int:

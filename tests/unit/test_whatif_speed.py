@@ -156,10 +156,12 @@ def test_a_search_the_preemptor_outshares_ends_before_its_tournament(
         recorded: dict[str, Any], org: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the preemptor borrows and its share is above every candidate queue's, no victim can be
     taken: the search ends there (each such proof saves one tournament), with the decisions of the
-    full tournament."""
+    full tournament. With trees tracked (treestates), answers kept by state stand for some proofs:
+    fewer proofs, the same tournaments and decisions; so the proofs are counted with none tracked."""
     from gpugov.whatif.preemption import Preemptor
+    from gpugov.whatif.treestates import TreeStates
 
-    def tournaments(shortcut: bool) -> tuple[int, int, dict[str, Any]]:
+    def tournaments(shortcut: bool, tracked: bool = False) -> tuple[int, int, dict[str, Any]]:
         outshared = Preemptor._outshared
         proofs = 0
 
@@ -179,15 +181,20 @@ def test_a_search_the_preemptor_outshares_ends_before_its_tournament(
 
         monkeypatch.setattr(Preemptor, "_outshared", proved)
         monkeypatch.setattr(Preemptor, "_first_strategy", counted)
+        if not tracked:
+            monkeypatch.setattr(TreeStates, "track", lambda *_: None)
         outcome = simulator(org, "fair").run()
         monkeypatch.undo()
         return calls, proofs, digest(outcome)
 
     short, proofs, short_digest = tournaments(shortcut=True)
     full, none, full_digest = tournaments(shortcut=False)
-    assert short_digest == full_digest == recorded[f"{org}/fair"]
+    kept, kept_proofs, kept_digest = tournaments(shortcut=True, tracked=True)
+    assert short_digest == full_digest == kept_digest == recorded[f"{org}/fair"]
     assert none == 0 and proofs > 0.15 * full
     assert full - short == proofs
+    # a kept answer is one that ran no tournament (Preemptor.ordered unset): it stands for a proof
+    assert kept == short and kept_proofs < proofs
 
 
 @pytest.mark.parametrize("org", ["base", "whatif-org"])
