@@ -275,20 +275,24 @@ def test_a_budget_no_longer_spent_opens_the_queue_and_admits_the_waiting_job(
 def test_a_queue_closed_by_someone_else_is_left_closed(api: client.ApiClient, root: Path,
                                                        held: dict[str, Any]) -> None:
     """An operator closes recsys (vcctl's Command); gpugov budget, with nothing held, leaves it closed."""
-    uid = queue(api, "recsys")["metadata"]["uid"]
-    target = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "name": "recsys", "uid": uid,
-              "controller": True}
-    client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "bus.volcano.sh", "v1alpha1", "default", "commands",
-        {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
-         "metadata": {"generateName": "recsys-closequeue-", "ownerReferences": [target]},
-         "target": target, "action": "CloseQueue"})
+    operator_command(api, "recsys", "CloseQueue")
     eventually(lambda: state(api, "recsys") in ("Closing", "Closed"), 60, "recsys closed by the operator")
     again = budget(root, held["kubeconfig"])
     assert again.returncode == 0 and json.loads(again.stdout)["changes"] == [], again.stdout + again.stderr
     time.sleep(3)
     assert state(api, "recsys") in ("Closing", "Closed")
 
+
+def operator_command(api: client.ApiClient, name: str, action: str) -> None:
+    """What `vcctl queue operate` creates: a Command for Volcano's queue controller, not gpugov's (no reason)."""
+    uid = queue(api, name)["metadata"]["uid"]
+    target = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "name": name, "uid": uid,
+              "controller": True}
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "bus.volcano.sh", "v1alpha1", "default", "commands",
+        {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+         "metadata": {"generateName": f"{name}-{action.lower()}-", "ownerReferences": [target]},
+         "target": target, "action": action})
 
 
 def commands_for(api: client.ApiClient, name: str) -> list[dict[str, Any]]:
@@ -334,14 +338,7 @@ def test_a_release_while_volcanos_controller_is_down_withdraws_the_pending_close
         controllers.wait_healthy(60)
     # The controller is back and acting on Commands (an operator's OpenQueue for recsys, closed by the test
     # above, is carried out): nothing of gpugov's is left for it to close speech with.
-    uid = queue(api, "recsys")["metadata"]["uid"]
-    target = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "name": "recsys", "uid": uid,
-              "controller": True}
-    client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "bus.volcano.sh", "v1alpha1", "default", "commands",
-        {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
-         "metadata": {"generateName": "recsys-openqueue-", "ownerReferences": [target]},
-         "target": target, "action": "OpenQueue"})
+    operator_command(api, "recsys", "OpenQueue")
     eventually(lambda: state(api, "recsys") == "Open", 60, "recsys opened by the controller, back")
     time.sleep(3)
     assert state(api, "speech") == "Open"
@@ -403,14 +400,7 @@ def idle(west: Sandbox, api: client.ApiClient, root: Path, held: dict[str, Any])
     eventually(lambda: state(api, "speech") == "Open" and state(api, "recsys") in ("Open", "Closing", "Closed"),
                60, "speech's Queue open")
     if state(api, "recsys") != "Open":  # closed by the budget test's operator: open it again, as vcctl would
-        uid = queue(api, "recsys")["metadata"]["uid"]
-        target = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "name": "recsys", "uid": uid,
-                  "controller": True}
-        client.CustomObjectsApi(api).create_namespaced_custom_object(
-            "bus.volcano.sh", "v1alpha1", "default", "commands",
-            {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
-             "metadata": {"generateName": "recsys-openqueue-", "ownerReferences": [target]},
-             "target": target, "action": "OpenQueue"})
+        operator_command(api, "recsys", "OpenQueue")
     _delete_all_jobs(api)
     name = job(api, "speech")
     eventually(lambda: running(api, "speech", name), 90, "speech's job running")
