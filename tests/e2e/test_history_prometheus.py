@@ -88,6 +88,15 @@ def drawn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Drawn]:
         nodes.append(n2)
         time.sleep(RUN)
         window = span(f"{WINDOW}s", datetime.now(UTC), 1)
+        # The chart and the sums below must read the same samples: Prometheus records the window's last
+        # instants only once its rule group has been evaluated past them (a second apart, later on a loaded
+        # machine); two evaluations past the end, every rule of the group has been written for it.
+        end = window.until.timestamp()
+        deadline = time.monotonic() + 60
+        while max((float(s["value"][1]) for s in query(url, "timestamp(gpugov:device_activity:ratio)")),
+                  default=0.0) < end + 2:
+            assert time.monotonic() < deadline, "Prometheus never evaluated its rules past the window's end"
+            time.sleep(0.25)
 
         def ask(promql: str, start: datetime, end: datetime, step: int) -> list[dict[str, Any]]:
             return query_range(url, promql, start, end, step)
