@@ -3,7 +3,6 @@ the same resource, one tenant holding nominal quota in both) on a sandbox of its
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from kubernetes import client
 
 from gpugov.sandbox import samples
 from tests.e2e.conftest import SMALL_ORG_POLICIES, own_org_sandbox
+from tests.helpers.waiting import eventually, queues_count_their_workloads
 
 pytestmark = pytest.mark.e2e
 
@@ -99,5 +99,6 @@ def test_nominal_on_a_later_pool_before_borrowing_on_the_first(lab: client.ApiCl
         assert seen.admitted, seen
         placed.append(seen.flavor)
     assert placed == ["first", "second"]
-    time.sleep(2)
+    # read once Kueue's status counts both jobs: a status from before the second says nothing borrowed either
+    eventually(lambda: queues_count_their_workloads(lab), 30, "alpha's status counting both jobs")
     assert all(v == "0" for flavor in _borrowed(lab, "alpha").values() for v in flavor.values())
