@@ -241,6 +241,15 @@ def test_gpugov_queue_as_a_member_shows_its_jobs_and_no_foreign_names(living: Sa
     wait_for(lambda: admitted(scenario, "vision", f"{RUN}-queued-run"), "the member's 8-GPU job to be admitted")
     wait_for(lambda: condition(workload_of(scenario, "vision", f"{RUN}-never-fits"), "QuotaReserved").get("message"),
              "Kueue to evaluate the job that never fits")
+    # speech's job, which the member may not list, is counted from speech's ClusterQueue status
+    # (admittedWorkloads, pendingWorkloads): Kueue writes it a second or more after the Workload was admitted
+    # (UpdatesBatchPeriod), later than the Workload's own Admitted condition the fixture waited for.
+    custom = client.CustomObjectsApi(scenario)
+    speech_admitted = sum(condition(w, "Admitted").get("status") == "True"
+                          and condition(w, "Finished").get("status") != "True"
+                          for w in custom.list_namespaced_custom_object(*KUEUE, "speech", "workloads")["items"])
+    wait_for(lambda: (custom.get_cluster_custom_object(*KUEUE, "clusterqueues", "speech").get("status") or {}).get(
+        "admittedWorkloads") == speech_admitted, "speech's ClusterQueue status to count its admitted workloads")
 
     result = gpugov(living, MEMBER, "queue", "--tenant", "vision", "--format", "json")
     assert result.returncode == 1, result.stderr  # never-fits: a finding, not a wait
