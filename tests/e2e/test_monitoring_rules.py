@@ -128,6 +128,17 @@ def test_idle_device_seconds_are_in_step_with_the_ledger(evaluated: Evaluated) -
     url, since = evaluated.url, evaluated.started
     until = datetime.now(UTC).replace(microsecond=0)
     seconds = int((until - since).total_seconds())
+    # Both sides must read the window whole: a rule evaluation or a scrape of its last seconds not yet written
+    # (each a second apart, later on a loaded machine) is missing from the sum and the ledger alike, which then
+    # differ by it. Read once Prometheus has evaluated the rules two evaluations past the end and scraped past it.
+    def written_past(promql: str) -> float:
+        return max((float(s["value"][1]) for s in query(url, f"timestamp({promql})")), default=0.0)
+
+    deadline = time.monotonic() + 60
+    while (written_past('gpugov:tenant_idle_devices:count{tenant="nlp"}') < until.timestamp() + 2
+           or written_past('DCGM_FI_DEV_GPU_UTIL{exported_namespace="nlp"}') < until.timestamp() + 1):
+        assert time.monotonic() < deadline, "Prometheus never evaluated its rules and scraped past the window's end"
+        time.sleep(0.25)
     # the rules: devices idle at each one-second evaluation, summed over the window
     [recorded] = query(url, f'sum_over_time(gpugov:tenant_idle_devices:count{{tenant="nlp"}}[{seconds}s] @ {until.timestamp():.0f})')
     # the ledger: the same pods' busiest-device samples against the same threshold, per admitted second
