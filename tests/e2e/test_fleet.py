@@ -191,6 +191,16 @@ def test_jobs_beyond_one_workers_room_run_on_the_other_within_the_fleet_quota(fl
 
     where = eventually(placed, timeout=120, what="three workloads admitted and dispatched")
     assert sorted(set(where.values())) == ["lab", "lab2"], where  # one worker's room is 4: the third went on
+
+    # MultiKueue sends a copy of each Workload to every worker and, once one worker reserved it, keeps that
+    # one and deletes the others (multikueue/workload.go: the deletes are issued as clusterName is set). A copy
+    # another worker had admitted too stays listed, Admitted, until that worker's Kueue lets it go (its job
+    # stopped, the resource-in-use finalizer lifted): count each worker's once the unchosen copies are gone.
+    def settled() -> bool:
+        return all(len([w for w in _workloads(fleet.api(worker)) if _admitted(w)]) == list(where.values()).count(worker)
+                   for worker in ("lab", "lab2"))
+
+    eventually(settled, timeout=60, what=f"each worker admitting only the workloads placed on it ({where})")
     for worker in ("lab", "lab2"):  # each worker admits under its own quota what the manager sent it
         running = [w for w in _workloads(fleet.api(worker)) if _admitted(w)]
         assert len(running) == list(where.values()).count(worker)
