@@ -209,11 +209,25 @@ def reevaluate(api: client.ApiClient, prefixes: set[str]) -> None:
     changing), so a message can name a deficit smaller than today's. A change of each tree's probe queue
     frees nothing anyone else can use, so nothing more is admitted and every message is today's."""
     custom = client.CustomObjectsApi(api)
+    generations = {}
     for prefix in sorted(prefixes):
-        custom.patch_cluster_custom_object(*KUEUE, "clusterqueues", f"{prefix}-probe", {"spec": {"resourceGroups": [{
-            "coveredResources": [GPU], "flavors": [{"name": PROBE, "resources": [
+        patched = custom.patch_cluster_custom_object(*KUEUE, "clusterqueues", f"{prefix}-probe", {"spec": {
+            "resourceGroups": [{"coveredResources": [GPU], "flavors": [{"name": PROBE, "resources": [
                 {"name": GPU, "nominalQuota": "2", "lendingLimit": "0"}]}]}]}})
-    time.sleep(2)
+        generations[f"{prefix}-probe"] = patched["metadata"]["generation"]
+
+    # Kueue requeues the tree's pending Workloads in its ClusterQueue update handler, before it reconciles the
+    # queue, whose Active condition then observes the patched generation (clusterqueue_controller.go Update,
+    # updateCqStatusIfChanged): once every probe's does, each tree's re-evaluation is under way and `settle`
+    # waits for it to end. A fixed pause stood for that, which a loaded machine could outlast.
+    def observed(name: str, generation: int) -> bool:
+        active = condition(custom.get_cluster_custom_object(*KUEUE, "clusterqueues", name), "Active")
+        return int(active.get("observedGeneration") or 0) >= generation
+
+    deadline = time.monotonic() + 60
+    while not all(observed(name, generation) for name, generation in generations.items()):
+        assert time.monotonic() < deadline, "Kueue never took up the probe queues' change"
+        time.sleep(0.5)
 
 
 def check(api: client.ApiClient, workloads: list[dict[str, Any]], objects: list[dict[str, Any]]) -> dict[str, int]:
