@@ -191,7 +191,8 @@ def cmd_budget(args: argparse.Namespace) -> ExitCode:
         if not args.apply:
             changes = []
         elif volcano:
-            changes = hold_volcano_queues(api, state.objects, held_tenants(statuses), command_namespace(state), now)
+            changes = hold_volcano_queues(api, state.objects, held_tenants(statuses), command_namespace(state), now,
+                                          **({"wait": float(args.wait)} if args.wait else {}))
         else:
             changes = hold_queues(api, state.objects, held_tenants(statuses))
     except (CheckIncomplete, Rejected, WorkloadError, UnplacedAdmission, kube_config.ConfigException, OSError) as exc:
@@ -223,6 +224,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     compile_target_args(p)
     kubeconfig_args(p, in_cluster=True)
     p.add_argument("--apply", action="store_true", help="hold (and release) the ClusterQueues (Volcano: Queues) of hold budgets")
+    # the default is volcano_budget.WAIT, not imported here: the parser is built at every start
+    p.add_argument("--wait", type=positive, metavar="SECONDS",
+                   help="on Volcano, how long --apply waits for its queue controller to carry out each CloseQueue or "
+                   "OpenQueue it sends (default 5); one not carried out by then stays pending and a later run goes on")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--page-size", type=positive, default=500, metavar="N", help="objects per list request (default 500)")
     group = p.add_argument_group("notifications")

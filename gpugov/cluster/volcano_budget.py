@@ -147,10 +147,11 @@ class _Waiter:
     api: Api
     clock: Callable[[], float]
     sleep: Callable[[float], None]
+    wait: float = WAIT
 
     def until(self, name: str, states: tuple[str, ...]) -> str | None:
-        """The Queue's state once it is one of `states`; None if WAIT passed first (or it is gone)."""
-        deadline = self.clock() + WAIT
+        """The Queue's state once it is one of `states`; None if `wait` seconds passed first (or it is gone)."""
+        deadline = self.clock() + self.wait
         while True:
             live = read_object(self.api, QUEUE, name)
             if live is None:
@@ -187,18 +188,19 @@ def _sent(waiter: _Waiter, live: dict[str, Any], tenant: str, action: str, names
     if seen is None:
         return Text("Queue {name} (tenant {tenant}): {current}, {action} sent; Volcano's queue controller has not "
                     "carried it out within {seconds} s (the mark stays: a later run goes on)", name=name,
-                    tenant=tenant, current=current, action=action, seconds=f"{WAIT:g}"), None
+                    tenant=tenant, current=current, action=action, seconds=f"{waiter.wait:g}"), None
     return Text("Queue {name} (tenant {tenant}): {current} -> {observed} ({action})", name=name, tenant=tenant,
                 current=current, observed=seen, action=action), seen
 
 
 def hold_volcano_queues(api_client: Any, objects: list[dict[str, Any]], held: frozenset[str], namespace: str,
                         now: datetime, clock: Callable[[], float] = time.monotonic,
-                        sleep: Callable[[float], None] = time.sleep) -> list[Text]:
+                        sleep: Callable[[float], None] = time.sleep, wait: float = WAIT) -> list[Text]:
     """Close the leaf Queues of the held tenants (marked first), open again those gpugov closed whose
     tenant is no longer held (then unmark); never touch a Queue closed by someone else. Commands go to
-    `namespace`. Returns one line per change, or per Command still waiting on Volcano."""
-    waiter = _Waiter(Api(api_client), clock, sleep)
+    `namespace`; each is waited for at most `wait` seconds. Returns one line per change, or per Command
+    still waiting on Volcano."""
+    waiter = _Waiter(Api(api_client), clock, sleep, wait)
     changes: list[Text] = []
     for obj in objects:
         if obj["kind"] != "Queue" or LABEL_TENANT not in (obj["metadata"].get("labels") or {}):

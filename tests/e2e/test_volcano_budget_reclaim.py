@@ -146,9 +146,11 @@ def podgroup_of(api: client.ApiClient, namespace: str, name: str) -> dict[str, A
     return next((g for g in groups if any(o.get("uid") == uid for o in g["metadata"].get("ownerReferences", []))), {})
 
 
-def budget(root: Path, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
+def budget(root: Path, kubeconfig: Path, wait: int = 60) -> subprocess.CompletedProcess[str]:
+    """gpugov budget --apply; it waits up to `wait` s for Volcano's queue controller, which on a loaded
+    machine can take longer than the CronJob's default 5 s to carry out a Command."""
     return subprocess.run([sys.executable, "-m", "gpugov", "budget", str(root), "--cluster", "west",
-                           "--kubeconfig", str(kubeconfig), "--apply", "--format", "json"],
+                           "--kubeconfig", str(kubeconfig), "--apply", "--format", "json", "--wait", str(wait)],
                           capture_output=True, text=True, timeout=120, env=dict(os.environ))
 
 
@@ -316,7 +318,7 @@ def test_a_release_while_volcanos_controller_is_down_withdraws_the_pending_close
     _write_org(root, BUDGET_LINE)  # spent again: speech has run 8 cards since the module began
     controllers.stop()
     try:
-        over = budget(root, held["kubeconfig"])
+        over = budget(root, held["kubeconfig"], wait=5)
         assert over.returncode == 1, over.stderr
         assert json.loads(over.stdout)["changes"] == [
             "Queue speech (tenant speech): Open, CloseQueue sent; Volcano's queue controller has not carried it out "

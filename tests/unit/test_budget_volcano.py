@@ -278,7 +278,8 @@ class Clock:
         self.now += seconds
 
 
-def hold(tmp_path: Path, cluster: Cluster, held: set[str]) -> tuple[list[str], list[tuple[str, str]], float]:
+def hold(tmp_path: Path, cluster: Cluster, held: set[str],
+         wait: float = WAIT) -> tuple[list[str], list[tuple[str, str]], float]:
     """One `budget --apply` decision over the fake: (its lines, its writes, the seconds it waited)."""
     from kubernetes import client
 
@@ -290,7 +291,7 @@ def hold(tmp_path: Path, cluster: Cluster, held: set[str]) -> tuple[list[str], l
         configuration = client.Configuration()
         configuration.host = kube.url
         changes = hold_volcano_queues(client.ApiClient(configuration), objects, frozenset(held), "gpugov-system",
-                                      datetime(2026, 12, 5, tzinfo=UTC), clock=clock, sleep=clock.sleep)
+                                      datetime(2026, 12, 5, tzinfo=UTC), clock=clock, sleep=clock.sleep, wait=wait)
         return [str(c) for c in changes], kube.writes, clock.now
 
 
@@ -372,6 +373,28 @@ def test_a_close_not_carried_out_in_time_is_reported_pending_and_keeps_the_mark(
     assert [w[0] for w in writes] == ["DELETE", "PATCH"], writes
     cluster.controller_runs()
     assert cluster.queues["alpha"]["status"]["state"] == "Open"
+
+
+def test_a_run_waits_as_long_as_it_is_told_for_volcano_to_carry_out_its_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--wait: a busy cluster's queue controller may take longer than the default; the run waits that long,
+    no longer, and says how long it waited."""
+    cluster = Cluster([], {"alpha": live_queue("alpha", "Open"), "beta": live_queue("beta", "Open")}, acting=False)
+    lines, _, waited = hold(tmp_path, cluster, {"alpha"}, wait=30)
+    assert lines == ["Queue alpha (tenant alpha): Open, CloseQueue sent; Volcano's queue controller has not carried "
+                     "it out within 30 s (the mark stays: a later run goes on)"]
+    assert 30 <= waited < 30 + 1, waited
+    # the command line's --wait reaches the run (1 s, on the real clock)
+    root = repo(tmp_path / "repo", cluster=VOLCANO_CLUSTER)
+    cluster = Cluster(spent_pods(), {"alpha": live_queue("alpha", "Open"), "beta": live_queue("beta", "Open")},
+                      acting=False)
+    code, _ = run(tmp_path, root, cluster, "--apply", "--wait", "1")
+    assert code == 1 and "has not carried it out within 1 s" in capsys.readouterr().err
+    for bad in ("0", "-3", "soon"):
+        with pytest.raises(SystemExit) as refused:  # argparse's usage error
+            run(tmp_path, root, cluster, "--apply", "--wait", bad)
+        said = capsys.readouterr().err
+        assert refused.value.code == 2 and f"argument --wait: '{bad}' is not a whole number" in said, said
 
 
 def test_a_queue_closed_by_someone_else_is_left_alone(tmp_path: Path) -> None:
