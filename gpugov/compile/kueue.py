@@ -165,6 +165,18 @@ def _resource_group(
     return {"coveredResources": covered, "flavors": group_flavors}
 
 
+def _resource_groups_key(flavors: list[str], covered: list[str], quotas: tuple[PoolQuota, ...],
+                         default_for: dict[str, dict[str, Decimal]], never_borrow: bool) -> tuple[Any, ...]:
+    """Everything _resource_group reads. Quantities go in by their text, so that equal keys mean the
+    same inputs as written, not merely equal values (Decimal 1 == 1.0): equal keys, equal groups."""
+    return (
+        tuple(flavors), tuple(covered), never_borrow,
+        tuple((q.pool, tuple((rq.resource, str(rq.nominal), str(rq.borrowing_limit), str(rq.lending_limit))
+                             for rq in q.resources)) for q in quotas),
+        tuple((pool, tuple((r, str(amount)) for r, amount in amounts.items())) for pool, amounts in default_for.items()),
+    )
+
+
 def accelerator_share(scope: Scope, quota: PoolQuota) -> Decimal:
     """The tenant's part of a pool's accelerators, in GPU equivalents, at most 1."""
     weights, whole = scope.pool_equivalents(quota.pool)
@@ -242,10 +254,15 @@ def cluster_queue(scope: Scope, tenant: Tenant) -> Object:
     # Use nominal quota on a later pool before borrowing on an earlier one, unless the tenant declares otherwise.
     spec["flavorFungibility"] = {"whenCanBorrow": "TryNextFlavor", **dict(tenant.flavor_fungibility)}
     if flavors:
-        spec["resourceGroups"] = [
-            _resource_group(flavors, covered, quotas, defaults, never_borrow=scope.model.never_borrows(tenant),
-                            borrow_only_flavors=scope.borrow_only_flavors)
-        ]
+        never_borrow = scope.model.never_borrows(tenant)
+        key = _resource_groups_key(flavors, covered, quotas, defaults, never_borrow)
+        groups = scope.resource_groups.get(key)
+        if groups is None:
+            groups = scope.resource_groups[key] = [
+                _resource_group(flavors, covered, quotas, defaults, never_borrow=never_borrow,
+                                borrow_only_flavors=scope.borrow_only_flavors)
+            ]
+        spec["resourceGroups"] = groups
     spec["fairSharing"] = {"weight": str(tenant.weight or 1)}
     return {
         "apiVersion": KUEUE_API,

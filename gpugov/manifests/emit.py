@@ -262,12 +262,15 @@ class _Memo:
     """What memoizing cost and saved at one place in the tree (the key a collection sits
     under). A try marshals the subtree, far cheaper per byte than writing it, so a place
     keeps trying while its hits save at least an eighth of the bytes its tries marshal,
-    after a warm-up long enough for repeats to show."""
+    after a warm-up long enough for repeats to show. A flat collection (one line per entry:
+    labels, annotations) is written about as fast as it is marshalled and looked up, so a
+    place whose collections were all flat in the warm-up stops trying too."""
 
-    __slots__ = ("active", "saved", "spent", "tries")
+    __slots__ = ("active", "nested", "saved", "spent", "tries")
 
     def __init__(self) -> None:
         self.active = True
+        self.nested = False  # a collection written here took more lines than it has entries
         self.tries = 0
         self.spent = 0
         self.saved = 0
@@ -278,7 +281,9 @@ class BlockEmitter:
 
     A collection's text depends only on its value and its indentation, so equal subtrees at
     equal depth (the same resource groups in a thousand ClusterQueues) are written once.
-    The cache key is the subtree's marshal bytes, which tell True from 1 and "1" from 1.
+    The cache key is the subtree's marshal bytes, which tell True from 1 and "1" from 1;
+    a subtree met again as the same object within one call of `documents` (compile shares
+    equal resource groups between queues) is found by identity first, without marshalling.
     Every cache changes how fast the text comes, never what it is."""
 
     def __init__(self) -> None:
@@ -290,10 +295,19 @@ class BlockEmitter:
         self._keys: dict[str, str | None] = {}
         self._memos: dict[str, _Memo] = {}
         self._blocks: dict[tuple[int, bytes], str] = {}
+        # (id, indent) -> (the subtree, kept so its id is not reused, its text); one call's
+        # worth: nothing says a caller leaves its objects unchanged between calls
+        self._same: dict[tuple[int, int], tuple[object, str]] = {}
 
     def documents(self, documents: Iterable[Any], explicit_start: bool = True) -> str:
         """A YAML stream of `documents` (mappings or sequences), '---' before each one when
         `explicit_start`."""
+        try:
+            return self._documents(documents, explicit_start)
+        finally:
+            self._same.clear()
+
+    def _documents(self, documents: Iterable[Any], explicit_start: bool) -> str:
         out: list[str] = []
         last: Any = None
         for document in documents:
@@ -379,6 +393,11 @@ class BlockEmitter:
         if memo is None:
             memo = self._memos[place] = _Memo()
         if memo.active:
+            same = self._same.get((id(value), indent))
+            if same is not None and same[0] is value:
+                memo.tries += 1
+                memo.saved += len(same[1])
+                return same[1]
             try:
                 # marshal (format 4) spells out types and values: equal bytes, equal subtrees
                 data = marshal.dumps(value, 4)
@@ -389,13 +408,16 @@ class BlockEmitter:
             if text is None:
                 text = self._blocks[key] = self._write(value, indent, place)
                 saved = 0
+                if not memo.nested and text.count("\n") > len(value):
+                    memo.nested = True
             else:
                 saved = len(text)
+            self._same[(id(value), indent)] = (value, text)
             # counted inline (this runs for most collections): active while hits save an eighth
             memo.tries += 1
             memo.spent += len(data)
             memo.saved += saved
-            memo.active = memo.tries < 128 or memo.saved * 8 >= memo.spent
+            memo.active = memo.tries < 128 or (memo.nested and memo.saved * 8 >= memo.spent)
             return text
         return self._write(value, indent, place)
 

@@ -59,9 +59,10 @@ DUPLICATE_OBJECT = rule(
 def check_objects(objects: list[dict[str, Any]]) -> list[Finding]:
     findings: list[Finding] = []
     in_order: dict[int, list[str]] = {}
+    clean: set[int] = set()
     for obj in objects:
         if obj["kind"] in ("ClusterQueue", "Cohort"):
-            findings.extend(_check_groups(obj, in_order))
+            findings.extend(_check_queue_groups(obj, in_order, clean))
         elif obj["kind"] == "ResourceFlavor":
             findings.extend(_check_flavor(obj))
     keys = [(o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects]
@@ -78,6 +79,20 @@ def check_objects(objects: list[dict[str, Any]]) -> list[Finding]:
                     source_location(obj),
                 )
             )
+    return findings
+
+
+def _check_queue_groups(obj: dict[str, Any], in_order: dict[int, list[str]], clean: set[int]) -> list[Finding]:
+    """_check_groups, once per resourceGroups list that passes: compile shares equal groups between queues
+    (Scope.resource_groups), and what is checked depends on the list alone. `clean`: ids of such lists,
+    kept across one check_objects, as `in_order`; a list with findings is checked for each queue, whose
+    name they carry."""
+    groups = obj.get("spec", {}).get("resourceGroups")
+    if groups is not None and id(groups) in clean:
+        return []
+    findings = list(_check_groups(obj, in_order))
+    if groups is not None and not findings:
+        clean.add(id(groups))
     return findings
 
 

@@ -250,6 +250,22 @@ def test_rendering_is_deterministic_and_independent_of_what_was_written_before()
     assert manifest_files(objects) == manifest_files(desired_state(REPO, cluster="east", backend="kueue").objects)
 
 
+def test_an_object_changed_between_two_calls_is_written_as_it_is_now() -> None:
+    """The writer finds a subtree met again as the same object without reading it (compile shares equal
+    resource groups), within one call only: a caller may change its objects between calls."""
+    groups = [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "a", "resources": [
+        {"name": "nvidia.com/gpu", "nominalQuota": "8"}]}]}]
+    queues = [{"kind": "ClusterQueue", "metadata": {"name": f"q{i}"}, "spec": {"resourceGroups": groups}}
+              for i in range(200)]  # past the memo's warm-up at that place
+    writer = BlockEmitter()
+    before = writer.documents(queues)
+    assert before == dump_all(queues) and before.count("nominalQuota: '8'") == 200
+    groups[0]["flavors"][0]["resources"][0]["nominalQuota"] = "16"
+    after = writer.documents(queues)
+    assert after == dump_all(queues) and after.count("nominalQuota: '16'") == 200 and "'8'" not in after
+    assert after == reference(queues)
+
+
 def test_a_big_org_renders_the_same_bytes_as_pyyaml(tmp_path: Path) -> None:
     """Past the memo's warm-up (thousands of objects, repeated resource groups)."""
     from bench.synthetic import generate
