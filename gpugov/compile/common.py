@@ -95,7 +95,7 @@ class Scope:
     # covered resources and pool, built once and shared by the queues of this compile that list it.
     borrow_only_flavors: dict[tuple[str, ...], dict[str, dict[str, Any]]] = field(
         default_factory=dict, repr=False, compare=False)
-    # A queue's resourceGroups per the exact inputs that make them (resource_groups_key in
+    # A queue's resourceGroups per the exact inputs that make them (_resource_groups_key in
     # compile/kueue.py), shared by the queues of this compile whose groups come out equal.
     resource_groups: dict[tuple[Any, ...], list[dict[str, Any]]] = field(
         default_factory=dict, repr=False, compare=False)
