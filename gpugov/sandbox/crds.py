@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
 FIELD_MANAGER = "gpugov"
@@ -75,17 +76,38 @@ def _established(crd: client.V1CustomResourceDefinition) -> bool:
     return any(c.type == "Established" and c.status == "True" for c in conditions)
 
 
+def _discoverable(api_client: client.ApiClient, crd: client.V1CustomResourceDefinition) -> bool:
+    """Whether discovery lists the CRD's resource in each version it serves. The API server's discovery
+    controller adds it a moment after the CRD is Established; a controller that starts in between (Kueue's
+    RESTMapper setting up its indexes) finds no such kind and exits."""
+    spec = crd.spec
+    custom = client.CustomObjectsApi(api_client)
+    for version in spec.versions:
+        if not version.served:
+            continue
+        try:
+            listed = custom.get_api_resources(spec.group, version.name)
+        except ApiException as exc:
+            if exc.status == 404:  # the group/version is not in discovery yet
+                return False
+            raise
+        if not any(resource.name == spec.names.plural for resource in listed.resources or []):
+            return False
+    return True
+
+
 def wait_established(api_client: client.ApiClient, names: Iterable[str], timeout: float = 60.0) -> None:
-    """Block until every named CRD reports Established=True."""
+    """Block until every named CRD reports Established=True and discovery lists it (_discoverable)."""
     api = client.ApiextensionsV1Api(api_client)
     pending = set(names)
     deadline = time.monotonic() + timeout
     while pending:
-        pending = {n for n in pending if not _established(api.read_custom_resource_definition(n))}
+        found = {n: api.read_custom_resource_definition(n) for n in pending}
+        pending = {n for n, crd in found.items() if not (_established(crd) and _discoverable(api_client, crd))}
         if not pending:
             return
         if time.monotonic() > deadline:
-            raise CRDError(f"CRDs not Established after {timeout:.0f}s: {', '.join(sorted(pending))}")
+            raise CRDError(f"CRDs not Established and discoverable after {timeout:.0f}s: {', '.join(sorted(pending))}")
         time.sleep(0.2)
 
 
