@@ -152,7 +152,7 @@ def cmd_budget(args: argparse.Namespace) -> ExitCode:
     from gpugov.cli.cluster import api_client
     from gpugov.cluster.queues import read_workloads
     from gpugov.cluster.rest import Rejected
-    from gpugov.cluster.volcano_budget import hold_volcano_queues, read_pods_and_nodes
+    from gpugov.cluster.volcano_budget import WAIT, hold_volcano_queues, read_pods_and_nodes
     from gpugov.compile import Backend
     from gpugov.queueing.workload import WorkloadError, from_object
     from gpugov.sources import CheckIncomplete
@@ -192,7 +192,7 @@ def cmd_budget(args: argparse.Namespace) -> ExitCode:
             changes = []
         elif volcano:
             changes = hold_volcano_queues(api, state.objects, held_tenants(statuses), command_namespace(state), now,
-                                          **({"wait": float(args.wait)} if args.wait else {}))
+                                          wait=args.wait or WAIT)
         else:
             changes = hold_queues(api, state.objects, held_tenants(statuses))
     except (CheckIncomplete, Rejected, WorkloadError, UnplacedAdmission, kube_config.ConfigException, OSError) as exc:
@@ -224,7 +224,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     compile_target_args(p)
     kubeconfig_args(p, in_cluster=True)
     p.add_argument("--apply", action="store_true", help="hold (and release) the ClusterQueues (Volcano: Queues) of hold budgets")
-    # the default is volcano_budget.WAIT, not imported here: the parser is built at every start
+    # None: volcano_budget.WAIT, read where the run begins (the parser is built at every start)
     p.add_argument("--wait", type=positive, metavar="SECONDS",
                    help="on Volcano, how long --apply waits for its queue controller to carry out each CloseQueue or "
                    "OpenQueue it sends (default 5); one not carried out by then stays pending and a later run goes on")

@@ -37,6 +37,7 @@ from gpugov.usage.segments import segments
 from gpugov.usage.window import Window
 from tests.e2e.conftest import skip_or_fail
 from tests.helpers.repos import FIXTURES
+from tests.helpers.waiting import wait_for
 from tests.unit.test_queueing_unit import raw_workload
 
 RUN = 10  # seconds the pods run before the checks
@@ -134,11 +135,9 @@ def test_idle_device_seconds_are_in_step_with_the_ledger(evaluated: Evaluated) -
     def written_past(promql: str) -> float:
         return max((float(s["value"][1]) for s in query(url, f"timestamp({promql})")), default=0.0)
 
-    deadline = time.monotonic() + 60
-    while (written_past('gpugov:tenant_idle_devices:count{tenant="nlp"}') < until.timestamp() + 2
-           or written_past('DCGM_FI_DEV_GPU_UTIL{exported_namespace="nlp"}') < until.timestamp() + 1):
-        assert time.monotonic() < deadline, "Prometheus never evaluated its rules and scraped past the window's end"
-        time.sleep(0.25)
+    wait_for(lambda: written_past('gpugov:tenant_idle_devices:count{tenant="nlp"}') >= until.timestamp() + 2
+             and written_past('DCGM_FI_DEV_GPU_UTIL{exported_namespace="nlp"}') >= until.timestamp() + 1,
+             "Prometheus to evaluate its rules and scrape past the window's end", timeout=60)
     # the rules: devices idle at each one-second evaluation, summed over the window
     [recorded] = query(url, f'sum_over_time(gpugov:tenant_idle_devices:count{{tenant="nlp"}}[{seconds}s] @ {until.timestamp():.0f})')
     # the ledger: the same pods' busiest-device samples against the same threshold, per admitted second

@@ -32,7 +32,7 @@ from gpugov.queueing.workload import from_object
 from gpugov.reach import Tree
 from gpugov.sandbox import kueue as sandbox_kueue
 from gpugov.sandbox.cluster import Sandbox
-from tests.helpers.waiting import condition
+from tests.helpers.waiting import condition, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -224,10 +224,8 @@ def reevaluate(api: client.ApiClient, prefixes: set[str]) -> None:
         active = condition(custom.get_cluster_custom_object(*KUEUE, "clusterqueues", name), "Active")
         return int(active.get("observedGeneration") or 0) >= generation
 
-    deadline = time.monotonic() + 60
-    while not all(observed(name, generation) for name, generation in generations.items()):
-        assert time.monotonic() < deadline, "Kueue never took up the probe queues' change"
-        time.sleep(0.5)
+    wait_for(lambda: all(observed(name, generation) for name, generation in generations.items()),
+             "Kueue to take up the probe queues' change", timeout=60)
 
 
 def check(api: client.ApiClient, workloads: list[dict[str, Any]], objects: list[dict[str, Any]]) -> dict[str, int]:
